@@ -1,0 +1,37 @@
+# Treechat: `make run` opens the app, `make test` passes the tests. Both bootstrap .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# llama-cpp-python compiles from source; keep the build portable, not tuned to this CPU.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: run test bench lint package clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/treechat
+
+test: $(STAMP)
+	$(BIN)/ruff check desktop tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -p no:cacheprovider -m "not bench" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	mkdir -p build/bench
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -p no:cacheprovider tests/benchmarks -m bench -s -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check desktop tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+clean:
+	rm -rf build dist

@@ -1,0 +1,162 @@
+"""Treechat's command line: `treechat` opens the window; subcommands work headless on the
+same store and engine."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from . import __version__, paths
+from .store.database import Store, StoreError, default_store_path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="treechat",
+        description="A chat client where a conversation is a git-like graph. "
+        "With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"treechat {__version__}")
+    parser.add_argument(
+        "--data-dir",
+        help=f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
+        "platform's user data folder)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("sessions", help="list sessions, newest first")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--all", action="store_true", help="include deleted (hidden) sessions")
+
+    p = sub.add_parser("export", help="write a session as JSON (whole graph) or Markdown")
+    p.add_argument("session", help="session id, unique id prefix, or exact title")
+    p.add_argument("--format", choices=("json", "md"), default="md")
+    p.add_argument(
+        "--all-branches",
+        action="store_true",
+        help="Markdown: include every branch, not only HEAD's",
+    )
+    p.add_argument("-o", "--output", help="write to this file instead of standard output")
+
+    sub.add_parser("doctor", help="show the store, schema version, node count and environment")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command is None:
+        from .app import main as run_app
+
+        return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    handler = COMMANDS[args.command]
+    try:
+        return handler(args)
+    except StoreError as exc:
+        print(f"treechat: {exc}", file=sys.stderr)
+        return 2
+    except LookupError as exc:
+        print(f"treechat: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    return default_store_path(paths.data_dir(args.data_dir))
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    from .services.recovery import open_and_recover
+
+    return open_and_recover(store_path(args))
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        sessions = store.call(lambda r: r.list_sessions(include_hidden=args.all))
+        counts = store.call(lambda r: r.node_counts_by_session())
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": s.id,
+                        "title": s.title,
+                        "head": s.head,
+                        "model": s.model,
+                        "created_at": s.created_at,
+                        "updated_at": s.updated_at,
+                        "forked_from": s.forked_from,
+                        "hidden": s.hidden,
+                        "nodes": counts.get(s.id, 0),
+                    }
+                    for s in sessions
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    if not sessions:
+        print("No sessions yet.")
+        return 0
+    for s in sessions:
+        when = datetime.fromtimestamp(s.updated_at).strftime("%Y-%m-%d %H:%M")
+        print(f"{s.id[:12]}  {when}  {counts.get(s.id, 0):>6} nodes  {s.title}")
+    return 0
+
+
+def find_session_id(store: Store, ref: str) -> str:
+    session = store.call(lambda r: r.find_session(ref))
+    if session is None:
+        raise LookupError(f"no session matches {ref!r} (see `treechat sessions`)")
+    return session.id
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .services.exporting import export_session
+
+    with open_store(args) as store:
+        session_id = find_session_id(store, args.session)
+        text = asyncio.run(
+            export_session(store, session_id, fmt=args.format, all_branches=args.all_branches)
+        )
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    path = store_path(args)
+    print(f"treechat {__version__}")
+    print(f"store:          {path}")
+    started = time.perf_counter()
+    with open_store(args) as store:
+        version = store.call(lambda r: r.schema_version())
+        nodes = store.call(lambda r: r.node_count())
+        sessions = store.call(lambda r: len(r.list_sessions(include_hidden=True)))
+    print(f"schema version: {version}")
+    print(f"sessions:       {sessions}")
+    print(f"nodes:          {nodes}")
+    print(f"opened in:      {(time.perf_counter() - started) * 1000:.0f} ms")
+    return 0
+
+
+COMMANDS = {
+    "sessions": cmd_sessions,
+    "export": cmd_export,
+    "doctor": cmd_doctor,
+}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

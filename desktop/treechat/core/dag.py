@@ -1,0 +1,353 @@
+"""Pure functions over the conversation DAG: ancestry, active path, siblings, branch tips,
+and the git-metaphor operations (send, retry, edit, switch version, branch, hide, purge).
+
+Operations never mutate anything: they return the nodes to append and the new HEAD.
+Ids, sequence numbers and clocks are passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .model import Annotation, GraphError, Node, Role, Session
+
+
+class Graph:
+    """A read-only index over a set of nodes: by id, and children by parent edge.
+
+    Children lists are ordered by `seq` (the only ordering key).
+    """
+
+    __slots__ = ("_children", "_nodes", "_roots")
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        by_id: dict[str, Node] = {}
+        for node in sorted(nodes, key=lambda n: n.seq):
+            by_id[node.id] = node
+        children: dict[str, list[Node]] = {}
+        roots: list[Node] = []
+        for node in by_id.values():
+            parent = node.parent
+            if parent is None or parent not in by_id:
+                roots.append(node)
+            else:
+                children.setdefault(parent, []).append(node)
+        self._nodes = by_id
+        self._children = children
+        self._roots = roots
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Any:
+        return iter(self._nodes.values())
+
+    def get(self, node_id: str) -> Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise GraphError(f"unknown node {node_id!r}") from None
+
+    def find(self, node_id: str | None) -> Node | None:
+        return None if node_id is None else self._nodes.get(node_id)
+
+    @property
+    def nodes(self) -> Mapping[str, Node]:
+        return self._nodes
+
+    @property
+    def roots(self) -> tuple[Node, ...]:
+        return tuple(self._roots)
+
+    def children(self, node_id: str) -> tuple[Node, ...]:
+        """Every node hanging from `node_id` by either edge, in seq order."""
+        return tuple(self._children.get(node_id, ()))
+
+    def conversation_children(self, node_id: str) -> tuple[Node, ...]:
+        """Children by predecessor edge only (the next turns, not tool calls)."""
+        return tuple(n for n in self._children.get(node_id, ()) if n.predecessor == node_id)
+
+    def tool_children(self, node_id: str) -> tuple[Node, ...]:
+        """Children by caller edge (tool calls an assistant made), in seq order."""
+        return tuple(n for n in self._children.get(node_id, ()) if n.caller == node_id)
+
+    def with_nodes(self, nodes: Iterable[Node]) -> Graph:
+        return Graph([*self._nodes.values(), *nodes])
+
+
+def ancestry(graph: Graph, node_id: str) -> tuple[Node, ...]:
+    """The chain from the root down to `node_id` (inclusive), following either edge."""
+    chain: list[Node] = []
+    seen: set[str] = set()
+    current: Node | None = graph.get(node_id)
+    while current is not None:
+        if current.id in seen:
+            raise GraphError(f"cycle through node {current.id}")
+        seen.add(current.id)
+        chain.append(current)
+        current = graph.find(current.parent)
+    chain.reverse()
+    return tuple(chain)
+
+
+def is_ancestor(graph: Graph, ancestor_id: str, node_id: str) -> bool:
+    return any(n.id == ancestor_id for n in ancestry(graph, node_id))
+
+
+def active_path(graph: Graph, head: str | None) -> tuple[Node, ...]:
+    """What the user sees on the branch ending at `head`: the ancestry with each assistant's
+    tool calls hung back after it (caller children, newest run per tool call id)."""
+    if head is None:
+        return ()
+    chain = ancestry(graph, head)
+    on_chain = {n.id for n in chain}
+    out: list[Node] = []
+    for node in chain:
+        if node.role == "tool" and node.caller is not None and node.caller in on_chain:
+            continue  # emitted with its caller below
+        out.append(node)
+        if node.role == "assistant":
+            out.extend(_tool_run(graph, node.id))
+    return tuple(out)
+
+
+def _tool_run(graph: Graph, assistant_id: str) -> list[Node]:
+    latest: dict[str, Node] = {}
+    for tool in graph.tool_children(assistant_id):
+        key = str(tool.metadata.get("tool_call_id") or tool.id)
+        latest[key] = tool  # seq order: the last one wins (a re-run replaces)
+    return sorted(latest.values(), key=lambda n: n.seq)
+
+
+def siblings(graph: Graph, node_id: str) -> tuple[Node, ...]:
+    """Versions of a node: nodes hanging from the same parent by the same edge kind with the
+    same role group (user edits together, assistant retries together), in seq order."""
+    node = graph.get(node_id)
+    if node.parent is None or node.parent not in graph:
+        peers: Sequence[Node] = [
+            r for r in graph.roots if r.parent is None or r.parent not in graph
+        ]
+    elif node.caller is not None:
+        peers = graph.tool_children(node.caller)
+        key = node.metadata.get("tool_call_id")
+        peers = [p for p in peers if p.metadata.get("tool_call_id") == key]
+    else:
+        peers = graph.conversation_children(node.predecessor or "")
+    return tuple(p for p in peers if _same_group(p.role, node.role))
+
+
+def _same_group(a: Role, b: Role) -> bool:
+    return a == b or {a, b} <= {"user", "runtime"}
+
+
+def version_of(graph: Graph, node_id: str) -> tuple[int, int]:
+    """(N, M) for the `< N/M >` switch: this node's 1-based place among its siblings."""
+    peers = siblings(graph, node_id)
+    ids = [p.id for p in peers]
+    return ids.index(node_id) + 1, len(ids)
+
+
+def descendants(graph: Graph, node_id: str) -> tuple[Node, ...]:
+    out: list[Node] = []
+    stack = [node_id]
+    while stack:
+        for child in graph.children(stack.pop()):
+            out.append(child)
+            stack.append(child.id)
+    return tuple(sorted(out, key=lambda n: n.seq))
+
+
+def branch_tip(graph: Graph, node_id: str, hidden: frozenset[str] = frozenset()) -> str:
+    """Where HEAD lands when switching to `node_id`: the most recently written conversation
+    node below it (tool nodes are not heads), skipping hidden branches."""
+    best = graph.get(node_id)
+    stack = [node_id]
+    while stack:
+        for child in graph.conversation_children(stack.pop()):
+            if child.id in hidden:
+                continue
+            if child.seq > best.seq:
+                best = child
+            stack.append(child.id)
+    return best.id
+
+
+# --- operations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What an operation produced: nodes to append (in order) and where HEAD goes."""
+
+    nodes: tuple[Node, ...]
+    head: str | None
+
+
+def send(
+    graph: Graph,
+    head: str | None,
+    *,
+    node_id: str,
+    seq: int,
+    now: float,
+    session_id: str,
+    text: str,
+    role: Role = "user",
+    metadata: dict[str, Any] | None = None,
+) -> Change:
+    """Append a message under HEAD; HEAD advances to it."""
+    if head is not None and head not in graph:
+        raise GraphError(f"HEAD {head!r} is not in the graph")
+    node = Node(
+        id=node_id,
+        seq=seq,
+        created_at=now,
+        session_id=session_id,
+        role=role,
+        output=text,
+        predecessor=head,
+        metadata=dict(metadata or {}),
+    )
+    return Change((node,), node.id)
+
+
+def reply_parent(graph: Graph, node_id: str) -> str | None:
+    """Where a retry of `node_id` hangs its new reply: an assistant is re-sampled under its
+    own parent; a user message gets a fresh reply under itself."""
+    node = graph.get(node_id)
+    if node.role == "assistant":
+        return node.predecessor
+    if node.role in ("user", "runtime"):
+        return node.id
+    raise GraphError(f"cannot retry a {node.role} node")
+
+
+def edit(
+    graph: Graph,
+    node_id: str,
+    *,
+    new_id: str,
+    seq: int,
+    now: float,
+    session_id: str,
+    text: str,
+) -> Change:
+    """A different-content sibling of a user message; HEAD moves to it."""
+    node = graph.get(node_id)
+    if node.role != "user":
+        raise GraphError("only user messages can be edited")
+    sibling = Node(
+        id=new_id,
+        seq=seq,
+        created_at=now,
+        session_id=session_id,
+        role="user",
+        output=text,
+        predecessor=node.predecessor,
+        metadata={"edited_from": node.id},
+    )
+    return Change((sibling,), sibling.id)
+
+
+def switch_version(
+    graph: Graph, node_id: str, index: int, hidden: frozenset[str] = frozenset()
+) -> str:
+    """HEAD after choosing version `index` (1-based) of `node_id`: display-only, runs nothing."""
+    peers = siblings(graph, node_id)
+    if not 1 <= index <= len(peers):
+        raise GraphError(f"version {index} out of range 1..{len(peers)}")
+    return branch_tip(graph, peers[index - 1].id, hidden)
+
+
+def branch_session(
+    graph: Graph,
+    node_id: str,
+    *,
+    session_id: str,
+    now: float,
+    title: str,
+    model: str,
+    forked_from: str | None,
+) -> Session:
+    """A new session whose HEAD is an existing node: history is shared, not copied."""
+    graph.get(node_id)
+    return Session(
+        id=session_id,
+        title=title,
+        head=node_id,
+        model=model,
+        created_at=now,
+        forked_from=forked_from,
+        updated_at=now,
+    )
+
+
+def hidden_set(annotations: Iterable[Annotation]) -> frozenset[str]:
+    """Node ids whose branch is hidden, replaying hide/unhide annotations in order."""
+    state: dict[str, bool] = {}
+    for a in sorted(annotations, key=lambda a: a.created_at):
+        if a.kind == "hidden":
+            state[a.node_id] = True
+        elif a.kind == "unhidden":
+            state[a.node_id] = False
+    return frozenset(k for k, v in state.items() if v)
+
+
+def pinned_set(annotations: Iterable[Annotation]) -> frozenset[str]:
+    state: dict[str, bool] = {}
+    for a in sorted(annotations, key=lambda a: a.created_at):
+        if a.kind == "pin":
+            state[a.node_id] = True
+        elif a.kind == "unpin":
+            state[a.node_id] = False
+    return frozenset(k for k, v in state.items() if v)
+
+
+def hide_branch(node_id: str, *, now: float, session_id: str = "") -> Annotation:
+    return Annotation(node_id=node_id, kind="hidden", created_at=now, session_id=session_id)
+
+
+def unreachable(
+    graph: Graph, heads: Iterable[str | None], hidden: frozenset[str] = frozenset()
+) -> frozenset[str]:
+    """Nodes that no session HEAD and no visible branch reaches: what an explicit purge
+    removes. A node is kept if it is an ancestor of a HEAD or of a leaf outside every
+    hidden subtree."""
+    keep: set[str] = set()
+
+    def keep_chain(node_id: str) -> None:
+        for n in ancestry(graph, node_id):
+            keep.add(n.id)
+        for tool in graph.tool_children(node_id):
+            keep.add(tool.id)
+
+    for head in heads:
+        if head is not None and head in graph:
+            keep_chain(head)
+            for n in ancestry(graph, head):
+                for tool in graph.tool_children(n.id):
+                    keep.add(tool.id)
+
+    hidden_nodes: set[str] = set()
+    for h in hidden:
+        if h in graph:
+            hidden_nodes.add(h)
+            hidden_nodes.update(n.id for n in descendants(graph, h))
+    for node in graph:
+        if node.id in hidden_nodes or graph.children(node.id):
+            continue
+        keep_chain(node.id)
+        for n in ancestry(graph, node.id):
+            for tool in graph.tool_children(n.id):
+                keep.add(tool.id)
+    return frozenset(n.id for n in graph if n.id not in keep)
+
+
+def renumber(nodes: Sequence[Node], first_seq: int) -> tuple[Node, ...]:
+    """Give nodes consecutive seq numbers from `first_seq`, keeping their order."""
+    return tuple(replace(n, seq=first_seq + i) for i, n in enumerate(nodes))

@@ -1,0 +1,1 @@
+"""The only package that imports litellm: streaming, usage, errors, ledger, keys, local model."""

@@ -1,0 +1,1 @@
+"""Asyncio orchestration without Qt: chat turns, agent loop, attach/merge, occupancy."""

@@ -1,0 +1,1 @@
+"""The only package that imports duckdb: schema, migrations, repository and its worker."""

@@ -1,0 +1,141 @@
+"""The store's schema as ordered migrations. A file is at version N once migrations 1..N ran.
+
+Append a migration to change the schema; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "conversation graph, sessions, drafts, annotations, commits, usage, settings",
+        (
+            """
+            CREATE TABLE nodes (
+                id          VARCHAR PRIMARY KEY,
+                seq         BIGINT NOT NULL UNIQUE,
+                created_at  DOUBLE NOT NULL,
+                session_id  VARCHAR NOT NULL,
+                role        VARCHAR NOT NULL,
+                name        VARCHAR NOT NULL DEFAULT '',
+                input       JSON,
+                output      JSON,
+                predecessor VARCHAR,
+                caller      VARCHAR,
+                reads       VARCHAR[] NOT NULL DEFAULT [],
+                metadata    JSON NOT NULL DEFAULT '{}',
+                CHECK (predecessor IS NULL OR caller IS NULL),
+                CHECK (role IN ('user', 'assistant', 'tool', 'system', 'runtime'))
+            )
+            """,
+            "CREATE INDEX nodes_session ON nodes(session_id)",
+            """
+            CREATE TABLE sessions (
+                id          VARCHAR PRIMARY KEY,
+                title       VARCHAR NOT NULL,
+                head        VARCHAR,
+                model       VARCHAR NOT NULL DEFAULT '',
+                created_at  DOUBLE NOT NULL,
+                updated_at  DOUBLE NOT NULL,
+                forked_from VARCHAR,
+                hidden      BOOLEAN NOT NULL DEFAULT FALSE
+            )
+            """,
+            """
+            CREATE TABLE drafts (
+                id          VARCHAR PRIMARY KEY,
+                session_id  VARCHAR NOT NULL,
+                parent_id   VARCHAR,
+                model       VARCHAR NOT NULL DEFAULT '',
+                text        VARCHAR NOT NULL DEFAULT '',
+                started_at  DOUBLE NOT NULL,
+                updated_at  DOUBLE NOT NULL,
+                metadata    JSON NOT NULL DEFAULT '{}'
+            )
+            """,
+            """
+            CREATE TABLE annotations (
+                node_id     VARCHAR NOT NULL,
+                kind        VARCHAR NOT NULL,
+                created_at  DOUBLE NOT NULL,
+                session_id  VARCHAR NOT NULL DEFAULT '',
+                value       VARCHAR NOT NULL DEFAULT ''
+            )
+            """,
+            "CREATE INDEX annotations_node ON annotations(node_id)",
+            """
+            CREATE TABLE commits (
+                id            VARCHAR PRIMARY KEY,
+                session_id    VARCHAR NOT NULL,
+                head_node_id  VARCHAR NOT NULL,
+                parent_ids    VARCHAR[] NOT NULL,
+                created_at    DOUBLE NOT NULL,
+                rules_version VARCHAR NOT NULL,
+                total_tokens  BIGINT NOT NULL,
+                keyframe      BOOLEAN NOT NULL,
+                depth         INTEGER NOT NULL,
+                item_count    INTEGER NOT NULL,
+                summary       VARCHAR NOT NULL DEFAULT '',
+                meta          JSON NOT NULL DEFAULT '{}'
+            )
+            """,
+            "CREATE INDEX commits_head ON commits(head_node_id)",
+            """
+            CREATE TABLE commit_items (
+                commit_id  VARCHAR NOT NULL,
+                position   INTEGER NOT NULL,
+                op         VARCHAR NOT NULL,
+                item       JSON
+            )
+            """,
+            "CREATE INDEX commit_items_commit ON commit_items(commit_id)",
+            """
+            CREATE TABLE usage (
+                id              VARCHAR PRIMARY KEY,
+                session_id      VARCHAR NOT NULL,
+                head            VARCHAR,
+                commit_id       VARCHAR,
+                model           VARCHAR NOT NULL,
+                phase           VARCHAR NOT NULL DEFAULT 'chat',
+                input_tokens    BIGINT NOT NULL DEFAULT 0,
+                cache_read      BIGINT NOT NULL DEFAULT 0,
+                cache_write     BIGINT NOT NULL DEFAULT 0,
+                output_tokens   BIGINT NOT NULL DEFAULT 0,
+                estimated_tokens BIGINT NOT NULL DEFAULT 0,
+                calibration     DOUBLE,
+                cost_usd        DOUBLE NOT NULL DEFAULT 0,
+                priced          BOOLEAN NOT NULL DEFAULT TRUE,
+                basis           VARCHAR NOT NULL DEFAULT 'measured',
+                created_at      DOUBLE NOT NULL
+            )
+            """,
+            "CREATE INDEX usage_session ON usage(session_id)",
+            """
+            CREATE TABLE import_sources (
+                source_key  VARCHAR PRIMARY KEY,
+                node_id     VARCHAR NOT NULL,
+                session_id  VARCHAR NOT NULL,
+                imported_at DOUBLE NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE settings (
+                key   VARCHAR PRIMARY KEY,
+                value JSON NOT NULL
+            )
+            """,
+        ),
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version

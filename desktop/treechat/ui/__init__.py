@@ -1,0 +1,1 @@
+"""The only package that imports PySide6/qasync: windows, views, dialogs, graph."""
