@@ -1,0 +1,240 @@
+"""The one module that imports litellm: lazily, on a background thread, and offline.
+
+`import litellm` blocks for seconds, so it is loaded by `start_warmup()` off the calling thread
+and awaited with `ensure_loaded()`. Model facts (window, output limit, prices) live here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib.util
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FALLBACK_WINDOW = 8192
+"""Window assumed for a model litellm does not know: guessing low wastes a window, guessing
+high fails the turn (CTX-001)."""
+
+FALLBACK_MAX_OUTPUT = 4096
+
+# Providers whose models honour explicit `cache_control` blocks on the wire (CTX-005).
+_ANTHROPIC_PROVIDERS = frozenset({"anthropic"})
+_CLAUDE_HOSTS = frozenset({"bedrock", "bedrock_converse", "vertex_ai", "vertex_ai_beta"})
+
+_lock = threading.Lock()
+_loaded: concurrent.futures.Future[ModuleType] | None = None
+_window_cache: dict[str, int] = {}
+_output_cache: dict[str, int] = {}
+
+
+def litellm_tokenizer_dir() -> Path | None:
+    """litellm's bundled tiktoken files (cl100k_base, o200k_base), found without importing it."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    return path if path.is_dir() else None
+
+
+def configure_tokenizer_cache() -> None:
+    """Point tiktoken at the bundled encodings so counting tokens never reaches the network."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return
+    path = litellm_tokenizer_dir()
+    if path is not None:
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(path)
+
+
+def _prepare_environment() -> None:
+    # The cost map would otherwise be fetched from the internet at import time.
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    os.environ.setdefault("LITELLM_LOG", "ERROR")
+    configure_tokenizer_cache()
+
+
+def _import() -> ModuleType:
+    _prepare_environment()
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    litellm.drop_params = True
+    # Retries are decided by the caller (one overflow retry, nothing else), never hidden.
+    litellm.num_retries = 0
+    _warm_paths(litellm)
+    return litellm
+
+
+def _warm_paths(litellm: ModuleType) -> None:
+    """Touch what the first request would otherwise load while the user waits: model facts,
+    the tokenizer and each wire format's request transformer."""
+    try:
+        litellm.get_model_info("openai/gpt-4o")
+        litellm.token_counter(model="gpt-4o", text="warm")
+        importlib.import_module("litellm.llms.anthropic.chat.transformation")
+        importlib.import_module("litellm.llms.openai.openai")
+    except Exception:  # warming is best effort; the real call reports real errors
+        log.debug("litellm warm-up step failed", exc_info=True)
+
+
+def _run_import(future: concurrent.futures.Future[ModuleType]) -> None:
+    try:
+        module = _import()
+    except BaseException as exc:
+        future.set_exception(exc)
+    else:
+        future.set_result(module)
+
+
+def start_warmup() -> concurrent.futures.Future[ModuleType]:
+    """Begin importing litellm on a background thread (idempotent); returns its future."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = concurrent.futures.Future()
+            threading.Thread(
+                target=_run_import, args=(_loaded,), name="treechat-litellm-warmup", daemon=True
+            ).start()
+        return _loaded
+
+
+def is_loaded() -> bool:
+    future = _loaded
+    return future is not None and future.done() and future.exception() is None
+
+
+async def ensure_loaded() -> ModuleType:
+    """litellm, imported off the event loop's thread; starts the warm-up if nobody did."""
+    return await asyncio.wrap_future(start_warmup())
+
+
+def litellm_module() -> ModuleType:
+    """litellm for synchronous callers (worker threads, the CLI); blocks until it is loaded."""
+    return start_warmup().result()
+
+
+# --- model facts ----------------------------------------------------------------------
+
+
+def provider_of(model: str) -> str:
+    """The litellm provider prefix of a model id (`anthropic/claude-...` -> `anthropic`)."""
+    head, sep, _ = model.partition("/")
+    return head.lower() if sep else ""
+
+
+def is_anthropic(model: str) -> bool:
+    """Whether requests for `model` should carry Anthropic `cache_control` breakpoints."""
+    provider = provider_of(model)
+    if provider in _ANTHROPIC_PROVIDERS:
+        return True
+    if provider in _CLAUDE_HOSTS:
+        return "claude" in model.lower()
+    return provider == "" and model.lower().startswith("claude")
+
+
+def _model_info(model: str) -> dict[str, Any] | None:
+    litellm = litellm_module()
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return None
+    return dict(info) if info else None
+
+
+def model_window(model: str) -> int:
+    """The model's input window in tokens (litellm's `max_input_tokens`), cached per model;
+    `FALLBACK_WINDOW` when litellm does not know the model."""
+    cached = _window_cache.get(model)
+    if cached is not None:
+        return cached
+    info = _model_info(model)
+    value = (info or {}).get("max_input_tokens") or (info or {}).get("max_tokens")
+    window = int(value) if isinstance(value, int) and value > 0 else FALLBACK_WINDOW
+    _window_cache[model] = window
+    return window
+
+
+def max_output_tokens(model: str) -> int:
+    """The most the model may write in one reply; `FALLBACK_MAX_OUTPUT` when unknown."""
+    cached = _output_cache.get(model)
+    if cached is not None:
+        return cached
+    info = _model_info(model)
+    value = (info or {}).get("max_output_tokens")
+    limit = int(value) if isinstance(value, int) and value > 0 else FALLBACK_MAX_OUTPUT
+    _output_cache[model] = limit
+    return limit
+
+
+def count_message_tokens(model: str, messages: list[dict[str, Any]]) -> int:
+    """Local estimate of a request's prompt tokens with litellm's counter for the model."""
+    litellm = litellm_module()
+    return int(litellm.token_counter(model=model, messages=messages))
+
+
+def count_text_tokens(model: str, text: str) -> int:
+    litellm = litellm_module()
+    return int(litellm.token_counter(model=model, text=text))
+
+
+# --- cost -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a request cost in USD. `priced` is False when litellm has no price for the
+    model; the cost is then 0 and the ledger says so instead of guessing."""
+
+    usd: float
+    priced: bool
+
+
+def clamp_cache_details(prompt_tokens: int, cache_read: int, cache_write: int) -> tuple[int, int]:
+    """Cache details clamped to the prompt total they are part of, never negative: a provider
+    that over-reports would otherwise negative-price the call (CTX-008)."""
+    total = max(prompt_tokens, 0)
+    read = min(max(cache_read, 0), total)
+    write = min(max(cache_write, 0), total - read)
+    return read, write
+
+
+def request_cost(
+    model: str, prompt_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+) -> Cost:
+    """Committed cost of a request. `prompt_tokens` is the total (cached tokens included);
+    litellm subtracts the cached portions and prices them at their own rates."""
+    litellm = litellm_module()
+    from litellm.types.utils import PromptTokensDetailsWrapper, Usage
+
+    total = max(prompt_tokens, 0)
+    out = max(output_tokens, 0)
+    read, write = clamp_cache_details(total, cache_read, cache_write)
+    usage = Usage(
+        prompt_tokens=total,
+        completion_tokens=out,
+        total_tokens=total + out,
+        prompt_tokens_details=PromptTokensDetailsWrapper(
+            cached_tokens=read, cache_creation_tokens=write
+        ),
+    )
+    try:
+        prompt_cost, output_cost = litellm.cost_per_token(model=model, usage_object=usage)
+    except Exception:
+        return Cost(0.0, priced=False)
+    usd = float(prompt_cost) + float(output_cost)
+    return Cost(max(usd, 0.0), priced=True)
+
+
+def reservation_cost(model: str, prompt_tokens: int, output_tokens: int) -> Cost:
+    """Ceiling for a call not yet made: the uncached price, because a cache hit is never
+    guaranteed (CTX-008)."""
+    return request_cost(model, prompt_tokens, output_tokens)
