@@ -1,0 +1,92 @@
+"""Which app wrote an export, from the shape of its parsed JSON, and reading it as such."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from . import chatgpt, claude, librechat, openwebui, treechat
+from .model import ImportFileError, ParsedExport
+
+FORMAT_NAMES: dict[str, str] = {
+    treechat.FORMAT: "Treechat",
+    chatgpt.FORMAT: "ChatGPT",
+    claude.FORMAT: "Claude.ai",
+    openwebui.FORMAT: "Open WebUI",
+    librechat.FORMAT: "LibreChat",
+}
+
+_PROBES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    (treechat.FORMAT, treechat.looks_like),
+    (chatgpt.FORMAT, chatgpt.looks_like),
+    (claude.FORMAT, claude.looks_like),
+    (openwebui.FORMAT, openwebui.looks_like),
+    (librechat.FORMAT, librechat.looks_like),
+)
+
+_PARSERS: dict[str, Callable[[Any], ParsedExport]] = {
+    treechat.FORMAT: treechat.parse,
+    chatgpt.FORMAT: chatgpt.parse,
+    claude.FORMAT: claude.parse,
+    openwebui.FORMAT: openwebui.parse,
+    librechat.FORMAT: librechat.parse,
+}
+
+KNOWN = "ChatGPT (conversations.json or its zip), Claude.ai, LibreChat, Open WebUI or Treechat"
+
+# How many conversations of a list to look at: enough to get past a damaged first entry.
+_SAMPLE = 50
+
+
+def decode_json(raw: bytes | str, name: str = "the file") -> Any:
+    """Parse JSON text, turning a damaged or truncated file into a clear `ImportFileError`."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ImportFileError(
+                f"{name} is not a text export (it is not UTF-8). Choose the JSON file or the "
+                "zip the app gave you."
+            ) from None
+    if not raw.strip():
+        raise ImportFileError(f"{name} is empty.")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        # An unterminated string can only end at the end of the input.
+        at_end = exc.pos >= len(raw.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        why = "it ends too early (truncated?)" if at_end else "it is damaged"
+        raise ImportFileError(
+            f"{name} is not valid JSON: {why} — {exc.msg} (line {exc.lineno}, "
+            f"column {exc.colno})."
+        ) from None
+
+
+def detect_format(data: Any) -> str:
+    """The format id ("chatgpt", "claude", "librechat", "openwebui", "treechat") of parsed
+    export JSON, or `ImportFileError` saying what is readable."""
+    if isinstance(data, list):
+        if not data:
+            raise ImportFileError("The file holds an empty list: there are no conversations in it.")
+        sample = data[:_SAMPLE]
+    elif isinstance(data, dict):
+        sample = [data]
+    else:
+        raise ImportFileError(f"This is not a chat export (the JSON is a {type(data).__name__}). "
+                              f"Treechat reads {KNOWN} exports.")
+    for fmt, probe in _PROBES:
+        if any(probe(item) for item in sample):
+            return fmt
+    raise ImportFileError(f"Treechat does not recognise this file's format. It reads {KNOWN} "
+                          "exports.")
+
+
+def parse_export(data: Any, fmt: str | None = None) -> ParsedExport:
+    """Read parsed export JSON into conversations, detecting the format unless given."""
+    fmt = fmt or detect_format(data)
+    try:
+        parser = _PARSERS[fmt]
+    except KeyError:
+        raise ImportFileError(f"unknown import format {fmt!r}") from None
+    return parser(data)

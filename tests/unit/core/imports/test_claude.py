@@ -1,0 +1,137 @@
+"""Claude.ai export parsing: linear chats, branches from parent_message_uuid, tool blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from treechat.core.imports import claude
+
+NIL = "00000000-0000-4000-8000-000000000000"
+
+
+def msg(uuid: str, sender: str, text: str, at: str, parent: str | None = None,
+        **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "uuid": uuid, "text": text, "sender": sender, "created_at": at, "updated_at": at,
+        "content": [{"type": "text", "text": text}], "attachments": [], "files": [],
+    }
+    if parent is not None:
+        out["parent_message_uuid"] = parent
+    out.update(extra)
+    return out
+
+
+def test_linear_conversation_without_parent_links() -> None:
+    data = [{
+        "uuid": "conv-1", "name": "Soup", "created_at": "2024-03-01T10:00:00.000000Z",
+        "updated_at": "2024-03-01T10:05:00Z",
+        "chat_messages": [
+            msg("m1", "human", "Best soup?", "2024-03-01T10:00:01Z"),
+            msg("m2", "assistant", "Pho.", "2024-03-01T10:00:02Z"),
+            msg("m3", "human", "Why?", "2024-03-01T10:00:03Z"),
+            msg("m4", "assistant", "Broth.", "2024-03-01T10:00:04Z"),
+        ],
+    }]
+    parsed = claude.parse(data)
+    assert parsed.skipped == ()
+    (conv,) = parsed.conversations
+    assert [(n.source_id, n.parent_source_id, n.role, n.output) for n in conv.nodes] == [
+        ("m1", None, "user", "Best soup?"),
+        ("m2", "m1", "assistant", "Pho."),
+        ("m3", "m2", "user", "Why?"),
+        ("m4", "m3", "assistant", "Broth."),
+    ]
+    assert conv.title == "Soup" and conv.head_source_id == "m4"
+    assert conv.created_at == 1709287200.0 and conv.nodes[0].created_at == 1709287201.0
+    assert conv.branches == 1
+
+
+def test_parent_links_build_branches_and_head_is_the_newest_leaf() -> None:
+    data = [{
+        "uuid": "conv-2", "name": "Edits", "created_at": "2024-03-01T10:00:00Z",
+        "chat_messages": [
+            msg("h1", "human", "Write a haiku", "2024-03-01T10:00:01Z", NIL),
+            msg("a1", "assistant", "Old pond...", "2024-03-01T10:00:02Z", "h1"),
+            msg("a1b", "assistant", "Old pond...", "2024-03-01T10:00:09Z", "h1"),
+            msg("h2", "human", "Another", "2024-03-01T10:00:03Z", "a1"),
+            msg("a2", "assistant", "Autumn moon", "2024-03-01T10:00:04Z", "h2"),
+        ],
+    }]
+    (conv,) = claude.parse(data).conversations
+    parents = {n.source_id: n.parent_source_id for n in conv.nodes}
+    assert parents == {"h1": None, "a1": "h1", "a1b": "h1", "h2": "a1", "a2": "h2"}
+    assert conv.branches == 2
+    assert conv.head_source_id == "a1b"  # retried last, and nothing names another leaf
+
+    data[0]["current_leaf_message_uuid"] = "a2"
+    assert claude.parse(data).conversations[0].head_source_id == "a2"
+
+
+def test_tool_use_blocks_become_paired_tool_nodes_and_thinking_is_kept() -> None:
+    assistant = msg("a1", "assistant", "", "2024-03-01T10:00:02Z")
+    assistant["content"] = [
+        {"type": "thinking", "thinking": "I should search."},
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_1", "name": "web_search", "input": {"q": "pho"}},
+        {"type": "tool_result", "tool_use_id": "toolu_1", "name": "web_search",
+         "content": [{"type": "text", "text": "Pho is Vietnamese."}], "is_error": False},
+        {"type": "text", "text": "Pho is Vietnamese."},
+    ]
+    data = {"uuid": "conv-3", "name": "Tools", "chat_messages": [
+        msg("h1", "human", "What is pho?", "2024-03-01T10:00:01Z"), assistant,
+        msg("h2", "human", "Thanks", "2024-03-01T10:00:03Z")]}
+    (conv,) = claude.parse(data).conversations
+    by_id = {n.source_id: n for n in conv.nodes}
+    call = by_id["a1#part1"]
+    assert call.output == "Let me look." and call.metadata["thinking"] == "I should search."
+    assert call.metadata["tool_calls"] == [
+        {"id": "toolu_1", "name": "web_search", "arguments": {"q": "pho"}}]
+    result = by_id["a1#result1"]
+    assert (result.role, result.edge, result.parent_source_id) == ("tool", "caller", "a1#part1")
+    assert result.metadata["tool_call_id"] == "toolu_1"
+    assert result.input == {"q": "pho"} and result.output == "Pho is Vietnamese."
+    assert by_id["a1"].parent_source_id == "a1#part1"
+    assert by_id["h2"].parent_source_id == "a1"
+    assert conv.branches == 1
+
+
+def test_attachments_count_as_content_and_empty_messages_are_reported() -> None:
+    with_file = msg("h1", "human", "", "2024-03-01T10:00:01Z",
+                    attachments=[{"file_name": "notes.txt", "extracted_content": "milk"}])
+    empty = msg("a1", "assistant", "", "2024-03-01T10:00:02Z")
+    reply = msg("h2", "human", "hello?", "2024-03-01T10:00:03Z")
+    parsed = claude.parse([{"uuid": "c", "name": "n", "chat_messages": [with_file, empty, reply]}])
+    (conv,) = parsed.conversations
+    assert [n.source_id for n in conv.nodes] == ["h1", "h2"]
+    assert conv.nodes[0].metadata["attachments"][0]["extracted_content"] == "milk"
+    assert conv.nodes[1].parent_source_id == "h1"
+    assert [(s.source_id, s.reason) for s in parsed.skipped] == [
+        ("a1", "message has no content")]
+
+
+def test_unknown_sender_cycle_and_missing_parent_are_reported() -> None:
+    data = [{"uuid": "c", "name": "bad", "chat_messages": [
+        msg("h1", "human", "ok", "2024-03-01T10:00:01Z", NIL),
+        msg("x1", "robot", "beep", "2024-03-01T10:00:02Z", "h1"),
+        msg("a1", "assistant", "reply", "2024-03-01T10:00:03Z", "x1"),
+        msg("l1", "human", "loop", "2024-03-01T10:00:04Z", "l2"),
+        msg("l2", "assistant", "loop", "2024-03-01T10:00:05Z", "l1"),
+        msg("o1", "human", "orphan", "2024-03-01T10:00:06Z", "missing"),
+    ]}, {"uuid": "c2", "name": "no messages"}]
+    parsed = claude.parse(data)
+    (conv,) = parsed.conversations
+    assert {n.source_id: n.parent_source_id for n in conv.nodes} == {"h1": None, "a1": "h1"}
+    reasons = {s.source_id: s.reason for s in parsed.skipped}
+    assert reasons["x1"] == "unknown sender 'robot'"
+    assert reasons["l1"].startswith("parent links form a cycle")
+    assert reasons["o1"] == "its parent message missing is not in the file"
+    assert reasons["c2"] == "conversation has no 'chat_messages' list"
+
+
+def test_nil_parent_variants_are_roots() -> None:
+    data = {"uuid": "c", "name": "n", "chat_messages": [
+        msg("h1", "human", "one", "2024-03-01T10:00:01Z", "00000000-0000-0000-0000-000000000000"),
+        msg("h2", "human", "two", "2024-03-01T10:00:02Z", NIL),
+    ]}
+    (conv,) = claude.parse(data).conversations
+    assert all(n.parent_source_id is None for n in conv.nodes)
