@@ -49,8 +49,10 @@ class Reply:
     """What the server does with the next request that reaches it.
 
     `status` other than 200 answers with that provider's error body; `cut_after` drops the
-    connection after that many streamed pieces; `usage` is "full", "zeros" or "none" (no usage
-    at all, as some OpenAI-compatible servers do).
+    connection after that many streamed pieces; `error_after` sends the provider's in-stream
+    error event after that many pieces, with `message` ("overflow" for the provider's own
+    context-length wording); `usage` is "full", "zeros" or "none" (no usage at all, as some
+    OpenAI-compatible servers do).
     """
 
     text: str | None = None
@@ -59,6 +61,7 @@ class Reply:
     message: str | None = None
     retry_after: float | None = None
     cut_after: int | None = None
+    error_after: int | None = None
     usage: str = "full"
     tokens_per_second: float | None = None
 
@@ -597,6 +600,12 @@ class LoopbackProvider:
                     handler.wfile.flush()
                     handler.connection.shutdown(socket.SHUT_RDWR)
                     raise _Cut()
+                if reply.error_after is not None and rec.pieces_sent >= reply.error_after:
+                    error = self._stream_error(rec, reply)
+                    raw_error = error.encode()
+                    handler.wfile.write(f"{len(raw_error):x}\r\n".encode() + raw_error + b"\r\n")
+                    self._end_stream(handler)
+                    raise _Cut()
                 if interval:
                     next_at += interval
                     delay = next_at - time.perf_counter()
@@ -610,6 +619,15 @@ class LoopbackProvider:
                 rec.piece_times.append(time.perf_counter())
 
         return emit
+
+    def _stream_error(self, rec: Recorded, reply: Reply) -> str:
+        """The error event a provider sends in place of the rest of a stream."""
+        status, payload, _ = self._error(rec, Reply(status=400 if reply.message == "overflow"
+                                                    else 500, message=reply.message), "")
+        rec.status = status
+        if rec.wire == "openai":
+            return f"data: {json.dumps(payload)}\n\n"
+        return f"event: error\ndata: {json.dumps(payload)}\n\n"
 
     @staticmethod
     def _end_stream(handler: Any) -> None:

@@ -64,7 +64,7 @@ TABLE: Mapping[str, ErrorInfo] = {
     "MidStreamFallbackError": ErrorInfo(
         ErrorKind.SERVER,
         True,
-        "The connection to the provider broke in the middle of the reply. "
+        "The provider stopped in the middle of the reply. "
         "The text received so far was kept.",
     ),
     "Timeout": ErrorInfo(
