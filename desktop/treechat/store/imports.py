@@ -1,0 +1,138 @@
+"""Writing an imported conversation as a session and its nodes: one transaction per
+conversation, in bulk, remembered in `import_sources` so the same file twice adds nothing
+(and a later export of the same conversation adds only what is new)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..core.imports.model import ImportedConversation, ImportedMessage, count_tips
+from ..core.model import Node, Session
+from .repository import Repository, bulk_insert
+
+SOURCE_COLUMNS = "source_key, node_id, session_id, imported_at"
+
+# Treechat's own exports carry real node ids, which are kept so a round trip is exact.
+KEEPS_IDS = frozenset({"treechat"})
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenConversation:
+    """What writing one conversation changed."""
+
+    session_id: str
+    created_session: bool
+    nodes: int
+    branches: int
+    head: str | None
+
+
+def conversation_key(fmt: str, conversation_id: str) -> str:
+    return json.dumps([fmt, conversation_id], ensure_ascii=False)
+
+
+def message_key(fmt: str, conversation_id: str, message_id: str) -> str:
+    return json.dumps([fmt, conversation_id, message_id], ensure_ascii=False)
+
+
+def write_conversation(
+    repo: Repository,
+    conv: ImportedConversation,
+    *,
+    now: float,
+    make_id: Callable[[], str],
+) -> WrittenConversation:
+    """Store `conv` (all or nothing). Messages already imported from the same source are
+    reused as parents, not written again; HEAD moves only when something was added."""
+    fmt = conv.source_format or "import"
+    keep_ids = fmt in KEEPS_IDS
+    conv_key = conversation_key(fmt, conv.source_id)
+    prefix = conv_key[:-1] + ", "  # every message key of this conversation starts so
+    with repo.transaction():
+        rows = repo.con.execute(
+            "SELECT source_key, node_id, session_id FROM import_sources "
+            "WHERE source_key = ? OR starts_with(source_key, ?)",
+            [conv_key, prefix],
+        ).fetchall()
+        existing: dict[str, str] = {}
+        session_id: str | None = None
+        conv_row_present = False
+        for key, node_id, owner in rows:
+            if key == conv_key:
+                session_id, conv_row_present = owner, True
+            else:
+                existing[json.loads(key)[2]] = node_id
+                session_id = session_id or owner
+        if session_id is not None and repo.get_session(session_id) is None:
+            session_id = None
+        if keep_ids:
+            present = repo.con.execute(
+                "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))",
+                [[m.source_id for m in conv.nodes]],
+            ).fetchall()
+            for (node_id,) in present:
+                existing.setdefault(node_id, node_id)
+            if session_id is None and repo.get_session(conv.source_id) is not None:
+                session_id = conv.source_id
+
+        fresh = [m for m in conv.nodes if m.source_id not in existing]
+        if not fresh and session_id is not None:
+            return WrittenConversation(session_id, False, 0, 0, None)
+
+        id_of = dict(existing)
+        for message in fresh:
+            id_of[message.source_id] = message.source_id if keep_ids else make_id()
+        created = session_id is None
+        if session_id is None:
+            free = keep_ids and repo.get_session(conv.source_id) is None
+            session_id = conv.source_id if free else make_id()
+
+        nodes = [_node(m, id_of, session_id) for m in fresh]
+        repo.append_nodes(nodes)
+        source_rows = [
+            (message_key(fmt, conv.source_id, m.source_id), id_of[m.source_id], session_id, now)
+            for m in fresh
+        ]
+        if not conv_row_present:
+            source_rows.append((conv_key, "", session_id, now))
+        bulk_insert(repo.con, "import_sources", SOURCE_COLUMNS, source_rows)
+
+        head = id_of.get(conv.head_source_id) if conv.head_source_id is not None else None
+        updated = conv.updated_at or now
+        if created:
+            repo.create_session(
+                Session(
+                    id=session_id,
+                    title=conv.title,
+                    head=head,
+                    model=conv.model,
+                    created_at=conv.created_at,
+                    updated_at=max(updated, conv.created_at),
+                )
+            )
+        elif head is not None:
+            repo.set_head(session_id, head, updated)
+
+    before = [m for m in conv.nodes if m.source_id in existing]
+    branches = count_tips(conv.nodes) - (count_tips(before) if before else 0)
+    return WrittenConversation(session_id, created, len(fresh), max(branches, 0), head)
+
+
+def _node(message: ImportedMessage, id_of: dict[str, str], session_id: str) -> Node:
+    parent = id_of[message.parent_source_id] if message.parent_source_id is not None else None
+    return Node(
+        id=id_of[message.source_id],
+        seq=0,
+        created_at=message.created_at,
+        session_id=session_id,
+        role=message.role,
+        name=message.name,
+        input=message.input,
+        output=message.output,
+        predecessor=parent if message.edge == "predecessor" else None,
+        caller=parent if message.edge == "caller" else None,
+        reads=tuple(id_of.get(r, r) for r in message.reads),
+        metadata=message.metadata,
+    )
