@@ -34,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--all", action="store_true", help="include deleted (hidden) sessions")
 
+    p = sub.add_parser(
+        "import",
+        help="import a ChatGPT, Claude.ai, LibreChat, Open WebUI or Treechat export, "
+        "branches kept",
+    )
+    p.add_argument("file", help="conversations.json, the zip that holds it, or a JSON export")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
     p = sub.add_parser("export", help="write a session as JSON (whole graph) or Markdown")
     p.add_argument("session", help="session id, unique id prefix, or exact title")
     p.add_argument("--format", choices=("json", "md"), default="md")
@@ -120,8 +128,58 @@ def find_session_id(store: Store, ref: str) -> str:
     return session.id
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .core.imports import FORMAT_NAMES, ImportFileError
+    from .services.importing import ImportProgress, import_file
+
+    live = sys.stderr.isatty()
+
+    def report(progress: ImportProgress) -> None:
+        if live and progress.total:
+            print(f"\rimporting {progress.done}/{progress.total}", end="", file=sys.stderr,
+                  flush=True)
+
+    with open_store(args) as store:
+        try:
+            summary = asyncio.run(import_file(store, Path(args.file), progress=report))
+        except ImportFileError as exc:
+            print(f"treechat: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if live:
+                print(file=sys.stderr)
+    if args.json:
+        print(json.dumps({
+            "format": summary.source_format, "conversations": summary.conversations,
+            "sessions": summary.sessions, "nodes": summary.nodes, "branches": summary.branches,
+            "session_ids": list(summary.session_ids),
+            "skipped": [{"conversation": s.conversation, "source_id": s.source_id,
+                         "reason": s.reason} for s in summary.skipped],
+        }, indent=2, ensure_ascii=False))
+        return 0
+    name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
+    if summary.nodes or summary.sessions:
+        print(f"Imported from {name}: {_count(summary.sessions, 'new session')}, "
+              f"{_count(summary.nodes, 'node')}, {_count(summary.branches, 'branch')} "
+              f"({_count(summary.conversations, 'conversation')} read).")
+    else:
+        print(f"Nothing new: {_count(summary.conversations, 'conversation')} in this {name} "
+              "export, all imported before.")
+    if summary.skipped:
+        print(f"Skipped {len(summary.skipped)}:")
+        for s in summary.skipped:
+            where = s.conversation if s.conversation not in ("", s.source_id) else ""
+            print(f"  {where + ': ' if where else ''}{s.source_id}: {s.reason}")
+    return 0
+
+
+def _count(n: int, word: str) -> str:
+    plural = word + ("es" if word.endswith("ch") else "s")
+    return f"{n} {word if n == 1 else plural}"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    from .services.exporting import export_session
+    from .services.importing import export_session
 
     with open_store(args) as store:
         session_id = find_session_id(store, args.session)
@@ -153,6 +211,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "sessions": cmd_sessions,
+    "import": cmd_import,
     "export": cmd_export,
     "doctor": cmd_doctor,
 }
