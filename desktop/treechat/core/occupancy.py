@@ -1,0 +1,150 @@
+"""The occupancy record both the composer ring and the /context panel read: one number that
+always describes now (measured while HEAD has not moved, else estimated), and a per-category
+breakdown that always sums to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .render import RenderedMessage
+from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, message_tokens
+
+Basis = Literal["measured", "estimated"]
+USED_CATEGORIES = ("system", "tools", "summaries", "messages", "tool_results", "attachments")
+BREAKDOWN_KEYS = (*USED_CATEGORIES, "free")
+
+# A calibration outside this range means a broken measurement, not tokenizer drift.
+MIN_CALIBRATION = 0.5
+MAX_CALIBRATION = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredUsage:
+    """What the provider billed for one request's prompt, and what we estimated for it."""
+
+    head: str
+    prompt_tokens: int  # total, cache reads and writes included
+    cache_read: int = 0
+    cache_write: int = 0
+    estimated_tokens: int = 0
+
+    @property
+    def calibration(self) -> float | None:
+        """measured ÷ estimated for the same graph (None without both)."""
+        if self.prompt_tokens <= 0 or self.estimated_tokens <= 0:
+            return None
+        return self.prompt_tokens / self.estimated_tokens
+
+
+def trigger_calibration(measured: MeasuredUsage | None) -> float:
+    """The factor applied to our estimate before comparing it with a threshold. The last
+    measurement's drift applies even after HEAD moved: it describes the tokenizer."""
+    if measured is None or measured.calibration is None:
+        return 1.0
+    return min(MAX_CALIBRATION, max(MIN_CALIBRATION, measured.calibration))
+
+
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    window: int
+    total_used: int
+    basis: Basis
+    estimated: int
+    calibration: float | None
+    breakdown: tuple[tuple[str, int], ...]
+    head: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.total_used / self.window if self.window > 0 else 1.0
+
+    def record(self) -> dict[str, Any]:
+        """The spec's record: {window, total_used, basis, estimated, calibration}."""
+        return {
+            "window": self.window,
+            "total_used": self.total_used,
+            "basis": self.basis,
+            "estimated": self.estimated,
+            "calibration": self.calibration,
+        }
+
+    def breakdown_dict(self) -> dict[str, int]:
+        return dict(self.breakdown)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.record(), "head": self.head, "breakdown": self.breakdown_dict()}
+
+
+def estimate_categories(
+    parts: Iterable[RenderedMessage], tools_tokens: int, counter: TokenCounter
+) -> dict[str, int]:
+    """Estimated tokens per category for a rendered request (framing and priming included),
+    summing to exactly what `count_messages` + tools would give."""
+    out = dict.fromkeys(USED_CATEGORIES, 0)
+    out["tools"] = tools_tokens
+    any_message = False
+    for part in parts:
+        any_message = True
+        out[part.category] += message_tokens(part.message, counter.count)
+    if any_message:
+        out["messages"] += REPLY_PRIMING_TOKENS
+    return out
+
+
+def apportion(values: Mapping[str, int], total: int) -> dict[str, int]:
+    """Scale non-negative `values` to integers summing exactly to `total` (largest
+    remainder), so the panel's rows never contradict its headline."""
+    keys = list(values)
+    base = sum(max(0, values[k]) for k in keys)
+    if total <= 0 or not keys:
+        return dict.fromkeys(keys, 0)
+    if base <= 0:
+        out = dict.fromkeys(keys, 0)
+        out[keys[0]] = total
+        return out
+    exact = {k: max(0, values[k]) * total / base for k in keys}
+    out = {k: int(v) for k, v in exact.items()}
+    short = total - sum(out.values())
+    for k in sorted(keys, key=lambda k: (-(exact[k] - out[k]), keys.index(k)))[:short]:
+        out[k] += 1
+    return out
+
+
+def build_occupancy(
+    *,
+    window: int,
+    categories: Mapping[str, int],
+    head: str | None,
+    measured: MeasuredUsage | None = None,
+) -> Occupancy:
+    """Measured basis only when the measurement belongs to this very head; otherwise the
+    local estimate. Used categories always sum to `total_used`; `free` is what is left."""
+    estimated = sum(categories.get(k, 0) for k in USED_CATEGORIES)
+    used = {k: categories.get(k, 0) for k in USED_CATEGORIES}
+    if (
+        measured is not None
+        and head is not None
+        and measured.head == head
+        and measured.prompt_tokens > 0
+    ):
+        total = measured.prompt_tokens
+        basis: Basis = "measured"
+        calibration = measured.calibration
+        used = apportion(used, total)
+    else:
+        total = estimated
+        basis = "estimated"
+        calibration = None
+    free = max(0, window - total)
+    breakdown = (*((k, used[k]) for k in USED_CATEGORIES), ("free", free))
+    return Occupancy(
+        window=window,
+        total_used=total,
+        basis=basis,
+        estimated=estimated,
+        calibration=calibration,
+        breakdown=breakdown,
+        head=head,
+    )

@@ -1,0 +1,145 @@
+"""The real token counter: tiktoken (o200k_base or cl100k_base, chosen per model), loaded
+fully offline from the encoding files litellm ships, without importing litellm."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.tokens import CachedCounter, messages_tokens
+
+# tiktoken caches each encoding under sha1(source URL); litellm bundles these two files.
+ENCODING_FILES = {
+    "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+    "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
+}
+DEFAULT_ENCODING = "o200k_base"
+
+# OpenAI families tokenized with cl100k_base; every newer model (gpt-4o, gpt-4.1, o-series,
+# gpt-5) uses o200k_base, and so do models without a public tokenizer here, whose drift the
+# occupancy calibration measures and corrects.
+_CL100K_PREFIXES = ("gpt-3.5", "gpt-35", "text-embedding-ada", "text-embedding-3", "davinci-002",
+                    "babbage-002")
+_O200K_GPT4_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o")
+
+
+class TokenizerUnavailableError(RuntimeError):
+    """No offline copy of the encoding was found; counting would need the network."""
+
+
+def encoding_for_model(model: str) -> str:
+    """The tiktoken encoding that counts `model` (a litellm model string) best."""
+    name = model.lower().rsplit("/", 1)[-1]
+    if name.startswith(_O200K_GPT4_PREFIXES):
+        return "o200k_base"
+    if name.startswith(_CL100K_PREFIXES) or name == "gpt-4" or name.startswith("gpt-4-"):
+        return "cl100k_base"
+    return DEFAULT_ENCODING
+
+
+def bundled_encodings_dir() -> Path | None:
+    """litellm's `litellm_core_utils/tokenizers` directory, found without importing litellm."""
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        candidate = Path(root) / "litellm_core_utils" / "tokenizers"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def configure_offline_cache(encoding: str = DEFAULT_ENCODING) -> Path:
+    """Point TIKTOKEN_CACHE_DIR at a directory holding `encoding` so tiktoken never downloads.
+
+    A user's own TIKTOKEN_CACHE_DIR is kept when it already holds the file.
+    """
+    filename = ENCODING_FILES[encoding]
+    current = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if current and (Path(current) / filename).is_file():
+        return Path(current)
+    bundled = bundled_encodings_dir()
+    if bundled is not None and (bundled / filename).is_file():
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
+        return bundled
+    raise TokenizerUnavailableError(
+        f"The {encoding} token tables were not found offline (looked in "
+        f"{current or 'TIKTOKEN_CACHE_DIR (unset)'} and litellm's bundled tokenizers). "
+        "Reinstall Treechat; token counts cannot be computed without them."
+    )
+
+
+_lock = threading.Lock()
+_encodings: dict[str, Any] = {}
+
+
+def _load_encoding(name: str) -> Any:
+    with _lock:
+        enc = _encodings.get(name)
+        if enc is None:
+            configure_offline_cache(name)
+            import tiktoken
+
+            enc = tiktoken.get_encoding(name)
+            _encodings[name] = enc
+        return enc
+
+
+class TiktokenCounter:
+    """Counts with one tiktoken encoding. Special-token text in user content is counted as
+    ordinary text, never rejected."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        if encoding not in ENCODING_FILES:
+            raise ValueError(f"unsupported encoding {encoding!r}")
+        self.encoding_name = encoding
+        self._enc = _load_encoding(encoding)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._enc.encode_ordinary(text))
+
+    def count(self, text: str) -> int:
+        return len(self._enc.encode_ordinary(text)) if text else 0
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        return messages_tokens(messages, self.count)
+
+
+class CachedTiktokenCounter(CachedCounter):
+    """A `TiktokenCounter` behind the content-hash cache; also exposes `encode`."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING, maxsize: int = 65_536) -> None:
+        raw = TiktokenCounter(encoding)
+        super().__init__(raw.count, maxsize)
+        self.raw = raw
+
+    @property
+    def encoding_name(self) -> str:
+        return self.raw.encoding_name
+
+    def encode(self, text: str) -> list[int]:
+        return self.raw.encode(text)
+
+
+_counters: dict[str, CachedTiktokenCounter] = {}
+
+
+def counter_for(model: str) -> CachedTiktokenCounter:
+    """The cached counter for a model (one per encoding, shared by every caller)."""
+    name = encoding_for_model(model)
+    with _lock:
+        counter = _counters.get(name)
+    if counter is None:
+        counter = CachedTiktokenCounter(name)
+        with _lock:
+            counter = _counters.setdefault(name, counter)
+    return counter

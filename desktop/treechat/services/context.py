@@ -1,0 +1,444 @@
+"""The one path from graph to request: `ContextEngine.prepare()` finds the head's commit
+(nearest ancestor commit + new nodes + rule pipeline, cached in memory so the next one costs
+O(new items)), compacts when the budget says so, renders, fits and reports occupancy."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..core.budget import BudgetConfig, fit_to_window, plan_budget
+from ..core.commit import ContextCommit, make_commit
+from ..core.dag import Graph, ancestry
+from ..core.model import GraphError, Node
+from ..core.occupancy import (
+    MeasuredUsage,
+    Occupancy,
+    build_occupancy,
+    estimate_categories,
+    trigger_calibration,
+)
+from ..core.render import Composition, RenderedMessage, render_parts
+from ..core.rules import (
+    CompactionMode,
+    CompactionRequest,
+    RuleConfig,
+    apply_compaction,
+    extend_commit,
+    plan_compaction,
+)
+from ..core.summarize import AsyncSummarizer, DeterministicSummarizer, Summarizer
+from ..core.tokens import TokenCounter, messages_tokens, tools_tokens
+from ..store import commits as commit_store
+from ..store.database import Store
+from ..store.repository import Repository
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    rules: RuleConfig = field(default_factory=RuleConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    summarizer: Summarizer | AsyncSummarizer | None = None  # None: deterministic, offline
+    cache_size: int = 256  # materialized commits kept in memory
+    walk_limit: int = 64  # nodes walked one query at a time before loading the branch whole
+
+
+@dataclass(frozen=True)
+class TurnPrep:
+    session_id: str
+    head: str
+    model: str
+    commit_id: str
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    max_output_tokens: int
+    estimated_prompt_tokens: int
+    window: int
+    occupancy: Occupancy
+    compacted: bool
+
+
+def is_anthropic_model(model: str) -> bool:
+    """Anthropic caches nothing without explicit breakpoints; nobody else wants them."""
+    name = model.lower()
+    return name.startswith("anthropic/") or "claude" in name
+
+
+def stable_tools(tools: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Tool schemas in a fixed order: a reordered tool list invalidates the cached prefix."""
+
+    def key(tool: Mapping[str, Any]) -> str:
+        fn = tool.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+        return str(name or "")
+
+    return tuple(dict(t) for t in sorted(tools, key=key))
+
+
+@dataclass
+class _Loaded:
+    head: str | None
+    base: ContextCommit | None
+    nodes: tuple[Node, ...]
+    pinned: frozenset[str]
+    attach_sources: dict[str, ContextCommit | None]
+    attach_pending: list[Node]
+    loaded: list[ContextCommit]
+
+
+class ContextEngine:
+    """Owns the in-memory commit cache; every DuckDB read and write goes through the store's
+    worker. Calls are serialized so one head's commit is generated once."""
+
+    def __init__(
+        self, store: Store, counter: TokenCounter, config: EngineConfig | None = None
+    ) -> None:
+        self.store = store
+        self.counter = counter
+        self.config = config if config is not None else EngineConfig()
+        self._commits: OrderedDict[str, ContextCommit] = OrderedDict()
+        self._latest: dict[str, str] = {}
+        self._compositions: dict[str, tuple[str, str, tuple[dict[str, Any], ...]]] = {}
+        self._lock = asyncio.Lock()
+        self._pinned: frozenset[str] = frozenset()
+        self._summarizer: Summarizer | AsyncSummarizer = (
+            self.config.summarizer
+            if self.config.summarizer is not None
+            else DeterministicSummarizer(counter)
+        )
+
+    # --- public API --------------------------------------------------------------------
+
+    async def prepare(
+        self,
+        session_id: str,
+        *,
+        model: str,
+        window: int,
+        head: str | None = None,
+        tools: Sequence[dict[str, Any]] = (),
+        system_prompt: str = "",
+        situation: str = "",
+        now: float,
+        measured: MeasuredUsage | None = None,
+        force_compact: bool = False,
+    ) -> TurnPrep:
+        """Everything the provider needs for the next request on `head` (default: the
+        session's HEAD). Raises `ContextOverflowError` when the system prompt and tools alone
+        do not fit the window."""
+        ordered_tools = stable_tools(tools)
+        self._compositions[session_id] = (system_prompt, situation, ordered_tools)
+        composition = Composition(
+            system_prompt=system_prompt,
+            situation=situation,
+            cache_breakpoints=is_anthropic_model(model),
+        )
+        sys_tokens = self._system_tokens(composition)
+        tool_tokens = tools_tokens(ordered_tools, self.counter.count)
+        budget = plan_budget(window, system_tokens=sys_tokens, tools_tokens=tool_tokens,
+                             config=self.config.budget)
+        calibration = trigger_calibration(measured)
+        compacted = False
+        async with self._lock:
+            commit, resolved_head = await self._ensure(session_id, head, now)
+            mode = self._compaction_mode(
+                commit=commit, history_budget=budget.history,
+                prompt_allowance=budget.prompt_allowance, fixed_tokens=sys_tokens + tool_tokens,
+                calibration=calibration, force=force_compact,
+            )
+            if commit is not None and mode is not None:
+                compacted_commit = await self._compact(
+                    commit,
+                    CompactionRequest(history_budget=budget.history, mode=mode,
+                                      calibration=calibration),
+                    now=now,
+                    instructions="\n\n".join(t for t in (system_prompt, situation) if t),
+                )
+                compacted = compacted_commit.id != commit.id
+                commit = compacted_commit
+        parts = render_parts(commit, composition)
+        fit = fit_to_window(
+            [p.message for p in parts], window=window, counter=self.counter,
+            tools_tokens=tool_tokens, max_output_tokens=budget.output_reserve,
+            config=self.config.budget,
+        )
+        fitted = tuple(
+            RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
+            for i, k in enumerate(fit.kept)
+        )
+        categories = estimate_categories(fitted, tool_tokens, self.counter)
+        occupancy = build_occupancy(window=window, categories=categories, head=resolved_head,
+                                    measured=measured)
+        return TurnPrep(
+            session_id=session_id,
+            head=resolved_head or "",
+            model=model,
+            commit_id=commit.id if commit is not None else "",
+            messages=fit.messages,
+            tools=ordered_tools,
+            max_output_tokens=budget.output_reserve,
+            estimated_prompt_tokens=fit.tokens + tool_tokens,
+            window=window,
+            occupancy=occupancy,
+            compacted=compacted,
+        )
+
+    async def occupancy(
+        self,
+        session_id: str,
+        *,
+        model: str,
+        window: int,
+        head: str | None = None,
+        now: float,
+        measured: MeasuredUsage | None = None,
+    ) -> Occupancy:
+        """What the next request on `head` would carry, as the ring and panel show it. Uses
+        the system prompt and tools of the session's last `prepare`."""
+        system_prompt, situation, tools = self._compositions.get(session_id, ("", "", ()))
+        async with self._lock:
+            commit, resolved_head = await self._ensure(session_id, head, now)
+        composition = Composition(system_prompt=system_prompt, situation=situation,
+                                  cache_breakpoints=is_anthropic_model(model))
+        parts = render_parts(commit, composition)
+        categories = estimate_categories(parts, tools_tokens(tools, self.counter.count),
+                                         self.counter)
+        return build_occupancy(window=window, categories=categories, head=resolved_head,
+                               measured=measured)
+
+    async def commit_for(self, session_id: str, head: str, *, now: float) -> ContextCommit:
+        """The newest commit for `head` (for the timeline), generating it if needed."""
+        async with self._lock:
+            commit, _ = await self._ensure(session_id, head, now)
+        if commit is None:
+            raise GraphError(f"no context for head {head!r}")
+        return commit
+
+    async def ensure_latest_commit(
+        self, session_id: str, head: str | None = None, *, now: float
+    ) -> ContextCommit | None:
+        """The commit for `head`: the nearest ancestor commit extended by the nodes written
+        since (None for an empty session)."""
+        async with self._lock:
+            commit, _ = await self._ensure(session_id, head, now)
+        return commit
+
+    def cached(self, commit_id: str) -> ContextCommit | None:
+        return self._commits.get(commit_id)
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _system_tokens(self, composition: Composition) -> int:
+        parts = render_parts(None, composition)
+        return messages_tokens([p.message for p in parts], self.counter.count) if parts else 0
+
+    def _compaction_mode(
+        self,
+        *,
+        commit: ContextCommit | None,
+        history_budget: int,
+        prompt_allowance: int,
+        fixed_tokens: int,
+        calibration: float,
+        force: bool,
+    ) -> CompactionMode | None:
+        if commit is None:
+            return None
+        if force:
+            return "manual"
+        rules = self.config.rules
+        prompt = (fixed_tokens + commit.total_tokens) * calibration
+        if prompt >= rules.emergency_trigger * prompt_allowance:
+            return "emergency"
+        if commit.total_tokens * calibration > rules.summarize_trigger * history_budget:
+            return "auto"
+        # Summaries over their share still roll up, without touching the items.
+        return "auto" if commit.summaries() and _summary_tokens(commit) * calibration > (
+            rules.summary_share * history_budget) else None
+
+    def _remember(self, commit: ContextCommit) -> None:
+        self._commits[commit.id] = commit
+        self._commits.move_to_end(commit.id)
+        self._latest[commit.head_node_id] = commit.id
+        while len(self._commits) > self.config.cache_size:
+            self._commits.popitem(last=False)
+
+    async def _compact(
+        self, commit: ContextCommit, request: CompactionRequest, *, now: float, instructions: str
+    ) -> ContextCommit:
+        chain: list[ContextCommit] = []
+        current = commit
+        mode = request.mode
+        for _ in range(3):
+            plan = plan_compaction(
+                current, CompactionRequest(request.history_budget, mode, request.calibration),
+                config=self.config.rules, pinned=self._pinned, instructions=instructions,
+            )
+            if plan is None:
+                break
+            texts = [await self._summarize(run.request) for run in plan.runs]
+            current = apply_compaction(current, plan, texts, now=now, counter=self.counter,
+                                       config=self.config.rules, pinned=self._pinned)
+            chain.append(current)
+            mode = "auto"
+        if chain:
+            await self.store.run(lambda repo: commit_store.save_commits(repo, chain))
+            for c in chain:
+                self._remember(c)
+        return current
+
+    async def _summarize(self, request: Any) -> str:
+        summarize = self._summarizer.summarize
+        if inspect.iscoroutinefunction(summarize):
+            return str(await summarize(request))
+        return str(cast(Summarizer, self._summarizer).summarize(request))
+
+    async def _ensure(
+        self, session_id: str, head: str | None, now: float
+    ) -> tuple[ContextCommit | None, str | None]:
+        loaded = await self.store.run(lambda repo: self._load(repo, session_id, head))
+        for c in loaded.loaded:
+            self._remember(c)
+        self._pinned = loaded.pinned
+        if loaded.head is None:
+            return None, None
+        sources = dict(loaded.attach_sources)
+        for node in loaded.attach_pending:
+            sources[node.id] = await self._attach_source(node, now)
+        base = loaded.base
+        if not loaded.nodes and base is not None:
+            return base, loaded.head
+        commit = extend_commit(
+            base, loaded.nodes, session_id=session_id, head_node_id=loaded.head, now=now,
+            counter=self.counter, config=self.config.rules, pinned=loaded.pinned,
+            attachments=sources,
+        )
+        if commit is None:
+            # Nothing to show for these nodes: the head shares its parent's context.
+            commit = make_commit(
+                base, base.items if base is not None else (), (), session_id=session_id,
+                head_node_id=loaded.head, now=now,
+                max_seq=max((n.seq for n in loaded.nodes), default=base.max_seq if base else 0),
+            )
+        await self.store.run(lambda repo: commit_store.save_commit(repo, commit))
+        self._remember(commit)
+        return commit, loaded.head
+
+    async def _attach_source(self, node: Node, now: float) -> ContextCommit | None:
+        """The source commit of an attach pointer, generated for its head if need be."""
+        meta = node.metadata
+        session = meta.get("source_session")
+        source_head = meta.get("source_head")
+        if not isinstance(session, str) or not isinstance(source_head, str):
+            return None
+        try:
+            commit, _ = await self._ensure(session, source_head, now)
+        except GraphError:
+            return None
+        return commit
+
+    def _load(self, repo: Repository, session_id: str, head: str | None) -> _Loaded:
+        """On the worker: resolve the head, walk back to the nearest commit, and collect the
+        nodes written since in active-path order (tool runs hung after their assistant)."""
+        if head is None:
+            session = repo.get_session(session_id)
+            if session is None:
+                raise GraphError(f"no session {session_id!r}")
+            head = session.head
+        if head is None:
+            return _Loaded(None, None, (), frozenset(), {}, [], [])
+        loaded: list[ContextCommit] = []
+        base_id, chain = self._walk(repo, session_id, head)
+        base: ContextCommit | None = None
+        if base_id is not None:
+            base = self._commits.get(base_id)
+            if base is None:
+                base = commit_store.load_commit(repo, base_id, known=self._commits)
+                if base is not None:
+                    loaded.append(base)
+        chain_ids = {n.id for n in chain}
+        base_head = base.head_node_id if base is not None else None
+        conversation = [
+            n for n in chain
+            if not (n.role == "tool" and n.caller is not None
+                    and (n.caller in chain_ids or n.caller == base_head))
+        ]
+        # Tool results may land after the base commit was made for its assistant head.
+        callers = ([base.head_node_id] if base is not None else []) + [
+            n.id for n in conversation if n.role == "assistant"
+        ]
+        tools = commit_store.tool_children(repo, callers, base.max_seq if base else 0)
+        by_caller: dict[str, list[Node]] = {}
+        for t in tools:
+            if t.caller is not None:
+                by_caller.setdefault(t.caller, []).append(t)
+        ordered: list[Node] = []
+        if base is not None:
+            ordered.extend(by_caller.get(base.head_node_id, ()))
+        for n in conversation:
+            ordered.append(n)
+            ordered.extend(by_caller.get(n.id, ()))
+        attach_sources: dict[str, ContextCommit | None] = {}
+        pending: list[Node] = []
+        for n in ordered:
+            if not n.is_attach:
+                continue
+            source_id = n.metadata.get("source_commit")
+            source = None
+            if isinstance(source_id, str):
+                source = self._commits.get(source_id) or commit_store.load_commit(
+                    repo, source_id, known=self._commits
+                )
+                if source is not None:
+                    loaded.append(source)
+            if source is not None:
+                attach_sources[n.id] = source
+            else:
+                pending.append(n)
+        return _Loaded(
+            head=head,
+            base=base,
+            nodes=tuple(ordered),
+            pinned=commit_store.pinned_nodes(repo),
+            attach_sources=attach_sources,
+            attach_pending=pending,
+            loaded=loaded,
+        )
+
+    def _walk(self, repo: Repository, session_id: str, head: str) -> tuple[str | None, list[Node]]:
+        """(nearest commit on the head's chain, nodes after it oldest first)."""
+        known = self._latest.get(head)
+        if known is not None:
+            return known, []
+        base_id, chain, complete = commit_store.walk_to_commit(repo, head, self.config.walk_limit)
+        if complete:
+            return base_id, chain
+        return self._walk_bulk(repo, session_id, head)
+
+    def _walk_bulk(
+        self, repo: Repository, session_id: str, head: str
+    ) -> tuple[str | None, list[Node]]:
+        """A long stretch without commits (an import, a first open): load the branch at once."""
+        graph = Graph(repo.session_nodes(session_id))
+        if head not in graph:
+            node = repo.get_node(head)
+            if node is None:
+                raise GraphError(f"unknown node {head!r}")
+            graph = Graph(repo.session_nodes(node.session_id))
+        nodes = ancestry(graph, head)
+        ids = [n.id for n in nodes]
+        found = commit_store.commits_for_heads(repo, ids)
+        found.update({i: self._latest[i] for i in ids if i in self._latest})
+        for k in range(len(nodes) - 1, -1, -1):
+            cid = found.get(nodes[k].id)
+            if cid is not None:
+                return cid, list(nodes[k + 1:])
+        return None, list(nodes)
+
+
+def _summary_tokens(commit: ContextCommit) -> int:
+    return sum(i.tokens for i in commit.summaries())
