@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from . import __version__, paths
 from .store.database import Store, StoreError, default_store_path
@@ -36,8 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "import",
-        help="import a ChatGPT, Claude.ai, LibreChat, Open WebUI or Treechat export, "
-        "branches kept",
+        help="import a ChatGPT, Claude.ai, LibreChat, Open WebUI or Treechat export, branches kept",
     )
     p.add_argument("file", help="conversations.json, the zip that holds it, or a JSON export")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -53,6 +53,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
 
     sub.add_parser("doctor", help="show the store, schema version, node count and environment")
+
+    p = sub.add_parser("send", help="send one message and stream the reply to standard output")
+    p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
+    p.add_argument("text", help="the message")
+    p.add_argument("--new", action="store_true", help="start a new session for this message")
+    p.add_argument(
+        "--model",
+        help="litellm model id, e.g. openai/gpt-4o (default: the "
+        "configured default, else the bundled offline model)",
+    )
+    p.add_argument("--api-base", help="an OpenAI-compatible server to send to")
+
+    p = sub.add_parser("context", help="what the next request would carry: occupancy and breakdown")
+    p.add_argument("session", help="session id, unique id prefix, or exact title")
+    p.add_argument("--model", help="estimate for this model instead of the session's")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("ledger", help="tokens, cache reads/writes and cost per model")
+    p.add_argument("session", nargs="?", help="only this session")
+    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -65,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "send" and args.session is not None and args.new:
+        parser.error("give either SESSION or --new, not both")
+    if args.command == "send" and args.session is None and not args.new:
+        parser.error("give a SESSION or --new")
     handler = COMMANDS[args.command]
     try:
         return handler(args)
@@ -136,8 +160,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     def report(progress: ImportProgress) -> None:
         if live and progress.total:
-            print(f"\rimporting {progress.done}/{progress.total}", end="", file=sys.stderr,
-                  flush=True)
+            print(
+                f"\rimporting {progress.done}/{progress.total}", end="", file=sys.stderr, flush=True
+            )
 
     with open_store(args) as store:
         try:
@@ -149,22 +174,41 @@ def cmd_import(args: argparse.Namespace) -> int:
             if live:
                 print(file=sys.stderr)
     if args.json:
-        print(json.dumps({
-            "format": summary.source_format, "conversations": summary.conversations,
-            "sessions": summary.sessions, "nodes": summary.nodes, "branches": summary.branches,
-            "session_ids": list(summary.session_ids),
-            "skipped": [{"conversation": s.conversation, "source_id": s.source_id,
-                         "reason": s.reason} for s in summary.skipped],
-        }, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "format": summary.source_format,
+                    "conversations": summary.conversations,
+                    "sessions": summary.sessions,
+                    "nodes": summary.nodes,
+                    "branches": summary.branches,
+                    "session_ids": list(summary.session_ids),
+                    "skipped": [
+                        {
+                            "conversation": s.conversation,
+                            "source_id": s.source_id,
+                            "reason": s.reason,
+                        }
+                        for s in summary.skipped
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
     if summary.nodes or summary.sessions:
-        print(f"Imported from {name}: {_count(summary.sessions, 'new session')}, "
-              f"{_count(summary.nodes, 'node')}, {_count(summary.branches, 'branch')} "
-              f"({_count(summary.conversations, 'conversation')} read).")
+        print(
+            f"Imported from {name}: {_count(summary.sessions, 'new session')}, "
+            f"{_count(summary.nodes, 'node')}, {_count(summary.branches, 'branch')} "
+            f"({_count(summary.conversations, 'conversation')} read)."
+        )
     else:
-        print(f"Nothing new: {_count(summary.conversations, 'conversation')} in this {name} "
-              "export, all imported before.")
+        print(
+            f"Nothing new: {_count(summary.conversations, 'conversation')} in this {name} "
+            "export, all imported before."
+        )
     if summary.skipped:
         print(f"Skipped {len(summary.skipped)}:")
         for s in summary.skipped:
@@ -209,11 +253,149 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_send(args: argparse.Namespace) -> int:
+    from .services.bootstrap import build_services
+    from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+
+    services = build_services(paths.data_dir(args.data_dir), detect_local_servers=False)
+    failed: list[TurnFailed] = []
+    finished: list[TurnFinished] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TextDelta):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, TurnStarted):
+            print(f"[{event.model}]", file=sys.stderr, flush=True)
+        elif isinstance(event, TurnFailed):
+            failed.append(event)
+        elif isinstance(event, TurnFinished):
+            finished.append(event)
+
+    async def run() -> str:
+        chat = services.chat
+        try:
+            if args.new:
+                session = await chat.sessions.create(model=args.model or "")
+                session_id = session.id
+            else:
+                session_id = find_session_id(services.store, args.session)
+            await chat.send(
+                session_id, args.text, model=args.model, api_base=args.api_base, on_event=on_event
+            )
+            return session_id
+        finally:
+            await services.close()
+
+    try:
+        session_id = asyncio.run(run())
+    finally:
+        services.close_store()
+    sys.stdout.write("\n")
+    if failed:
+        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
+        return 1
+    if finished:
+        node = finished[0].node
+        usage = node.metadata.get("usage") or {}
+        parts = [f"session {session_id[:12]}"]
+        if usage:
+            parts.append(
+                f"{usage.get('prompt_tokens', 0)} prompt tokens "
+                f"({usage.get('cache_read', 0)} cached)"
+            )
+            parts.append(f"{usage.get('output_tokens', 0)} output")
+            if usage.get("cost_usd") is not None:
+                parts.append(f"${usage['cost_usd']:.6f}")
+        if node.interrupted:
+            parts.append("interrupted")
+        print("[" + " · ".join(parts) + "]", file=sys.stderr)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from .services.bootstrap import build_services
+
+    services = build_services(paths.data_dir(args.data_dir), detect_local_servers=False)
+    try:
+        session_id = find_session_id(services.store, args.session)
+
+        async def run() -> Any:
+            try:
+                return await services.chat.occupancy(session_id, model=args.model)
+            finally:
+                await services.close()
+
+        occupancy = asyncio.run(run())
+    finally:
+        services.close_store()
+    record = occupancy.as_dict()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    print(
+        f"{record['total_used']:,} / {record['window']:,} tokens "
+        f"({100 * record['total_used'] / max(record['window'], 1):.1f}%), {record['basis']}"
+        + (f", calibration {record['calibration']:.3f}" if record.get("calibration") else "")
+    )
+    for name, tokens in record.get("breakdown", {}).items():
+        share = 100 * tokens / max(record["window"], 1)
+        print(f"  {name:<14} {tokens:>9,}  {share:5.1f}%")
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from .store.usage import ledger
+
+    with open_store(args) as store:
+        session_id = find_session_id(store, args.session) if args.session else None
+        rows = store.call(lambda r: ledger(r, session_id))
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "model": r.model,
+                        "requests": r.requests,
+                        "input_tokens": r.input_tokens,
+                        "cache_read": r.cache_read,
+                        "cache_write": r.cache_write,
+                        "output_tokens": r.output_tokens,
+                        "cost_usd": r.cost_usd,
+                        "unpriced_requests": r.unpriced_requests,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    if not rows:
+        print("No requests recorded yet.")
+        return 0
+    print(
+        f"{'model':<36} {'requests':>8} {'input':>10} {'cache read':>10} "
+        f"{'cache write':>11} {'output':>9} {'cost':>11}"
+    )
+    for r in rows:
+        cost = f"${r.cost_usd:.4f}" + ("*" if r.unpriced_requests else "")
+        print(
+            f"{r.model:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
+            f"{r.cache_write:>11,} {r.output_tokens:>9,} {cost:>11}"
+        )
+    if any(r.unpriced_requests for r in rows):
+        print("* some requests were to models with no known price; they count as $0.")
+    return 0
+
+
 COMMANDS = {
     "sessions": cmd_sessions,
     "import": cmd_import,
     "export": cmd_export,
     "doctor": cmd_doctor,
+    "send": cmd_send,
+    "context": cmd_context,
+    "ledger": cmd_ledger,
 }
 
 

@@ -1,0 +1,73 @@
+"""Builds the services once from a data directory: store, engine, model catalog, chat.
+Both the window's composition root and the command line start here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..providers.keys import KeyStore
+from ..providers.local_model import LocalModel
+from ..providers.local_servers import LocalServers
+from ..providers.tokenizer import CachedTiktokenCounter
+from ..store.database import Store, default_store_path
+from .chat import ChatConfig, ChatService
+from .context import ContextEngine
+from .models import ModelCatalog, ModelChoice
+from .recovery import open_and_recover
+
+SETTINGS_DEFAULT_MODEL = "default_model"
+SETTINGS_WORKSPACE = "workspace"
+SETTINGS_INSTRUCTIONS = "global_instructions"
+
+
+@dataclass
+class Services:
+    store: Store
+    engine: ContextEngine
+    models: ModelCatalog
+    chat: ChatService
+    keys: KeyStore
+    local_servers: LocalServers | None
+
+    async def close(self) -> None:
+        await self.chat.close()
+
+    def close_store(self) -> None:
+        self.store.close()
+
+
+def build_services(
+    data_dir: Path,
+    *,
+    bundled: bool = True,
+    detect_local_servers: bool = True,
+    extra_models: tuple[ModelChoice, ...] = (),
+    keys: KeyStore | None = None,
+) -> Services:
+    """Open the store (recovering crashed drafts) and wire the services on top of it."""
+    store = open_and_recover(default_store_path(data_dir))
+    settings: dict[str, Any] = store.call(
+        lambda r: {
+            k: r.get_setting(k)
+            for k in (SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, SETTINGS_INSTRUCTIONS)
+        }
+    )
+    keys = keys or KeyStore()
+    servers = LocalServers() if detect_local_servers else None
+    models = ModelCatalog(
+        keys=keys,
+        local_servers=servers,
+        bundled=LocalModel() if bundled else None,
+        default_model=settings.get(SETTINGS_DEFAULT_MODEL),
+        extra=extra_models,
+    )
+    engine = ContextEngine(store, CachedTiktokenCounter())
+    workspace = settings.get(SETTINGS_WORKSPACE)
+    config = ChatConfig(
+        workspace=Path(workspace) if workspace else None,
+        global_instructions=settings.get(SETTINGS_INSTRUCTIONS) or "",
+    )
+    chat = ChatService(store, engine, models, config=config)
+    return Services(store, engine, models, chat, keys, servers)

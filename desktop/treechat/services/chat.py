@@ -1,0 +1,758 @@
+"""Chat turns: the typed message is committed first, the context is prepared by the engine,
+the reply streams into a draft, tool calls run as nodes in the graph, and the request's usage
+lands in the ledger. Views follow along through `TurnEvent`s."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import dag
+from ..core.budget import shrink_history
+from ..core.model import GraphError, Node
+from ..core.occupancy import MeasuredUsage
+from ..providers import stream as provider_stream
+from ..providers.errors import ErrorKind, ProviderFailure
+from ..store import usage as ledger
+from ..store.database import Store
+from ..store.repository import Repository
+from ..tools.base import ToolBox
+from ..tools.files import Workspace, file_tools
+from ..tools.todo import todo_tools
+from ..tools.workspace import WorkspaceInstructions
+from .context import ContextEngine
+from .drafts import DraftWriter
+from .events import (
+    EventSink,
+    NodeAdded,
+    OccupancyChanged,
+    TextDelta,
+    ToolCallStarted,
+    TurnError,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+)
+from .models import Endpoint, ModelCatalog, ModelUnavailable
+from .sessions import SessionService, new_id
+
+log = logging.getLogger(__name__)
+
+IDENTITY = (
+    "You are Treechat's assistant: accurate, direct and friendly. Answer in Markdown. "
+    "When you use tools, say briefly what you found."
+)
+
+ACTIONS = {
+    "overflow": "retry",
+    "auth": "settings",
+    "rate_limit": "wait",
+    "offline": "retry",
+    "server": "retry",
+    "bad_request": "settings",
+    "cancelled": "",
+    "busy": "",
+    "unavailable": "settings",
+    "internal": "retry",
+}
+
+
+@dataclass
+class ChatConfig:
+    max_steps: int = 8  # model calls per turn when tools keep being called
+    global_instructions: str = ""
+    workspace: Path | None = None
+    draft_interval: float = 1.0
+
+
+@dataclass
+class _Running:
+    task: asyncio.Task[Node | None]
+    draft: DraftWriter | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A staged attach: another branch's context to bring into the next request."""
+
+    source_session: str
+    source_head: str
+    label: str = ""
+    tokens: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class TodoStore:
+    """Per-session todo list kept in the settings table."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store = store
+        self.key = f"todos:{session_id}"
+
+    async def load(self) -> Sequence[Mapping[str, Any]]:
+        value = await self.store.run(lambda r: r.get_setting(self.key, []))
+        return list(value or [])
+
+    async def save(self, items: Sequence[Mapping[str, Any]]) -> None:
+        data = [dict(i) for i in items]
+        await self.store.run(lambda r: r.set_setting(self.key, data))
+
+
+class ChatService:
+    """Runs turns for sessions; at most one turn per session at a time."""
+
+    def __init__(
+        self,
+        store: Store,
+        engine: ContextEngine,
+        models: ModelCatalog,
+        *,
+        config: ChatConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        make_id: Callable[[], str] = new_id,
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.models = models
+        self.config = config or ChatConfig()
+        self.clock = clock
+        self.make_id = make_id
+        self.sessions = SessionService(store, clock=clock, make_id=make_id)
+        self._running: dict[str, _Running] = {}
+        self._instructions: WorkspaceInstructions | None = None
+
+    # --- public operations -------------------------------------------------------------
+
+    def is_running(self, session_id: str) -> bool:
+        return session_id in self._running
+
+    async def send(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        attachments: Sequence[Attachment] = (),
+        on_event: EventSink | None = None,
+    ) -> Node | None:
+        """Commit `text` under HEAD, then run a turn for it. Returns the final reply node."""
+        sink = on_event if on_event is not None else _ignore
+        if self.is_running(session_id):
+            return self._busy(session_id, sink)
+        text = text.strip()
+        if not text and not attachments:
+            raise ValueError("nothing to send")
+        user = await self._commit_user(session_id, text, attachments)
+        return await self._start(session_id, user.id, user, model, api_base, sink)
+
+    async def retry(
+        self,
+        session_id: str,
+        node_id: str,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        on_event: EventSink | None = None,
+    ) -> Node | None:
+        """A new reply beside `node_id` (an assistant) or to it (a user message)."""
+        sink = on_event if on_event is not None else _ignore
+        if self.is_running(session_id):
+            return self._busy(session_id, sink)
+        view = await self.sessions.view(session_id)
+        parent = dag.reply_parent(view.graph, node_id)
+        return await self._start(session_id, parent, None, model, api_base, sink)
+
+    async def edit(
+        self,
+        session_id: str,
+        node_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        on_event: EventSink | None = None,
+    ) -> Node | None:
+        """A different-content sibling of a user message, then a reply to it."""
+        sink = on_event if on_event is not None else _ignore
+        if self.is_running(session_id):
+            return self._busy(session_id, sink)
+        user = await self.sessions.edit(session_id, node_id, text)
+        return await self._start(session_id, user.id, user, model, api_base, sink)
+
+    def stop(self, session_id: str) -> None:
+        """Stop the running turn: the HTTP stream closes, the text so far is kept."""
+        running = self._running.get(session_id)
+        if running is not None:
+            running.stopped = True
+            running.task.cancel()
+
+    async def occupancy(
+        self, session_id: str, *, model: str | None = None, api_base: str | None = None
+    ) -> Any:
+        view = await self.sessions.view(session_id)
+        endpoint = await self._endpoint_for_estimate(model or view.session.model or None, api_base)
+        measured = measured_from(
+            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
+        )
+        return await self.engine.occupancy(
+            session_id,
+            model=endpoint.model,
+            window=endpoint.window,
+            head=view.head,
+            now=self.clock(),
+            measured=measured,
+        )
+
+    async def compact(self, session_id: str, *, model: str | None = None) -> Any:
+        """Compact the session's context now (the `/compact` command)."""
+        view = await self.sessions.view(session_id)
+        if view.head is None:
+            return await self.occupancy(session_id, model=model)
+        endpoint = await self._endpoint_for_estimate(model or view.session.model or None, None)
+        prep = await self.engine.prepare(
+            session_id,
+            model=endpoint.model,
+            window=endpoint.window,
+            head=view.head,
+            tools=self._tools(session_id, endpoint).specs(),
+            system_prompt=self._system_prompt(),
+            situation=self._situation(),
+            now=self.clock(),
+            force_compact=True,
+        )
+        return prep.occupancy
+
+    async def close(self) -> None:
+        """Stop every turn (keeping what streamed) and the bundled model."""
+        for session_id in list(self._running):
+            self.stop(session_id)
+        tasks = [r.task for r in self._running.values()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.models.close()
+
+    # --- the turn ----------------------------------------------------------------------
+
+    async def _commit_user(
+        self, session_id: str, text: str, attachments: Sequence[Attachment]
+    ) -> Node:
+        if not attachments:
+            return await self.sessions.append_message(session_id, text)
+        now = self.clock()
+        ids = [self.make_id() for _ in range(len(attachments) + 1)]
+
+        def work(repo: Repository) -> Node:
+            session = repo.get_session(session_id)
+            if session is None:
+                raise GraphError(f"no session {session_id!r}")
+            nodes: list[Node] = []
+            parent = session.head
+            for att, nid in zip(attachments, ids, strict=False):
+                nodes.append(
+                    Node(
+                        id=nid,
+                        seq=0,
+                        created_at=now,
+                        session_id=session_id,
+                        role="runtime",
+                        name="attach",
+                        output=att.label or "attached context",
+                        predecessor=parent,
+                        metadata={
+                            "source_session": att.source_session,
+                            "source_head": att.source_head,
+                            **dict(att.metadata),
+                        },
+                    )
+                )
+                parent = nid
+            user = Node(
+                id=ids[-1],
+                seq=0,
+                created_at=now,
+                session_id=session_id,
+                role="user",
+                output=text,
+                predecessor=parent,
+            )
+            nodes.append(user)
+            stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
+            return stored[-1]
+
+        return await self.store.run(work)
+
+    def _busy(self, session_id: str, sink: EventSink) -> Node | None:
+        sink(
+            TurnFailed(
+                session_id,
+                TurnError(
+                    "busy",
+                    "A reply is still being written in this chat. Stop it first, or wait.",
+                ),
+                None,
+            )
+        )
+        return None
+
+    async def _start(
+        self,
+        session_id: str,
+        parent: str | None,
+        user: Node | None,
+        model: str | None,
+        api_base: str | None,
+        sink: EventSink,
+    ) -> Node | None:
+        task = asyncio.ensure_future(self._turn(session_id, parent, user, model, api_base, sink))
+        running = _Running(task)
+        self._running[session_id] = running
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # Our caller was cancelled (e.g. the window closing): stop the turn as well.
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            raise
+        finally:
+            if self._running.get(session_id) is running:
+                del self._running[session_id]
+
+    async def _turn(
+        self,
+        session_id: str,
+        parent: str | None,
+        user: Node | None,
+        model: str | None,
+        api_base: str | None,
+        sink: EventSink,
+    ) -> Node | None:
+        session = await self.store.run(lambda r: r.get_session(session_id))
+        model = model or (session.model if session is not None and session.model else None)
+        try:
+            endpoint = await self.models.resolve(model, api_base)
+        except ModelUnavailable as exc:
+            sink(TurnStarted(session_id, parent, user, model or ""))
+            sink(
+                TurnFailed(
+                    session_id, TurnError("unavailable", str(exc), False, action="settings"), None
+                )
+            )
+            return None
+        except Exception as exc:  # the bundled model failed to start, a broken setting...
+            log.exception("could not reach the model")
+            sink(TurnStarted(session_id, parent, user, model or ""))
+            sink(
+                TurnFailed(
+                    session_id,
+                    TurnError(
+                        "offline",
+                        f"Could not start or reach the model: {exc}",
+                        True,
+                        action="retry",
+                    ),
+                    None,
+                )
+            )
+            return None
+        if model and session is not None and session.model != model:
+            await self.sessions.set_model(session_id, model)
+        sink(TurnStarted(session_id, parent, user, endpoint.model))
+        toolbox = self._tools(session_id, endpoint)
+        head = parent
+        for step in range(self.config.max_steps):
+            outcome = await self._step(session_id, head, endpoint, toolbox, sink, step)
+            if isinstance(outcome, _StepDone):
+                return outcome.node
+            head = outcome.assistant.id
+        sink(
+            TurnFailed(
+                session_id,
+                TurnError(
+                    "internal",
+                    f"Stopped after {self.config.max_steps} tool steps.",
+                    True,
+                    action="retry",
+                ),
+                None,
+            )
+        )
+        return None
+
+    async def _step(
+        self,
+        session_id: str,
+        head: str | None,
+        endpoint: Endpoint,
+        toolbox: ToolBox,
+        sink: EventSink,
+        step: int,
+    ) -> _StepDone | _StepContinue:
+        measured = measured_from(
+            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
+        )
+        prep = await self.engine.prepare(
+            session_id,
+            model=endpoint.model,
+            window=endpoint.window,
+            head=head,
+            tools=toolbox.specs(),
+            system_prompt=self._system_prompt(),
+            situation=self._situation(),
+            now=self.clock(),
+            measured=measured,
+        )
+        if prep.compacted:
+            sink(OccupancyChanged(session_id, prep.occupancy))
+        draft = DraftWriter(
+            self.store,
+            draft_id=self.make_id(),
+            session_id=session_id,
+            parent_id=head,
+            model=endpoint.model,
+            interval=self.config.draft_interval,
+            clock=self.clock,
+        )
+        running = self._running.get(session_id)
+        if running is not None:
+            running.draft = draft
+        await draft.start()
+
+        def on_stream(event: provider_stream.StreamEvent) -> None:
+            if isinstance(event, provider_stream.TextDelta):
+                draft.add(event.text)
+                sink(TextDelta(session_id, event.text))
+            elif isinstance(event, provider_stream.ToolCall):
+                args = event.parsed_arguments()
+                sink(
+                    ToolCallStarted(
+                        session_id,
+                        event.id,
+                        event.name,
+                        args if isinstance(args, dict) else {"raw": args},
+                    )
+                )
+
+        request = provider_stream.TurnRequest(
+            model=endpoint.model,
+            messages=prep.messages,
+            tools=prep.tools,
+            api_base=endpoint.api_base,
+            api_key=endpoint.api_key,
+            max_tokens=prep.max_output_tokens or endpoint.max_output,
+            session_id=session_id,
+            phase="chat",
+            lineage=session_id,
+        )
+        try:
+            result = await provider_stream.stream_turn(
+                request,
+                on_event=on_stream,
+                shrink=self._shrink,
+            )
+        except asyncio.CancelledError:
+            node = await self._finish_interrupted(session_id, head, endpoint, draft, "stopped")
+            occupancy = await self._occupancy_after(session_id, endpoint, node.id)
+            sink(TurnFinished(session_id, node, occupancy))
+            return _StepDone(node)
+
+        usage_meta = _usage_meta(result)
+
+        async def record(measured_head: str | None) -> None:
+            # The measurement belongs to the head the turn leaves behind, so the ring reads
+            # "measured" until the graph moves again (spec §7).
+            row = _usage_record(
+                self.make_id(),
+                session_id,
+                measured_head,
+                prep.commit_id,
+                endpoint.model,
+                result,
+                prep.estimated_prompt_tokens,
+                self.clock(),
+            )
+            await self.store.run(lambda r: ledger.record_usage(r, row))
+
+        if result.error is not None:
+            partial = None
+            if result.text:
+                partial = await self._finish_interrupted(
+                    session_id, head, endpoint, draft, result.error.kind.value
+                )
+            else:
+                await draft.settle()
+                await self.store.run(lambda r: r.delete_draft(draft.draft_id))
+            await record(partial.id if partial is not None else head)
+            sink(TurnFailed(session_id, _turn_error(result.error), partial))
+            return _StepDone(partial)
+
+        now = self.clock()
+        assistant = Node(
+            id=self.make_id(),
+            seq=0,
+            created_at=now,
+            session_id=session_id,
+            role="assistant",
+            name=endpoint.model,
+            output=result.text,
+            predecessor=head,
+            metadata={
+                "model": endpoint.model,
+                "finish_reason": result.finish_reason,
+                "usage": usage_meta,
+                **({"reasoning": result.reasoning} if result.reasoning else {}),
+                **(
+                    {
+                        "tool_calls": [
+                            {"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in result.tool_calls
+                        ]
+                    }
+                    if result.tool_calls
+                    else {}
+                ),
+                **({"overflow_retried": True} if result.attempts > 1 else {}),
+            },
+        )
+        await draft.settle()
+        (stored,) = await self.store.run(
+            lambda r: r.finish_draft(draft.draft_id, [assistant], session_id, assistant.id, now)
+        )
+        await record(stored.id)
+        if not result.tool_calls:
+            occupancy = await self._occupancy_after(session_id, endpoint, stored.id)
+            sink(TurnFinished(session_id, stored, occupancy))
+            return _StepDone(stored)
+
+        sink(NodeAdded(session_id, stored))
+        for call in result.tool_calls:
+            tool_result = await toolbox.call(call.name, call.arguments)
+            tool_node = Node(
+                id=self.make_id(),
+                seq=0,
+                created_at=self.clock(),
+                session_id=session_id,
+                role="tool",
+                name=call.name,
+                input=_json_or_raw(call.arguments),
+                output=tool_result.text,
+                caller=stored.id,
+                metadata={"tool_call_id": call.id, "ok": tool_result.ok},
+            )
+            (saved,) = await self.store.run(_appender(tool_node))
+            sink(NodeAdded(session_id, saved))
+        sink(
+            OccupancyChanged(
+                session_id, await self._occupancy_after(session_id, endpoint, stored.id)
+            )
+        )
+        return _StepContinue(stored)
+
+    def _shrink(self, messages: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
+        return list(shrink_history(messages, target, self.engine.counter))
+
+    async def _finish_interrupted(
+        self,
+        session_id: str,
+        head: str | None,
+        endpoint: Endpoint,
+        draft: DraftWriter,
+        reason: str,
+    ) -> Node:
+        now = self.clock()
+        node = Node(
+            id=self.make_id(),
+            seq=0,
+            created_at=now,
+            session_id=session_id,
+            role="assistant",
+            name=endpoint.model,
+            output=draft.text,
+            predecessor=head,
+            metadata={"model": endpoint.model, "interrupted": True, "reason": reason},
+        )
+        await draft.settle()
+        (stored,) = await asyncio.shield(
+            self.store.run(
+                lambda r: r.finish_draft(draft.draft_id, [node], session_id, node.id, now)
+            )
+        )
+        return stored
+
+    async def _occupancy_after(self, session_id: str, endpoint: Endpoint, head: str) -> Any:
+        measured = measured_from(
+            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
+        )
+        return await self.engine.occupancy(
+            session_id,
+            model=endpoint.model,
+            window=endpoint.window,
+            head=head,
+            now=self.clock(),
+            measured=measured,
+        )
+
+    async def _endpoint_for_estimate(self, model: str | None, api_base: str | None) -> Endpoint:
+        """The model's window without starting anything: the bundled model reports its
+        window only once running, so an estimate falls back to its configured size."""
+        try:
+            catalog_default = self.models.default().id
+        except ModelUnavailable:
+            catalog_default = None
+        chosen = model or catalog_default
+        bundled = self.models.bundled
+        if chosen is not None and chosen.startswith("local/") and bundled is not None:
+            return Endpoint(model=bundled.model_id, label="", window=bundled.window, max_output=512)
+        try:
+            return await self.models.resolve(chosen, api_base)
+        except ModelUnavailable:
+            from ..providers import llm
+
+            name = chosen or "unknown"
+            window = await asyncio.to_thread(llm.model_window, name)
+            return Endpoint(model=name, label=name, window=window, max_output=4096)
+
+    # --- prompt layers -----------------------------------------------------------------
+
+    def _system_prompt(self) -> str:
+        parts = [IDENTITY]
+        if self.config.global_instructions.strip():
+            parts.append(self.config.global_instructions.strip())
+        return "\n\n".join(parts)
+
+    def _situation(self) -> str:
+        folder = self.config.workspace
+        if folder is None:
+            return ""
+        where = Path(folder).expanduser()
+        if self._instructions is None or self._instructions.path.parent != where:
+            self._instructions = WorkspaceInstructions(where)
+        found = self._instructions.read()
+        if not found.present:
+            return ""
+        return f"Workspace: {folder}\n\nInstructions from AGENTS.md:\n{found.text}"
+
+    def _tools(self, session_id: str, endpoint: Endpoint) -> ToolBox:
+        if self.models.bundled is not None and endpoint.model == self.models.bundled.model_id:
+            return ToolBox()  # a 135M model cannot use tools; offering them only confuses it
+        box = ToolBox(todo_tools(TodoStore(self.store, session_id)))
+        if self.config.workspace is not None:
+            for tool in file_tools(Workspace(self.config.workspace)):
+                box.add(tool)
+        return box
+
+
+@dataclass(frozen=True, slots=True)
+class _StepDone:
+    node: Node | None
+
+
+@dataclass(frozen=True, slots=True)
+class _StepContinue:
+    assistant: Node
+
+
+def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
+    return lambda repo: repo.append_nodes([node])
+
+
+def _ignore(_: Any) -> None:
+    return None
+
+
+def _json_or_raw(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        return arguments
+
+
+def _usage_meta(result: provider_stream.TurnResult) -> dict[str, Any] | None:
+    u = result.usage
+    if u is None:
+        return None
+    return {
+        "prompt_tokens": u.prompt_tokens,
+        "cache_read": u.cache_read,
+        "cache_write": u.cache_write,
+        "output_tokens": u.output_tokens,
+        "cost_usd": result.cost.usd if result.cost else None,
+    }
+
+
+def _turn_error(failure: ProviderFailure) -> TurnError:
+    kind = failure.kind.value if isinstance(failure.kind, ErrorKind) else str(failure.kind)
+    return TurnError(
+        kind=kind,
+        message=failure.message,
+        retry=failure.retry,
+        retry_after=failure.retry_after,
+        action=ACTIONS.get(kind, "retry"),
+    )
+
+
+def _usage_record(
+    record_id: str,
+    session_id: str,
+    head: str | None,
+    commit_id: str,
+    model: str,
+    result: provider_stream.TurnResult,
+    estimated: int,
+    now: float,
+) -> ledger.UsageRecord:
+    u = result.usage
+    if u is None:
+        return ledger.UsageRecord(
+            id=record_id,
+            session_id=session_id,
+            model=model,
+            created_at=now,
+            estimated_tokens=estimated,
+            basis="unmeasured",
+            head=head,
+            commit_id=commit_id,
+            priced=False,
+            phase="chat",
+        )
+    cost = result.cost
+    return ledger.UsageRecord(
+        id=record_id,
+        session_id=session_id,
+        model=model,
+        created_at=now,
+        input_tokens=u.prompt_tokens,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+        output_tokens=u.output_tokens,
+        cost_usd=cost.usd if cost else 0.0,
+        priced=bool(cost and cost.priced),
+        estimated_tokens=estimated,
+        calibration=(u.prompt_tokens / estimated) if estimated else None,
+        basis="measured",
+        head=head,
+        commit_id=commit_id,
+        phase="chat",
+    )
+
+
+def measured_from(record: ledger.UsageRecord | None) -> MeasuredUsage | None:
+    """The ledger's last request as the engine's measurement of a head."""
+    if record is None or record.head is None:
+        return None
+    return MeasuredUsage(
+        head=record.head,
+        prompt_tokens=record.input_tokens,
+        cache_read=record.cache_read,
+        cache_write=record.cache_write,
+        estimated_tokens=record.estimated_tokens,
+    )
