@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
+import threading
 import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from ..core import dag
 from ..core.dag import Graph
@@ -50,11 +52,13 @@ class CancelFlag(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ImportProgress:
-    """Reported before the first conversation and after each one."""
+    """Reported once while the file is read ("reading", total 0: not known yet), then before
+    the first conversation is written and after each one ("writing")."""
 
     done: int
     total: int
     title: str = ""
+    stage: Literal["reading", "writing"] = "writing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +89,45 @@ def read_export(path: Path) -> ParsedExport:
             raw, name = path.read_bytes(), path.name
     except OSError as exc:
         raise ImportFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
-    return parse_export(decode_json(raw, name))
+    try:
+        data = decode_json(raw, name)
+    except RecursionError:
+        data = _decode_deep(raw, name)
+    return parse_export(data)
+
+
+# LibreChat nests each reply inside the message it answers, so one long thread is JSON
+# nested thousands deep: past what `json.loads` accepts under the default recursion limit.
+_DEEP_STACK_BYTES = 512 * 1024**2
+_DEEP_RECURSION_LIMIT = 400_000
+
+
+def _decode_deep(raw: bytes, name: str) -> Any:
+    """Decode deeply nested JSON on a thread with a stack big enough for it."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, _DEEP_RECURSION_LIMIT))
+        try:
+            outcome["value"] = decode_json(raw, name)
+        except RecursionError:
+            outcome["error"] = ImportFileError(f"{name} is nested too deeply to read.")
+        except ImportFileError as exc:
+            outcome["error"] = exc
+        finally:
+            sys.setrecursionlimit(previous)
+
+    previous_size = threading.stack_size(_DEEP_STACK_BYTES)
+    try:
+        reader = threading.Thread(target=work, name="treechat-import-json", daemon=True)
+        reader.start()
+    finally:
+        threading.stack_size(previous_size)
+    reader.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _conversations_from_zip(path: Path) -> tuple[bytes, str]:
@@ -119,6 +161,8 @@ async def import_file(
     earlier import of it made). Raises `ImportFileError` when the file is unusable as a
     whole; problems inside it are reported in `skipped`. Cancellation (`cancel.is_set()`)
     is honoured between conversations."""
+    if progress is not None:
+        progress(ImportProgress(0, 0, stage="reading"))
     parsed = await asyncio.to_thread(read_export, Path(path))
     total = len(parsed.conversations)
     skipped = list(parsed.skipped)

@@ -57,8 +57,9 @@ async def test_real_chatgpt_export_imports_every_node_and_reports_progress(
     assert summary.source_format == "chatgpt"
     assert (summary.sessions, summary.nodes, summary.branches) == (2, messages_in(CHATGPT), 2)
     assert summary.nodes == 21 and summary.skipped == [] and not summary.cancelled
-    assert [(p.done, p.total) for p in seen] == [(0, 2), (1, 2), (2, 2)]
-    assert seen[1].title == "Conversation 1. Web Search"
+    assert [(p.stage, p.done, p.total) for p in seen] == [
+        ("reading", 0, 0), ("writing", 0, 2), ("writing", 1, 2), ("writing", 2, 2)]
+    assert seen[2].title == "Conversation 1. Web Search"
     assert node_count(store) == 21
     raw = json.loads(CHATGPT.read_text(encoding="utf-8"))
     for session_id, conv in zip(summary.session_ids, raw, strict=True):
@@ -128,6 +129,27 @@ async def test_bad_files_are_refused_and_write_nothing(
         await import_file(store, path)
     assert node_count(store) == 0
     assert store.call(lambda r: r.list_sessions(include_hidden=True)) == ()
+
+
+@pytest.mark.asyncio
+async def test_long_librechat_thread_nested_thousands_deep(store: Store, tmp_path: Path) -> None:
+    depth = 5000
+    # Written by hand: json.dumps itself refuses nesting this deep.
+    opening = "".join(
+        f'{{"messageId": "m{i}", "isCreatedByUser": {"false" if i % 2 else "true"}, '
+        f'"text": "message {i}", "children": ['
+        for i in range(depth)
+    )
+    path = tmp_path / "librechat.json"
+    path.write_text('{"conversationId": "deep", "title": "Long", "recursive": true, '
+                    f'"messages": [{opening}{"]}" * depth}]}}', encoding="utf-8")
+    with pytest.raises(RecursionError):
+        json.loads(path.read_text(encoding="utf-8"))
+    summary = await import_file(store, path)
+    assert (summary.source_format, summary.sessions, summary.nodes) == ("librechat", 1, depth)
+    session = store.call(lambda r: r.get_session(summary.session_ids[0]))
+    head = store.call(lambda r: r.get_node(session.head))
+    assert head.output == f"message {depth - 1}"
 
 
 @pytest.mark.asyncio
