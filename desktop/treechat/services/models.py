@@ -126,7 +126,9 @@ class ModelCatalog:
         if self.local_servers is not None and api_base is None:
             for m in self.local_servers.models:
                 if m.model_id == chosen:
-                    served: int = m.window or await asyncio.to_thread(llm.model_window, chosen)
+                    served = m.window or 0
+                    if not served:
+                        served = await asyncio.to_thread(llm.model_window, chosen)
                     kwargs = m.completion_kwargs()
                     return Endpoint(
                         model=chosen,
