@@ -56,26 +56,34 @@ def write_conversation(
             "WHERE source_key = ? OR starts_with(source_key, ?)",
             [conv_key, prefix],
         ).fetchall()
-        existing: dict[str, str] = {}
         session_id: str | None = None
-        conv_row_present = False
+        stale: list[str] = []
+        remembered: dict[str, tuple[str, str]] = {}  # message id -> (key, node id)
         for key, node_id, owner in rows:
             if key == conv_key:
-                session_id, conv_row_present = owner, True
+                session_id = owner
             else:
-                existing[json.loads(key)[2]] = node_id
-                session_id = session_id or owner
-        if session_id is not None and repo.get_session(session_id) is None:
+                remembered[json.loads(key)[2]] = (key, node_id)
+        session = repo.get_session(session_id) if session_id is not None else None
+        if session_id is not None and session is None:
+            stale.append(conv_key)
             session_id = None
+        conv_row_needed = session_id is None
+        # A purge may have deleted nodes an earlier import wrote: those come back.
+        alive = _existing_node_ids(repo, [node_id for _, node_id in remembered.values()])
+        existing: dict[str, str] = {}
+        for message_id, (key, node_id) in remembered.items():
+            if node_id in alive:
+                existing[message_id] = node_id
+            else:
+                stale.append(key)
         if keep_ids:
-            present = repo.con.execute(
-                "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))",
-                [[m.source_id for m in conv.nodes]],
-            ).fetchall()
-            for (node_id,) in present:
+            for node_id in _existing_node_ids(repo, [m.source_id for m in conv.nodes]):
                 existing.setdefault(node_id, node_id)
-            if session_id is None and repo.get_session(conv.source_id) is not None:
-                session_id = conv.source_id
+            if session_id is None:
+                session = repo.get_session(conv.source_id)
+                if session is not None:
+                    session_id = conv.source_id
 
         fresh = [m for m in conv.nodes if m.source_id not in existing]
         if not fresh and session_id is not None:
@@ -91,11 +99,15 @@ def write_conversation(
 
         nodes = [_node(m, id_of, session_id) for m in fresh]
         repo.append_nodes(nodes)
+        if stale:
+            repo.con.execute(
+                "DELETE FROM import_sources WHERE source_key IN (SELECT unnest(?))", [stale]
+            )
         source_rows = [
             (message_key(fmt, conv.source_id, m.source_id), id_of[m.source_id], session_id, now)
             for m in fresh
         ]
-        if not conv_row_present:
+        if conv_row_needed:
             source_rows.append((conv_key, "", session_id, now))
         bulk_insert(repo.con, "import_sources", SOURCE_COLUMNS, source_rows)
 
@@ -112,12 +124,23 @@ def write_conversation(
                     updated_at=max(updated, conv.created_at),
                 )
             )
-        elif head is not None:
-            repo.set_head(session_id, head, updated)
+        else:
+            if head is not None:
+                repo.set_head(session_id, head, updated)
+            if session is not None and session.hidden and fresh:
+                # Importing a deleted conversation again is asking for it back.
+                repo.update_session(session_id, hidden=False)
 
     before = [m for m in conv.nodes if m.source_id in existing]
     branches = count_tips(conv.nodes) - (count_tips(before) if before else 0)
     return WrittenConversation(session_id, created, len(fresh), max(branches, 0), head)
+
+
+def _existing_node_ids(repo: Repository, ids: list[str]) -> set[str]:
+    if not ids:
+        return set()
+    rows = repo.con.execute("SELECT id FROM nodes WHERE id IN (SELECT unnest(?))", [ids])
+    return {row[0] for row in rows.fetchall()}
 
 
 def _node(message: ImportedMessage, id_of: dict[str, str], session_id: str) -> Node:

@@ -167,3 +167,23 @@ def test_two_conversations_with_the_same_message_ids_stay_apart(store: Store) ->
     b = write(store, librechat.parse(tiny("B", "second")).conversations[0])
     assert a.session_id != b.session_id and a.nodes == b.nodes == 1
     assert count(store, "nodes") == 2
+
+
+def test_a_deleted_and_purged_conversation_comes_back_when_imported_again(
+    store: Store, chatgpt_raw: list[dict[str, Any]]
+) -> None:
+    conv = chatgpt.parse(chatgpt_raw).conversations[1]
+    first = write(store, conv)
+    sources = count(store, "import_sources")
+    store.call(lambda r: r.update_session(first.session_id, hidden=True))
+    store.call(lambda r: r.purge_nodes(n.id for n in r.session_nodes(first.session_id)))
+    assert count(store, "nodes") == 0
+
+    again = write(store, conv)
+    assert (again.session_id, again.created_session, again.nodes) == (first.session_id, False, 5)
+    session = store.call(lambda r: r.get_session(first.session_id))
+    assert not session.hidden
+    nodes = store.call(lambda r: r.session_nodes(first.session_id))
+    assert len(nodes) == 5 and session.head in {n.id for n in nodes}
+    assert count(store, "import_sources") == sources
+    assert write(store, conv).nodes == 0
