@@ -32,6 +32,7 @@ from ..store.repository import Repository
 from .sessions import new_id
 
 __all__ = [
+    "CancelFlag",
     "ImportFileError",
     "ImportProgress",
     "ImportSummary",
