@@ -40,7 +40,7 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
-from .models import Endpoint, ModelCatalog, ModelUnavailable
+from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, new_id
 
 log = logging.getLogger(__name__)
@@ -364,8 +364,8 @@ class ChatService:
                 )
             )
             return None
-        if model and session is not None and session.model != model:
-            await self.sessions.set_model(session_id, model)
+        if session is not None and endpoint.choice and session.model != endpoint.choice:
+            await self.sessions.set_model(session_id, endpoint.choice)
         sink(TurnStarted(session_id, parent, user, endpoint.model))
         toolbox = self._tools(session_id, endpoint)
         head = parent
@@ -609,9 +609,10 @@ class ChatService:
         except ModelUnavailable:
             catalog_default = None
         chosen = model or catalog_default
-        bundled = self.models.bundled
-        if chosen is not None and chosen.startswith("local/") and bundled is not None:
-            return Endpoint(model=bundled.model_id, label="", window=bundled.window, max_output=512)
+        if chosen == BUNDLED_ID or (
+            self.models.bundled is not None and chosen == self.models.bundled.model_id
+        ):
+            return self.models.estimate_endpoint()
         try:
             return await self.models.resolve(chosen, api_base)
         except ModelUnavailable:

@@ -13,6 +13,9 @@ from ..providers.local_model import DISPLAY_NAME, LocalModel
 from ..providers.local_servers import LocalServers
 
 BUNDLED_ID = "local/smollm2-135m-instruct"
+# The bundled model's window before its server has started and reported the real one
+# (SmolLM2 was trained with 8,192 tokens of context).
+BUNDLED_WINDOW_HINT = 8192
 
 # Cloud models offered once their provider has a key, most capable first.
 CLOUD_MODELS: tuple[tuple[str, str, str], ...] = (
@@ -53,6 +56,7 @@ class Endpoint:
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
     anthropic: bool = False
+    choice: str = ""  # the picker id this endpoint was resolved from
 
 
 class ModelUnavailable(RuntimeError):
@@ -137,6 +141,7 @@ class ModelCatalog:
                         max_output=min(4096, served // 4),
                         api_base=m.api_base,
                         api_key=kwargs.get("api_key"),
+                        choice=chosen,
                     )
         for c in self.extra:
             if c.id == chosen and c.api_base:
@@ -159,6 +164,7 @@ class ModelCatalog:
             api_base=api_base,
             api_key=key or ("no-key" if api_base else None),
             anthropic=llm.is_anthropic(chosen),
+            choice=chosen,
         )
 
     async def _bundled_endpoint(self) -> Endpoint:
@@ -175,6 +181,20 @@ class ModelCatalog:
             max_output=min(512, window // 4),
             api_base=self.bundled.api_base,
             api_key=self.bundled.api_key,
+            choice=BUNDLED_ID,
+        )
+
+    def estimate_endpoint(self) -> Endpoint:
+        """The bundled model's endpoint for estimates, without starting it."""
+        if self.bundled is None:
+            raise ModelUnavailable("The bundled offline model is not available in this build.")
+        window = self.bundled.window if self.bundled.running else BUNDLED_WINDOW_HINT
+        return Endpoint(
+            model=self.bundled.model_id,
+            label=DISPLAY_NAME,
+            window=window,
+            max_output=min(512, window // 4),
+            choice=BUNDLED_ID,
         )
 
     async def close(self) -> None:

@@ -1,0 +1,151 @@
+"""The headless command line, run as a user would: the real `treechat` entry point in a
+subprocess, a real store, and the loopback provider over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.loopback_server import LoopbackProvider, Reply
+from treechat.services.sessions import SessionService
+from treechat.store.database import Store, default_store_path
+
+
+def treechat(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-test-1"}
+    env.pop("TREECHAT_DATA_DIR", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_sessions_and_doctor_on_an_empty_store(tmp_path: Path) -> None:
+    assert treechat(tmp_path, "sessions").stdout.strip() == "No sessions yet."
+    assert json.loads(treechat(tmp_path, "sessions", "--json").stdout) == []
+    doctor = treechat(tmp_path, "doctor").stdout
+    assert str(default_store_path(tmp_path)) in doctor
+    assert "schema version: 1" in doctor and "nodes:          0" in doctor
+
+
+def test_send_new_streams_and_records_then_context_and_ledger(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    loopback.queue(Reply(text="Four, of course."))
+    out = treechat(
+        tmp_path,
+        "send",
+        "--new",
+        "What is 2+2?",
+        "--model",
+        "openai/gpt-4o-mini",
+        "--api-base",
+        loopback.openai_base,
+    )
+    assert out.stdout.strip() == "Four, of course."
+    assert loopback.requests[0].headers.get("authorization", "").endswith("sk-test-1")
+    (session,) = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
+    assert session["title"] == "What is 2+2?" and session["nodes"] == 2
+
+    loopback.queue(Reply(text="Eight."))
+    out = treechat(
+        tmp_path,
+        "send",
+        session["id"][:8],
+        "And 4+4?",
+        "--model",
+        "openai/gpt-4o-mini",
+        "--api-base",
+        loopback.openai_base,
+    )
+    assert out.stdout.strip() == "Eight."
+    sent = loopback.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "What is 2+2?",
+        "Four, of course.",
+        "And 4+4?",
+    ]
+
+    record = json.loads(treechat(tmp_path, "context", session["id"], "--json").stdout)
+    assert record["basis"] == "measured"
+    assert record["total_used"] == loopback.requests[1].prompt_tokens
+    assert sum(record["breakdown"].values()) == record["window"]
+
+    (row,) = json.loads(treechat(tmp_path, "ledger", "--json").stdout)
+    assert row["model"] == "openai/gpt-4o-mini" and row["requests"] == 2
+    assert row["input_tokens"] == sum(r.prompt_tokens for r in loopback.requests)
+    assert row["cost_usd"] > 0  # litellm prices gpt-4o-mini from its bundled map
+    assert "sk-test-1" not in default_store_path(tmp_path).read_bytes().decode("latin-1")
+
+
+def test_send_reports_provider_errors_and_keeps_the_message(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    loopback.fail_next(500)
+    out = treechat(
+        tmp_path,
+        "send",
+        "--new",
+        "keep me",
+        "--model",
+        "openai/gpt-4o-mini",
+        "--api-base",
+        loopback.openai_base,
+        check=False,
+    )
+    assert out.returncode == 1
+    assert "treechat:" in out.stderr
+    (session,) = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
+    assert session["nodes"] == 1 and session["title"] == "keep me"
+
+
+def test_unknown_session_is_a_clear_error(tmp_path: Path) -> None:
+    out = treechat(tmp_path, "export", "nope", check=False)
+    assert out.returncode == 2 and "no session matches 'nope'" in out.stderr
+
+
+def test_export_shows_every_branch_built_through_the_operations(tmp_path: Path) -> None:
+    async def build() -> str:
+        store = Store.open(default_store_path(tmp_path))
+        try:
+            svc = SessionService(store)
+            s = await svc.create()
+            u1 = await svc.append_message(s.id, "root question")
+            await svc.append_message(s.id, "answer A", role="assistant")
+            await svc.append_message(
+                s.id, "answer B", role="assistant", parent=u1.id, use_parent=True
+            )
+            await svc.edit(s.id, u1.id, "edited question")
+            await svc.append_message(s.id, "answer C", role="assistant")
+            return s.id
+        finally:
+            store.close()
+
+    session_id = asyncio.run(build())
+    graph = json.loads(treechat(tmp_path, "export", session_id, "--format", "json").stdout)
+    texts = json.dumps(graph)
+    for text in ("root question", "answer A", "answer B", "edited question", "answer C"):
+        assert text in texts
+    md = treechat(tmp_path, "export", session_id, "--format", "md").stdout
+    assert "edited question" in md and "answer C" in md and "answer A" not in md
+    md_all = treechat(tmp_path, "export", session_id, "--format", "md", "--all-branches").stdout
+    assert all(t in md_all for t in ("answer A", "answer B", "answer C"))
+
+
+@pytest.mark.parametrize("args", [["send", "x"], ["send", "s", "x", "--new"]])
+def test_send_arguments_are_checked(tmp_path: Path, args: list[str]) -> None:
+    out = treechat(tmp_path, *args, check=False)
+    assert out.returncode == 2 and "SESSION" in out.stderr or "--new" in out.stderr
