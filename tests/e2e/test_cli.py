@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.support.loopback_server import LoopbackProvider, Reply
+
 from treechat.services.sessions import SessionService
 from treechat.store.database import Store, default_store_path
 
@@ -148,4 +148,4 @@ def test_export_shows_every_branch_built_through_the_operations(tmp_path: Path) 
 @pytest.mark.parametrize("args", [["send", "x"], ["send", "s", "x", "--new"]])
 def test_send_arguments_are_checked(tmp_path: Path, args: list[str]) -> None:
     out = treechat(tmp_path, *args, check=False)
-    assert out.returncode == 2 and "SESSION" in out.stderr or "--new" in out.stderr
+    assert (out.returncode == 2 and "SESSION" in out.stderr) or "--new" in out.stderr
