@@ -14,14 +14,15 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
+
+from .. import paths
 
 DISPLAY_NAME = "SmolLM2 135M, local, offline"
 MODEL_NAME = "smollm2-135m-instruct"
@@ -67,13 +68,14 @@ def find_gguf() -> Path:
 def server_command(
     gguf: Path, *, name: str, n_ctx: int, threads: int | None, parent_pid: int
 ) -> list[str]:
-    """The child's command line: our server script under the same interpreter.
+    """The child's command line: our server script under the same interpreter (or, frozen,
+    the app's executable with a hidden flag; see `paths.script_command`).
 
     The script is run by path, not as `-m treechat...`, so the child imports neither the
     Treechat package nor litellm: it only loads llama_cpp and the model.
     """
     command = [
-        sys.executable, "-u", str(SERVER_SCRIPT),
+        *paths.script_command(SERVER_SCRIPT, paths.SERVE_LOCAL_MODEL_FLAG),
         "--model", str(gguf),
         "--name", name,
         "--host", "127.0.0.1",
@@ -153,6 +155,16 @@ class LocalModel:
     def completion_kwargs(self) -> dict[str, Any]:
         """What to pass to `litellm.acompletion` to talk to this model."""
         return {"model": self.model_id, "api_base": self.api_base, "api_key": self.api_key}
+
+    async def count_tokens(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """Prompt tokens for `messages` exactly as the server will count them (its tokenizer
+        and chat template), for budgets that must not drift from the measured usage."""
+        root = self.api_base.removesuffix("/v1")
+        async with httpx.AsyncClient(timeout=30.0, trust_env=False) as client:
+            response = await client.post(f"{root}/tokenize", json={"messages": list(messages)})
+            response.raise_for_status()
+            count = response.json()["count"]
+        return int(count)
 
     # --- life cycle ----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import httpx
 import psutil
 import pytest
 
+from treechat import paths
 from treechat.providers import local_model
 from treechat.providers.local_model import (
     DISPLAY_NAME,
@@ -89,6 +90,26 @@ def test_identity_and_litellm_arguments(model: LocalModel) -> None:
         "model": model.model_id, "api_base": model.api_base, "api_key": model.api_key,
     }
     assert model.running and model.started_in is not None and model.started_in > 0
+
+
+def test_count_tokens_matches_the_measured_usage(model: LocalModel, http: httpx.Client) -> None:
+    measured = chat(http, messages=HELLO, max_tokens=1).json()["usage"]["prompt_tokens"]
+    assert asyncio.run(model.count_tokens(HELLO)) == measured
+    longer = [*HELLO, {"role": "assistant", "content": "Hello!"}, *HELLO]
+    assert asyncio.run(model.count_tokens(longer)) > measured
+
+
+def test_server_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    gguf = tmp_path / "m.gguf"
+    args = ["--model", str(gguf), "--name", "n", "--host", "127.0.0.1", "--port", "0",
+            "--n-ctx", "0", "--parent-pid", "42"]
+    # Run by path so the child imports neither the treechat package nor litellm.
+    plain = local_model.server_command(gguf, name="n", n_ctx=0, threads=None, parent_pid=42)
+    assert plain == [sys.executable, "-u", str(local_model.SERVER_SCRIPT), *args]
+    assert local_model.SERVER_SCRIPT.is_file()
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    frozen = local_model.server_command(gguf, name="n", n_ctx=0, threads=2, parent_pid=42)
+    assert frozen == [sys.executable, paths.SERVE_LOCAL_MODEL_FLAG, *args, "--threads", "2"]
 
 
 def test_window_comes_from_the_server(model: LocalModel, http: httpx.Client) -> None:
