@@ -337,9 +337,8 @@ class ChatService:
         sink: EventSink,
     ) -> Node | None:
         session = await self.store.run(lambda r: r.get_session(session_id))
-        model = model or (session.model if session is not None and session.model else None)
         try:
-            endpoint = await self.models.resolve(model, api_base)
+            endpoint = await self._resolve(model, session.model if session else "", api_base)
         except ModelUnavailable as exc:
             sink(TurnStarted(session_id, parent, user, model or ""))
             sink(
@@ -559,6 +558,18 @@ class ChatService:
 
     def _shrink(self, messages: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
         return list(shrink_history(messages, target, self.engine.counter))
+
+    async def _resolve(
+        self, explicit: str | None, remembered: str, api_base: str | None
+    ) -> Endpoint:
+        """The model asked for, else the one the session last used, else the default. An
+        imported chat remembers its source app's name (`gpt-4`, not a litellm id): that gives
+        way to the default instead of failing the turn."""
+        if explicit:
+            return await self.models.resolve(explicit, api_base)
+        if remembered and "/" in remembered:
+            return await self.models.resolve(remembered, api_base)
+        return await self.models.resolve(None, api_base)
 
     async def _finish_interrupted(
         self,
