@@ -289,8 +289,11 @@ class Repository:
         ).fetchall()
         return tuple(session_from_row(r) for r in rows)
 
-    def set_head(self, session_id: str, head: str | None, now: float) -> None:
-        if head is not None and self.get_node(head) is None:
+    def set_head(
+        self, session_id: str, head: str | None, now: float, *, known: bool = False
+    ) -> None:
+        """Move HEAD; `known` skips the existence check for a node just appended."""
+        if head is not None and not known and self.get_node(head) is None:
             raise GraphError(f"cannot move HEAD to unknown node {head!r}")
         self.con.execute(
             "UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", [head, now, session_id]
@@ -308,7 +311,8 @@ class Repository:
         """Append an operation's nodes and move HEAD, all or nothing."""
         with self.transaction():
             stored = self.append_nodes(change.nodes)
-            self.set_head(session_id, change.head, now)
+            appended = any(n.id == change.head for n in stored)
+            self.set_head(session_id, change.head, now, known=appended)
         return stored
 
     # --- annotations -----------------------------------------------------------------
@@ -462,9 +466,8 @@ def bulk_insert(
 ) -> None:
     """Insert many rows with one statement through DuckDB's appender path."""
     names = [c.strip() for c in columns.split(",")]
-    struct_rows = [dict(zip(names, row, strict=True)) for row in rows]
-    select = ", ".join(f"r.{name}" for name in names)
-    con.execute(
-        f"INSERT INTO {table} ({columns}) SELECT {select} FROM (SELECT unnest(?) AS r)",
-        [struct_rows],
-    )
+    # One list per column: DuckDB zips same-length unnests row by row, and converting flat
+    # lists is far cheaper than a list of structs.
+    column_values = [list(col) for col in zip(*rows, strict=True)]
+    select = ", ".join(f"unnest(?) AS {name}" for name in names)
+    con.execute(f"INSERT INTO {table} ({columns}) SELECT {select}", column_values)
