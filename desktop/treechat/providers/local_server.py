@@ -196,6 +196,7 @@ class Engine:
             stop_token_ids=[eos],
         )
         self.lock = threading.Lock()
+        self.last: Generation | None = None
 
     def warm_up(self) -> None:
         """Generate one token before announcing readiness.
@@ -310,10 +311,15 @@ class Engine:
                 pending += decoder.decode(b"", final=True)
             if pending:
                 yield pending
+        except GeneratorExit:
+            # The consumer went away (the client hung up): generation stops here.
+            result.finish_reason = "cancelled"
+            raise
         finally:
             tokens_out.close()
             end = time.perf_counter()
             result.generate_seconds = end - (first_token_at or end)
+            self.last = result
 
 
 _CHATML = (
@@ -456,12 +462,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _props(self) -> dict[str, Any]:
         engine = self.engine
+        last = engine.last
         return {
             "model_alias": engine.name,
             "model_path": engine.model_path,
             "n_ctx": engine.n_ctx,
             "default_generation_settings": {"n_ctx": engine.n_ctx},
             "total_slots": 1,
+            "busy": engine.lock.locked(),
+            "last_generation": None if last is None else {
+                "finish_reason": last.finish_reason, "usage": last.usage(),
+                "timings": last.timings(),
+            },
         }
 
     def _tokenize(self) -> dict[str, Any]:
@@ -546,8 +558,19 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             self._send_event(chunk({"role": "assistant", "content": ""}, None))
-            for piece in pieces:
-                self._send_event(chunk({"content": piece}, None))
+            try:
+                for piece in pieces:
+                    self._send_event(chunk({"content": piece}, None))
+            except (BrokenPipeError, ConnectionResetError):
+                raise
+            except Exception as exc:
+                # Headers are gone already: report the failure in the stream, OpenAI-style.
+                self._send_event({"error": {"message": f"{type(exc).__name__}: {exc}",
+                                            "type": "server_error", "param": None,
+                                            "code": None}})
+                self._send_event("[DONE]")
+                self._write_chunk(b"")
+                return
             self._send_event(chunk({}, result.finish_reason))
             if include_usage:
                 self._send_event(

@@ -165,6 +165,31 @@ def test_streaming_ends_with_a_usage_chunk(model: LocalModel, http: httpx.Client
     assert whole["choices"][0]["message"]["content"] == text
 
 
+def test_hanging_up_stops_generation(model: LocalModel, http: httpx.Client) -> None:
+    """Pressing stop closes the stream; the server must stop generating, not finish the reply."""
+    ask = [{"role": "user", "content": "Write a very long story about a lighthouse keeper."}]
+    # Precondition: greedy decoding of this prompt runs past 150 tokens.
+    probe = chat(http, messages=ask, max_tokens=150, temperature=0).json()
+    assert probe["choices"][0]["finish_reason"] == "length"
+    body = {"model": "m", "messages": ask, "max_tokens": 4000, "temperature": 0, "stream": True}
+    with http.stream("POST", "/chat/completions", json=body) as response:
+        received = 0
+        for line in response.iter_lines():
+            if line.startswith("data: ") and '"content"' in line:
+                received += 1
+                if received == 3:
+                    break
+    root = model.api_base.removesuffix("/v1")
+    with httpx.Client(trust_env=False, timeout=600) as side:
+        # /tokenize takes the model lock, so it returns only once the generation has ended.
+        side.post(f"{root}/tokenize", json={"content": "x"})
+        props = side.get(f"{root}/props").json()
+    assert not props["busy"]
+    last = props["last_generation"]
+    assert last["finish_reason"] == "cancelled"
+    assert 3 <= last["usage"]["completion_tokens"] < 150
+
+
 def test_no_usage_chunk_unless_asked(http: httpx.Client) -> None:
     body = {"model": "m", "messages": HELLO, "max_tokens": 3, "stream": True}
     with http.stream("POST", "/chat/completions", json=body) as response:
