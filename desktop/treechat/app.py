@@ -1,16 +1,207 @@
-"""Composition root: builds the services once and opens the main window."""
+"""Composition root: one QApplication on one qasync loop, the window painted first, then the
+store and services built once and handed to the window; litellm warms up after that."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import paths
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from .services.bootstrap import Services
+    from .ui.conversation_controller import ConversationController
+    from .ui.main_window import MainWindow
+    from .ui.theme import ThemeManager
+
+PAINT_WAIT_S = 5.0
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="treechat", add_help=True)
+    parser.add_argument("--data-dir", help="where the conversation store lives")
+    parser.add_argument("--session", help="open this session id")
+    return parser.parse_known_args(list(argv) if argv is not None else sys.argv[1:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from PySide6.QtWidgets import QApplication, QLabel
+    args, qt_args = parse_args(argv)
+    return run(args, qt_args)
 
-    app = QApplication([sys.argv[0], *(argv or [])])
-    label = QLabel("Treechat")
-    label.resize(480, 320)
-    label.show()
-    return app.exec()
+
+def ui_prefs(data_dir: Path) -> QSettings:
+    """Window geometry and theme live beside the store, so `--data-dir` keeps them apart."""
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(data_dir / "window.ini"), QSettings.Format.IniFormat)
+
+
+def create_window(
+    app: QApplication, data_dir: Path
+) -> tuple[MainWindow, QSettings, ThemeManager]:
+    from .ui.main_window import MainWindow
+    from .ui.theme import ThemeManager
+
+    prefs = ui_prefs(data_dir)
+    theme = ThemeManager(app, str(prefs.value("theme", "system")))
+    window = MainWindow(prefs)
+    return window, prefs, theme
+
+
+def connect_services(
+    window: MainWindow, services: Services, prefs: QSettings | None, theme: ThemeManager | None
+) -> ConversationController:
+    """Hand the services to a controller that drives the window's widgets."""
+    from .ui.conversation_controller import ConversationController, load_compaction_settings
+
+    load_compaction_settings(services)
+    controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme)
+    window.attach(controller)
+    return controller
+
+
+def _wait_for_first_paint(app: QApplication, window: MainWindow) -> None:
+    """Let Qt expose and paint the window before anything heavy is imported."""
+    import time
+
+    from PySide6.QtCore import QEventLoop
+
+    deadline = time.monotonic() + PAINT_WAIT_S
+    while not window.painted and time.monotonic() < deadline:
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+
+
+def run(
+    args: argparse.Namespace,
+    qt_args: Sequence[str] = (),
+    *,
+    on_first_paint: Callable[[MainWindow], None] | None = None,
+) -> int:
+    """Open the window for `args.data_dir` (or hand over to the window already showing it).
+    `on_first_paint` is called once the window has painted, before the store is opened."""
+    from PySide6.QtWidgets import QApplication
+
+    from .ui.single_instance import SingleInstance, server_name
+
+    data_dir = paths.data_dir(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(
+        [sys.argv[0], *qt_args]
+    )
+    app.setApplicationName(paths.APP_NAME)
+    app.setOrganizationName(paths.APP_NAME)
+    app.setDesktopFileName("treechat")
+    app.setQuitOnLastWindowClosed(False)
+
+    instance = SingleInstance(server_name(data_dir))
+    if instance.hand_over():
+        return 0
+    instance.listen()
+
+    window, prefs, theme = create_window(app, data_dir)
+    instance.activated.connect(window.bring_to_front)
+    close_requested: list[bool] = []
+    window.closeRequested.connect(lambda: close_requested.append(True))
+    window.show()
+    _wait_for_first_paint(app, window)
+    if on_first_paint is not None:
+        on_first_paint(window)
+
+    import asyncio
+
+    import qasync
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(
+            _serve(app, window, prefs, theme, data_dir, args, close_requested)
+        )
+    finally:
+        instance.close()
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+async def _serve(
+    app: QApplication,
+    window: MainWindow,
+    prefs: QSettings,
+    theme: ThemeManager,
+    data_dir: Path,
+    args: argparse.Namespace,
+    close_requested: list[bool],
+) -> int:
+    import asyncio
+
+    from PySide6.QtCore import QTimer
+
+    from .providers import llm
+    from .services.bootstrap import build_services
+    from .store.database import StoreError
+
+    closed = asyncio.Event()
+    if close_requested:
+        closed.set()
+    window.closeRequested.connect(closed.set)
+    app.aboutToQuit.connect(closed.set)
+    _stop_on_signals(window)
+    # Python runs signal handlers only when it gets control; give it a moment now and then.
+    heartbeat = QTimer(window)
+    heartbeat.timeout.connect(lambda: None)
+    heartbeat.start(400)
+
+    code = 0
+    services: Services | None = None
+    controller: ConversationController | None = None
+    try:
+        services = await asyncio.get_running_loop().run_in_executor(
+            None, build_services, data_dir
+        )
+    except StoreError as exc:
+        window.show_store_error(str(exc))
+        code = 2
+    if services is not None:
+        controller = connect_services(window, services, prefs, theme)
+        await controller.start(args.session)
+        # litellm takes seconds to import; the window is up and filled by now
+        llm.start_warmup()
+    await closed.wait()
+    heartbeat.stop()
+    await _shutdown(controller, services)
+    window.close_now()
+    return code
+
+
+async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:
+    """Stop turns (keeping what streamed), save unsent text, stop the local model, close the
+    store, in that order."""
+    if controller is not None:
+        await controller.close()
+    if services is not None:
+        try:
+            await services.close()
+        finally:
+            services.close_store()
+
+
+def _stop_on_signals(window: Any) -> None:
+    import contextlib
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    def handler(_signum: int, _frame: Any) -> None:
+        QTimer.singleShot(0, window.close)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # not possible off the main thread or on some platforms: then Ctrl+C just kills
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, handler)

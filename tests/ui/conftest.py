@@ -1,0 +1,175 @@
+"""Window tests on the real stack: a qasync loop over pytest-qt's QApplication, the real
+services on a DuckDB file in tmp_path, and the loopback provider over HTTP.
+
+Pattern: a test is a plain function that runs one coroutine on the qasync loop with
+`aio.run(...)`. Inside it, widgets are driven with QTest/qtbot calls (they only post or send
+events) and waiting is `await aio.until(...)`, which yields to the loop, so Qt events and
+asyncio callbacks keep flowing. Never call `qtbot.wait*` inside the coroutine: that would
+start a nested event loop under qasync."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import qasync
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+from tests.support.loopback_server import LoopbackProvider
+
+from treechat.app import connect_services, create_window
+from treechat.providers.keys import KeyStore
+from treechat.services.bootstrap import Services, build_services
+from treechat.services.models import ModelChoice
+from treechat.ui.conversation_controller import ConversationController
+from treechat.ui.main_window import MainWindow
+from treechat.ui.theme import ThemeManager
+
+T = TypeVar("T")
+
+MODEL = "openai/loopback-model"
+BIG_MODEL = "openai/gpt-4o"  # litellm knows its window (128k); served by the loopback too
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.ui)
+            # the offscreen platform says this for every top-level window; not our warning
+            item.add_marker(
+                pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+            )
+
+
+class Aio:
+    """Runs coroutines on a qasync loop and waits without blocking Qt."""
+
+    def __init__(self, loop: qasync.QEventLoop) -> None:
+        self.loop = loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+    async def until(
+        self, predicate: Callable[[], object], timeout: float = 60.0, what: str = ""
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what or predicate}")
+            await asyncio.sleep(0.01)
+
+    async def settle(self, seconds: float = 0.05) -> None:
+        """Let queued Qt events and callbacks run."""
+        await asyncio.sleep(seconds)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def litellm_warm() -> None:
+    """The window warms litellm up after it paints; tests start it once for all of them."""
+    from treechat.providers import llm
+
+    llm.start_warmup()
+
+
+@pytest.fixture
+def aio(qapp: QApplication) -> Iterator[Aio]:
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    helper = Aio(loop)
+    try:
+        yield helper
+    finally:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+@dataclass
+class Desk:
+    """The running window and everything behind it."""
+
+    window: MainWindow
+    controller: ConversationController
+    services: Services
+    provider: LoopbackProvider
+    prefs: QSettings
+    theme: ThemeManager
+    aio: Aio
+    data_dir: Path
+
+    @property
+    def composer(self) -> Any:
+        return self.window.composer
+
+    @property
+    def chat(self) -> Any:
+        return self.window.chat
+
+    def requests(self) -> int:
+        return len(self.provider.requests)
+
+
+def choices_for(provider: LoopbackProvider) -> tuple[ModelChoice, ...]:
+    return (
+        ModelChoice(MODEL, "Loopback", "openai", api_base=provider.openai_base),
+        ModelChoice(BIG_MODEL, "Loopback GPT-4o", "openai", api_base=provider.openai_base),
+    )
+
+
+def open_desk(
+    qapp: QApplication, aio: Aio, data_dir: Path, provider: LoopbackProvider
+) -> Desk:
+    services = build_services(
+        data_dir,
+        bundled=False,
+        detect_local_servers=False,
+        extra_models=choices_for(provider),
+        keys=KeyStore(environ={}),
+    )
+    services.models.default_model = MODEL
+    window, prefs, theme = create_window(qapp, data_dir)
+    controller = connect_services(window, services, prefs, theme)
+    window.show()
+    aio.run(controller.start())
+    return Desk(window, controller, services, provider, prefs, theme, aio, data_dir)
+
+
+def close_desk(desk: Desk) -> None:
+    async def shutdown() -> None:
+        await desk.controller.close()
+        await desk.services.close()
+
+    try:
+        desk.aio.run(shutdown())
+    finally:
+        desk.services.close_store()
+        desk.window.close_now()
+        desk.window.deleteLater()
+
+
+@pytest.fixture
+def desk(
+    qapp: QApplication, aio: Aio, tmp_path: Path, loopback: LoopbackProvider
+) -> Iterator[Desk]:
+    from treechat.providers import llm
+
+    # the first request would otherwise wait for litellm's import inside the test's timeouts
+    aio.run(llm.ensure_loaded(), timeout=300)
+    opened = open_desk(qapp, aio, tmp_path / "data", loopback)
+    try:
+        yield opened
+    finally:
+        close_desk(opened)

@@ -1,0 +1,164 @@
+"""The window end to end: typing, streaming, stopping, retrying, switching versions, editing
+and branching, through the real services, a DuckDB file and the loopback provider."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from tests.support.loopback_server import Reply
+
+from treechat.ui.chat_model import RowKind
+
+from .conftest import Aio, Desk
+
+
+def row_texts(desk: Desk) -> list[tuple[str, str]]:
+    return [(r.kind.value, r.text) for r in desk.chat.model.rows]
+
+
+def type_and_send(desk: Desk, text: str) -> None:
+    desk.composer.input.setFocus()
+    desk.composer.set_text(text)
+    QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+
+
+def test_send_streams_a_reply_into_the_window(desk: Desk, aio: Aio) -> None:
+    desk.provider.queue(Reply(text="Hello from the loopback provider, streamed in pieces.",
+                              tokens_per_second=40))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Say hello")
+        assert desk.composer.text() == ""
+        # the message is shown at once and the reply streams in before it is finished
+        await aio.until(lambda: any(k == "stream" and t for k, t in row_texts(desk)),
+                        what="streamed text")
+        assert ("user", "Say hello") in row_texts(desk)
+        assert desk.composer.running and desk.composer.send_button.text() == "Stop"
+        await aio.until(lambda: not desk.controller.is_running(), what="turn end")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    kinds = [r.kind for r in desk.chat.model.rows]
+    assert kinds == [RowKind.USER, RowKind.ASSISTANT]
+    assert desk.chat.model.rows[-1].text == "Hello from the loopback provider, streamed in pieces."
+    assert desk.composer.send_button.text() == "Send"
+    # the new chat is in the list, titled from the message, and selected
+    sid = desk.controller.current_session_id
+    assert sid is not None and desk.window.sessions.current_session_id() == sid
+    assert desk.window.sessions.session(sid).title == "Say hello"
+    assert desk.window.title.text() == "Say hello"
+    # the ring shows the provider's measurement of the request
+    occ = desk.composer.ring.occupancy
+    assert occ is not None and occ.basis == "measured"
+    assert occ.total_used == desk.provider.requests[-1].prompt_tokens
+
+
+def test_stop_mid_stream_keeps_what_arrived(desk: Desk, aio: Aio) -> None:
+    desk.provider.queue(Reply(text=" ".join(f"word{i}" for i in range(500)),
+                              tokens_per_second=60))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Write a lot")
+        await aio.until(lambda: len(desk.chat.model.stream_text()) > 30, what="some text")
+        QTest.mouseClick(desk.composer.send_button, Qt.MouseButton.LeftButton)  # Stop
+        await aio.until(lambda: not desk.controller.is_running(), what="turn end")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    last = desk.chat.model.rows[-1]
+    assert last.kind == RowKind.ASSISTANT and last.interrupted
+    assert last.text.startswith("word0 word1") and len(last.text) < len(
+        " ".join(f"word{i}" for i in range(500)))
+    view = desk.controller.current_view
+    assert view is not None and view.path[-1].interrupted
+    assert desk.services.store.call(lambda r: r.drafts()) == ()
+    assert not desk.composer.running
+
+
+def test_retry_then_switch_versions_sends_nothing(desk: Desk, aio: Aio) -> None:
+    desk.provider.queue(Reply(text="first answer"), Reply(text="second answer"))
+
+    async def scenario() -> None:
+        type_and_send(desk, "A question")
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+        QTest.keyClick(desk.window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    rows = desk.chat.model.rows
+    assert rows[-1].text == "second answer" and rows[-1].version == (2, 2)
+    answer = rows[-1].node.id
+    sent = desk.requests()
+
+    async def switch() -> None:
+        desk.chat.versionRequested.emit(answer, 1)
+        await aio.until(lambda: desk.chat.model.rows[-1].text == "first answer")
+        assert desk.chat.model.rows[-1].version == (1, 2)
+        QTest.keyClick(desk.window, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
+        await aio.until(lambda: desk.chat.model.rows[-1].text == "second answer")
+        await desk.controller.tasks.idle()
+
+    aio.run(switch())
+    assert desk.chat.model.rows[-1].version == (2, 2)
+    assert desk.requests() == sent  # switching versions never reached the provider
+    assert desk.composer.ring.occupancy is not None
+
+
+def test_edit_forks_the_message(desk: Desk, aio: Aio) -> None:
+    desk.provider.queue(Reply(text="about cats"), Reply(text="about dogs"))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Tell me about cats")
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+        user = desk.chat.model.rows[0].node
+        desk.chat.editRequested.emit(user.id, "Tell me about dogs")
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    rows = desk.chat.model.rows
+    assert [(r.kind, r.text) for r in rows] == [
+        (RowKind.USER, "Tell me about dogs"), (RowKind.ASSISTANT, "about dogs")]
+    assert rows[0].version == (2, 2)
+
+    async def back() -> None:
+        desk.chat.versionRequested.emit(rows[0].node.id, 1)
+        await aio.until(lambda: desk.chat.model.rows[0].text == "Tell me about cats")
+        await desk.controller.tasks.idle()
+
+    aio.run(back())
+    assert desk.chat.model.rows[-1].text == "about cats"
+    assert desk.requests() == 2
+
+
+def test_branch_into_a_new_session(desk: Desk, aio: Aio) -> None:
+    desk.provider.queue(Reply(text="shared answer"))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Start here")
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+        original = desk.controller.current_session_id
+        answer = desk.chat.model.rows[-1].node.id
+        desk.chat.branchRequested.emit(answer)
+        await aio.until(lambda: desk.controller.current_session_id not in (None, original))
+        await desk.controller.tasks.idle()
+        branch = desk.controller.current_session_id
+        assert desk.window.sessions.current_session_id() == branch
+        session = desk.window.sessions.session(branch)
+        assert session is not None and session.forked_from == original
+        assert session.title == "Start here (branch)"
+        assert [r.text for r in desk.chat.model.rows] == ["Start here", "shared answer"]
+        # the branch moves on by itself; the original does not change
+        desk.provider.queue(Reply(text="only in the branch"))
+        type_and_send(desk, "Go on")
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+        original_view = await desk.services.chat.sessions.view(original)
+        assert [n.text for n in original_view.path] == ["Start here", "shared answer"]
+
+    aio.run(scenario())
+    assert [r.text for r in desk.chat.model.rows][-1] == "only in the branch"
