@@ -227,7 +227,8 @@ class LocalModel:
                 + self._stderr_tail()
             ) from None
         if not line:
-            process.wait(timeout=5)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(process.wait, 5)
             raise LocalModelError(
                 f"the local model server exited with code {process.returncode}"
                 + self._stderr_tail()
