@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .model import Node
 
 Cell = tuple[int, int]  # (column, row)
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where one node sits, and the edge it hangs from (if its parent is placed)."""
+class Placement(NamedTuple):
+    """Where one node sits, and the edge it hangs from (if its parent is placed).
+
+    A named tuple rather than a dataclass: a big graph creates tens of thousands."""
 
     node_id: str
     column: int
@@ -27,16 +29,14 @@ class Placement:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Grid cells of every placed node. Treat as immutable: `extend_layout` returns a new one.
-
-    `bottoms[c]` is the lowest row used in column c; a new conversation branch only opens in
-    a column that is empty from the row above it downwards, so its continuation can run
-    straight down without meeting older nodes.
-    """
+    """Grid cells of every placed node. Treat as immutable: `extend_layout` returns a new one."""
 
     placements: Mapping[str, Placement] = field(default_factory=dict)
     cells: Mapping[Cell, str] = field(default_factory=dict)
-    bottoms: Mapping[int, int] = field(default_factory=dict)
+    # per parent, the column of its rightmost conversation child: the next sibling goes right
+    rightmost: Mapping[str, int] = field(default_factory=dict)
+    width: int = 0  # columns in use
+    depth: int = 0  # rows in use
 
     def __len__(self) -> int:
         return len(self.placements)
@@ -48,18 +48,12 @@ class Layout:
         p = self.placements[node_id]
         return p.column, p.row
 
-    @property
-    def width(self) -> int:
-        """Number of columns in use (0 when empty)."""
-        return max(self.bottoms, default=-1) + 1
-
-    @property
-    def depth(self) -> int:
-        """Number of rows in use (0 when empty)."""
-        return max(self.bottoms.values(), default=-1) + 1
-
 
 EMPTY_LAYOUT = Layout()
+
+# A new branch opens where this many rows below it are still free, so it can grow a few
+# turns in a straight line; if it meets an older node later it steps one lane aside.
+BRANCH_ROOM = 8
 
 
 def layout_graph(nodes: Iterable[Node]) -> Layout:
@@ -73,8 +67,9 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
     Existing placements are kept exactly. Rules, in order of preference:
     - the cell straight below a node belongs to its first conversation child (for an
       assistant, tool calls never take it, so the dialogue stays in one lane);
-    - a later sibling opens a lane to the right of its parent in the first column that is
-      empty from the parent's row down, so siblings line up left to right in seq order;
+    - a later sibling opens a lane to the right of its parent in the first column with room
+      from the parent's row down (`BRANCH_ROOM`), so siblings line up left to right in seq
+      order, and a lane is reused once older branches in it have ended;
     - a tool call takes the first cell to the right whose cell above is empty (tool calls
       are leaves, so they do not need a whole lane).
     Nodes whose parent is unknown become roots in row 0.
@@ -84,11 +79,11 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
         return previous
     placements = dict(previous.placements)
     cells = dict(previous.cells)
-    bottoms = dict(previous.bottoms)
+    rightmost = dict(previous.rightmost)
+    width, depth = previous.width, previous.depth
 
     def lane_free(column: int, row: int) -> bool:
-        bottom = bottoms.get(column)
-        return bottom is None or bottom < row - 1
+        return all((column, r) not in cells for r in range(row - 1, row + BRANCH_ROOM))
 
     def cell_free(column: int, row: int) -> bool:
         return (column, row) not in cells and (column, row - 1) not in cells
@@ -103,17 +98,25 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
             row = above.row + 1
             below = (above.column, row)
             tool_call = node.caller is not None and above.role == "assistant"
-            if not tool_call and below not in cells:
-                column = above.column
-            elif tool_call:
+            sibling = rightmost.get(above.node_id)
+            if tool_call:
                 column = _first(cell_free, above.column + 1, row)
+            elif sibling is not None:
+                column = _first(lane_free, max(sibling, above.column) + 1, row)
+            elif below not in cells:
+                column = above.column
             else:
-                column = _first(lane_free, above.column + 1, row)
+                # the lane ran into an older branch: step aside to the nearest room
+                column = _nearest(lane_free, above.column, row)
+            if not tool_call:
+                rightmost[above.node_id] = column
         placements[node.id] = Placement(node.id, column, row, parent, node.role)
         cells[(column, row)] = node.id
-        if row > bottoms.get(column, -1):
-            bottoms[column] = row
-    return Layout(placements, cells, bottoms)
+        if column >= width:
+            width = column + 1
+        if row >= depth:
+            depth = row + 1
+    return Layout(placements, cells, rightmost, width, depth)
 
 
 def _first(free: Callable[[int, int], bool], start: int, row: int) -> int:
@@ -121,3 +124,12 @@ def _first(free: Callable[[int, int], bool], start: int, row: int) -> int:
     while not free(column, row):
         column += 1
     return column
+
+
+def _nearest(free: Callable[[int, int], bool], around: int, row: int) -> int:
+    for step in range(1, around + 2):
+        if free(around + step, row):
+            return around + step
+        if around - step >= 0 and free(around - step, row):
+            return around - step
+    return _first(free, around + 1, row)
