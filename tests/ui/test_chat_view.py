@@ -1,0 +1,586 @@
+"""The chat view on real sessions: SessionService over a DuckDB file in tmp_path, rendered
+offscreen, driven with real mouse clicks and key presses."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import shiboken6
+from PySide6.QtCore import QPoint, QRectF, Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from treechat.core import dag
+from treechat.core.model import Node
+from treechat.services.events import TurnError
+from treechat.services.sessions import SessionService, SessionView
+from treechat.store.database import Store
+from treechat.ui.chat_model import RowKind
+from treechat.ui.chat_view import ChatView
+
+MODEL = "anthropic/claude-sonnet-4-5"
+
+ANSWER_V1 = "Use `json.load` — it's fine for files that fit in memory."
+ANSWER_V2 = """For big files, stream them instead of loading everything at once:
+
+1. Install **ijson** (`pip install ijson`)
+2. Iterate over the items you need:
+   - `ijson.items(f, "item")` yields one object at a time
+   - memory stays flat whatever the file size
+
+```python
+import ijson
+
+def records(path: str):
+    \"\"\"Yield each record of a top-level JSON array.\"\"\"
+    with open(path, "rb") as fh:
+        for item in ijson.items(fh, "item"):
+            yield item  # one dict at a time
+```
+
+| Approach | Memory | Speed |
+|---|---|---|
+| `json.load` | whole file | fastest |
+| `ijson.items` | one item | ~3× slower |
+| `pandas.read_json(lines=True)` | chunked | fast |
+
+> Tip: if you control the format, JSON Lines (`.jsonl`) is easier to stream.
+"""
+CODE = '''import ijson
+
+def records(path: str):
+    """Yield each record of a top-level JSON array."""
+    with open(path, "rb") as fh:
+        for item in ijson.items(fh, "item"):
+            yield item  # one dict at a time'''
+FINAL = """Your loader reads the whole file with `json.load`, which explains the memory spike. \
+Here's a streaming version:
+
+```diff
+-    data = json.load(fh)
+-    return [Config(**item) for item in data]
++    return [Config(**item) for item in ijson.items(fh, "item")]
+```
+
+Everything else in `config.py` can stay as it is."""
+CONFIG_PY = """import json
+
+from .model import Config
+
+
+def load(path):
+    with open(path) as fh:
+        data = json.load(fh)
+    return [Config(**item) for item in data]
+"""
+LONG_PATH = "/var/lib/app/cache/" + "a1b2c3d4e5f6" * 14 + ".json"
+
+
+class Sample:
+    """Ids of the nodes of the sample conversation."""
+
+    session: str
+    u1: str
+    a1: str
+    a1b: str
+    u2: str
+    step: str
+    read: str
+    grep: str
+    final: str
+    u3: str
+    cut: str
+
+
+async def add_tool(
+    service: SessionService, session_id: str, caller: str, name: str, args: Any, result: str
+) -> Node:
+    node = Node(
+        id=service.make_id(),
+        seq=0,
+        created_at=time.time(),
+        session_id=session_id,
+        role="tool",
+        name=name,
+        input=args,
+        output=result,
+        caller=caller,
+        metadata={"tool_call_id": f"call_{name}"},
+    )
+    (stored,) = await service.store.run(lambda r: r.append_nodes([node]))
+    return stored
+
+
+async def build_sample(service: SessionService) -> Sample:
+    """A chat with a retried answer (< 2/2 >), Markdown, tool calls, a long unbroken path
+    and an interrupted reply."""
+    meta = {"model": MODEL}
+    ids = Sample()
+    s = await service.create("Streaming JSON", MODEL)
+    ids.session = s.id
+    ids.u1 = (await service.append_message(
+        s.id, "How do I parse a large JSON file in Python without loading it all into memory?"
+    )).id
+    ids.a1 = (await service.append_message(s.id, ANSWER_V1, role="assistant", metadata=meta)).id
+    ids.a1b = (await service.append_message(
+        s.id, ANSWER_V2, role="assistant", parent=ids.u1, use_parent=True, metadata=meta
+    )).id
+    ids.u2 = (await service.append_message(
+        s.id, "Can you check how my project's config loader reads its files?"
+    )).id
+    calls = [{"id": "call_read_file", "name": "read_file",
+              "arguments": {"path": "src/app/config.py"}}]
+    ids.step = (await service.append_message(
+        s.id, "", role="assistant", metadata={**meta, "tool_calls": calls}
+    )).id
+    ids.read = (await add_tool(service, s.id, ids.step, "read_file",
+                               {"path": "src/app/config.py"}, CONFIG_PY)).id
+    ids.grep = (await add_tool(
+        service, s.id, ids.step, "grep", {"pattern": "json.load", "path": "src"},
+        "src/app/config.py:7:        data = json.load(fh)\nsrc/app/cache.py:31:    return x\n",
+    )).id
+    ids.final = (await service.append_message(
+        s.id, FINAL, role="assistant", parent=ids.step, use_parent=True, metadata=meta
+    )).id
+    ids.u3 = (await service.append_message(
+        s.id, f"The log shows this path: {LONG_PATH} — is that normal?"
+    )).id
+    ids.cut = (await service.append_message(
+        s.id, "That path is a content hash, so its length is expected. The cache is keyed by",
+        role="assistant", metadata={**meta, "interrupted": True},
+    )).id
+    return ids
+
+
+async def build_long(service: SessionService, count: int) -> str:
+    """`count` alternating messages in one session, written in one transaction (the way an
+    import lands), then read back through the service like any other session."""
+    s = await service.create("Long session", "openai/gpt-4o")
+    nodes: list[Node] = []
+    previous: str | None = None
+    now = time.time()
+    for i in range(count):
+        if i % 2 == 0:
+            role, text, meta = "user", f"Question {i}: how does step {i} work? " + (
+                "Please explain the details. " * (i % 5)), {}
+        else:
+            role, meta = "assistant", {"model": "openai/gpt-4o"}
+            text = ANSWER_V2 if i % 20 == 1 else f"Answer {i}. " + (
+                "This is one sentence of a longer reply. " * (5 + i % 20))
+        node = Node(id=service.make_id(), seq=0, created_at=now + i, session_id=s.id,
+                    role=role, output=text, predecessor=previous, metadata=meta)  # type: ignore[arg-type]
+        nodes.append(node)
+        previous = node.id
+    change = dag.Change(tuple(nodes), previous)
+    await service.store.run(lambda r: r.apply_change(s.id, change, now))
+    return s.id
+
+
+@pytest.fixture(autouse=True)
+def collect_on_the_gui_thread() -> Iterator[None]:
+    """Torn down last: collect the cycles the test left (the qasync loop's timers among
+    them) here, on the GUI thread. Left to chance, a collection may run on the store's
+    worker thread, and Qt refuses to stop timers from another thread."""
+    yield
+    gc.collect()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[SessionService]:
+    store = Store.open(tmp_path / "chat.duckdb")
+    try:
+        yield SessionService(store)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def chat(qtbot: QtBot) -> Iterator[ChatView]:
+    view = ChatView()
+    view.resize(900, 1400)
+    view.show()
+    qtbot.waitExposed(view)
+    yield view
+    view.close()
+    # destroyed here, on the GUI thread: left to the garbage collector, the last reference
+    # may go on a worker thread, which Qt refuses for an object owning timers
+    shiboken6.delete(view)
+
+
+@pytest.fixture
+def sample(aio: Any, service: SessionService) -> Sample:
+    return aio.run(build_sample(service))
+
+
+def load(aio: Any, service: SessionService, session_id: str) -> SessionView:
+    view: SessionView = aio.run(service.view(session_id))
+    return view
+
+
+def reveal(chat: ChatView, key: str, action: str) -> QPoint:
+    """Scroll until the action's button is on screen; return its centre (viewport)."""
+    bar = chat.list.verticalScrollBar()
+    for _ in range(5):
+        rect = chat.button_rect(key, action)
+        assert not rect.isEmpty(), f"no {action} button on {key}"
+        viewport = QRectF(chat.list.viewport().rect())
+        if viewport.contains(rect):
+            return rect.center().toPoint()
+        bar.setValue(bar.value() + int(rect.center().y() - viewport.center().y()))
+    raise AssertionError(f"{action} on {key} never came into view")
+
+
+def click(chat: ChatView, key: str, action: str) -> None:
+    point = reveal(chat, key, action)
+    QTest.mouseMove(chat.list.viewport(), point)
+    QTest.mouseClick(chat.list.viewport(), Qt.MouseButton.LeftButton,
+                     Qt.KeyboardModifier.NoModifier, point)
+
+
+def focus_row(chat: ChatView, key: str) -> None:
+    chat.list.setFocus()
+    chat.list.setCurrentIndex(chat.model.index(chat.model.index_of(key)))
+
+
+# --- rows ---------------------------------------------------------------------------------
+
+
+def test_rows_match_the_active_path(aio: Any, service: SessionService, sample: Sample,
+                                    chat: ChatView) -> None:
+    view = load(aio, service, sample.session)
+    chat.set_view(view)
+    # the tool-only step is represented by its tool rows, which follow it on the path
+    assert chat.row_keys() == [sample.u1, sample.a1b, sample.u2, sample.read, sample.grep,
+                               sample.final, sample.u3, sample.cut]
+    kinds = [r.kind for r in chat.model.rows]
+    assert kinds == [RowKind.USER, RowKind.ASSISTANT, RowKind.USER, RowKind.TOOL, RowKind.TOOL,
+                     RowKind.ASSISTANT, RowKind.USER, RowKind.ASSISTANT]
+    read = chat.model.rows[3]
+    assert read.label == "read_file" and read.arguments_summary == "path=src/app/config.py"
+    assert read.starts_turn and read.model == "claude-sonnet-4-5"  # the reply header
+    assert chat.model.rows[1].version == (2, 2)
+    # every row reads out as text for screen readers
+    assert chat.model.data(chat.model.index(1)).startswith("claude-sonnet-4-5 (version 2 of 2)")
+
+    switched = aio.run(service.switch_version(sample.session, sample.a1b, 1))
+    chat.set_view(switched)
+    assert chat.row_keys() == [sample.u1, sample.a1]
+    assert chat.model.rows[1].version == (1, 2)
+    assert chat.at_bottom()
+
+
+def test_version_arrows_emit_the_version_asked_for(aio: Any, service: SessionService,
+                                                   sample: Sample, chat: ChatView,
+                                                   qtbot: QtBot) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    asked: list[tuple[str, int]] = []
+    chat.versionRequested.connect(lambda node, index: asked.append((node, index)))
+    click(chat, sample.a1b, "next")  # already the last version: nothing to ask for
+    assert asked == []
+    click(chat, sample.a1b, "prev")
+    assert asked == [(sample.a1b, 1)]
+
+    chat.set_view(aio.run(service.switch_version(sample.session, sample.a1b, 1)))
+    click(chat, sample.a1, "next")
+    assert asked[-1] == (sample.a1, 2)
+    # the keyboard does the same on the focused message
+    focus_row(chat, sample.a1)
+    with qtbot.waitSignal(chat.versionRequested) as signal:
+        QTest.keyClick(chat.list, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
+    assert signal.args == [sample.a1, 2]
+
+
+def test_retry_and_edit_are_disabled_while_a_turn_runs(aio: Any, service: SessionService,
+                                                       sample: Sample, chat: ChatView) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    retried: list[str] = []
+    edited: list[tuple[str, str]] = []
+    chat.retryRequested.connect(retried.append)
+    chat.editRequested.connect(lambda node, text: edited.append((node, text)))
+
+    chat.set_busy(True)
+    click(chat, sample.final, "retry")
+    click(chat, sample.u2, "edit")
+    focus_row(chat, sample.final)
+    QTest.keyClick(chat.list, Qt.Key.Key_R)
+    assert retried == [] and edited == []
+    assert chat.editor_for(sample.u2) is None
+
+    chat.set_busy(False)
+    click(chat, sample.final, "retry")
+    assert retried == [sample.final]
+    click(chat, sample.u2, "edit")
+    editor = chat.editor_for(sample.u2)
+    assert editor is not None and editor.text().startswith("Can you check")
+    editor.set_text("Check the cache loader too, please.")
+    chat.set_busy(True)  # a turn started elsewhere: sending the edit must wait
+    assert not editor.send_button.isEnabled()
+    QTest.mouseClick(editor.send_button, Qt.MouseButton.LeftButton)
+    assert edited == []
+    chat.set_busy(False)
+    QTest.mouseClick(editor.send_button, Qt.MouseButton.LeftButton)
+    assert edited == [(sample.u2, "Check the cache loader too, please.")]
+    assert chat.editor_for(sample.u2) is None
+
+
+def test_an_open_editor_keeps_its_text_when_the_view_is_redrawn(
+    aio: Any, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    click(chat, sample.u3, "edit")
+    editor = chat.editor_for(sample.u3)
+    assert editor is not None
+    editor.set_text("half-typed edit")
+    chat.set_view(load(aio, service, sample.session))
+    again = chat.editor_for(sample.u3)
+    assert again is not None and again.text() == "half-typed edit"
+    QTest.keyClick(again.text_edit, Qt.Key.Key_Escape)
+    assert chat.editor_for(sample.u3) is None
+
+
+def test_copy_puts_the_code_block_and_the_message_on_the_clipboard(
+    aio: Any, service: SessionService, sample: Sample, chat: ChatView, qtbot: QtBot
+) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    clipboard = QGuiApplication.clipboard()
+    clipboard.setText("")
+    click(chat, sample.a1b, "code:0")
+    assert clipboard.text() == CODE
+    with qtbot.waitSignal(chat.copyRequested) as signal:
+        click(chat, sample.a1b, "copy")
+    assert signal.args == [sample.a1b]
+    assert clipboard.text() == ANSWER_V2
+    focus_row(chat, sample.u1)
+    QTest.keyClick(chat.list, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert clipboard.text().startswith("How do I parse a large JSON file")
+
+
+def test_streaming_text_appears_coalesced(aio: Any, service: SessionService, sample: Sample,
+                                         chat: ChatView, qtbot: QtBot) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    chat.begin_stream(sample.u3, "claude-sonnet-4-5")
+    # a retry of the last message: the interrupted reply makes way for the new one
+    assert chat.row_keys()[-2:] == [sample.u3, "stream"]
+    pieces = [f"word{i} " for i in range(300)]
+    for piece in pieces:
+        chat.append_stream_text(piece)
+    assert chat.model.rows[-1].text == ""  # nothing painted synchronously per token
+    qtbot.waitUntil(lambda: chat.model.rows[-1].text == "".join(pieces), timeout=3000)
+    assert chat.repaint_count <= 2  # 300 deltas, coalesced into one or two repaints
+    assert chat.at_bottom()
+    chat.append_stream_text("\n\n```python\nprint('done')\n```\n")
+    chat.end_stream()
+    assert chat.model.rows[-1].text.endswith("```\n") and not chat.model.rows[-1].streaming
+    # once the reply is a node, the view shows it instead of the stream
+    reply = aio.run(service.append_message(sample.session, chat.model.rows[-1].text,
+                                           role="assistant", parent=sample.u3, use_parent=True))
+    chat.set_view(load(aio, service, sample.session))
+    assert chat.row_keys()[-1] == reply.id and "stream" not in chat.row_keys()
+    assert chat.model.rows[-1].version == (2, 2)
+
+
+def test_interrupted_reply_is_marked_and_offers_retry(aio: Any, service: SessionService,
+                                                     sample: Sample, chat: ChatView,
+                                                     qtbot: QtBot) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    row = chat.model.rows[-1]
+    assert row.key == sample.cut and row.interrupted
+    assert "interrupted" in chat.model.data(chat.model.index(len(chat.model.rows) - 1))
+    retry = chat.delegate.button(row, "retry")
+    assert retry is not None and not retry.hover_only and retry.label == "Retry"
+    layout = chat.delegate.layout(row)
+    assert layout.badge is not None  # the "Interrupted" badge
+    with qtbot.waitSignal(chat.retryRequested) as signal:
+        click(chat, sample.cut, "retry")
+    assert signal.args == [sample.cut]
+
+
+def test_branch_pin_and_the_context_menu(aio: Any, service: SessionService, sample: Sample,
+                                         chat: ChatView, qtbot: QtBot) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    with qtbot.waitSignal(chat.branchRequested) as branch:
+        click(chat, sample.final, "branch")
+    assert branch.args == [sample.final]
+    with qtbot.waitSignal(chat.pinRequested) as pin:
+        click(chat, sample.u1, "pin")
+    assert pin.args == [sample.u1, True]
+    chat.set_view(aio.run(service.annotate(sample.session, sample.u1, "pin")))
+    row = chat.model.rows[0]
+    button = chat.delegate.button(row, "pin")
+    assert row.pinned and button is not None and button.active and not button.hover_only
+    with qtbot.waitSignal(chat.pinRequested) as unpin:
+        click(chat, sample.u1, "pin")
+    assert unpin.args == [sample.u1, False]
+
+    focus_row(chat, sample.u2)
+    with qtbot.waitSignal(chat.branchRequested) as keyed:
+        QTest.keyClick(chat.list, Qt.Key.Key_B)
+    assert keyed.args == [sample.u2]
+    chat.set_busy(True)
+    menu = chat.context_menu(sample.u2)
+    actions = {a.text(): a for a in menu.actions()}
+    assert {"Copy", "Edit…", "Branch into new session", "Pin"} <= set(actions)
+    assert not actions["Edit…"].isEnabled() and actions["Branch into new session"].isEnabled()
+    with qtbot.waitSignal(chat.pinRequested) as from_menu:
+        actions["Pin"].trigger()
+    assert from_menu.args == [sample.u2, True]
+    menu.deleteLater()
+
+
+def test_tool_rows_expand_to_show_arguments_and_result(aio: Any, service: SessionService,
+                                                       sample: Sample, chat: ChatView) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    collapsed = chat.row_rect(sample.read).height()
+    click(chat, sample.read, "toggle")
+    row = chat.model.rows[chat.model.index_of(sample.read)]
+    assert row.expanded
+    layout = chat.delegate.layout(row)
+    assert layout.result is not None and layout.result.document.toPlainText() == CONFIG_PY
+    assert layout.args is not None and '"path": "src/app/config.py"' in (
+        layout.args.document.toPlainText())
+    assert chat.row_rect(sample.read).height() > collapsed + 100
+    focus_row(chat, sample.read)
+    QTest.keyClick(chat.list, Qt.Key.Key_Return)
+    assert not chat.model.rows[chat.model.index_of(sample.read)].expanded
+    assert chat.row_rect(sample.read).height() == collapsed
+
+
+def test_turn_error_row_offers_its_action(aio: Any, service: SessionService, sample: Sample,
+                                          chat: ChatView, qtbot: QtBot) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    chat.show_turn_error(TurnError("server", "The provider had a problem (HTTP 503).",
+                                   retry=True, action="retry"))
+    assert chat.row_keys()[-1] == "error"
+    with qtbot.waitSignal(chat.retryRequested) as signal:
+        click(chat, "error", "error:retry")
+    assert signal.args == [sample.cut]
+    chat.show_turn_error(TurnError("auth", "The API key was refused.", action="settings"))
+    with qtbot.waitSignal(chat.settingsRequested):
+        click(chat, "error", "error:settings")
+    chat.begin_stream(sample.cut, "claude")
+    assert "error" not in chat.row_keys()
+
+
+def test_markdown_renders_in_the_view(aio: Any, service: SessionService, sample: Sample,
+                                      chat: ChatView) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    body = chat.delegate.layout(chat.model.rows[1]).body
+    assert body is not None
+    doc = body.document
+    assert [b.language for b in body.code_blocks] == ["python"]
+    tables = [f for f in doc.rootFrame().childFrames() if f.__class__.__name__ == "QTextTable"]
+    assert len(tables) == 1 and tables[0].rows() == 4 and tables[0].columns() == 3
+    lists = {doc.findBlockByNumber(i).textList() for i in range(doc.blockCount())} - {None}
+    assert len(lists) == 2  # the numbered list and the bullets inside it
+    text = doc.toPlainText()
+    assert "**" not in text and "Install ijson" in text
+
+
+def test_very_long_messages_keep_inside_the_column(aio: Any, service: SessionService,
+                                                   chat: ChatView) -> None:
+    s = aio.run(service.create("Long", MODEL))
+    unbroken = "x" * 20_000
+    many_lines = "\n".join(f"line {i}" for i in range(3000))
+    u = aio.run(service.append_message(s.id, unbroken))
+    a = aio.run(service.append_message(s.id, f"```\n{'y' * 5000}\n```\n\n{unbroken}",
+                                       role="assistant"))
+    m = aio.run(service.append_message(s.id, many_lines))
+    chat.set_view(load(aio, service, s.id))
+    x, column = chat.delegate.column()
+    viewport_width = chat.list.viewport().width()
+    assert x >= 0 and x + column <= viewport_width
+    for key in (u.id, a.id, m.id):
+        row = chat.model.rows[chat.model.index_of(key)]
+        layout = chat.delegate.layout(row)
+        assert layout.body is not None
+        assert layout.body.natural_width <= column + 0.5
+        assert layout.body.document.size().width() <= column + 0.5  # wrapped, not clipped
+        assert chat.row_rect(key).height() == pytest.approx(layout.height, abs=1)
+        # folded to a screenful, with a button to read the rest
+        assert layout.fold == "collapsed" and chat.row_rect(key).height() < 900
+        assert chat.delegate.button(row, "more") is not None
+    user = chat.delegate.layout(chat.model.rows[0])
+    assert user.bubble is not None and user.bubble.right() <= x + column + 0.5
+    assert not chat.grab().isNull()  # paints without error
+
+    folded = chat.row_rect(m.id).height()
+    click(chat, m.id, "more")
+    row = chat.model.rows[chat.model.index_of(m.id)]
+    assert row.expanded and chat.delegate.layout(row).fold == "expanded"
+    assert 3000 * 10 > chat.row_rect(m.id).height() > folded * 10  # up to what a view can hold
+    assert not chat.grab().isNull()
+    click(chat, m.id, "more")
+    assert chat.row_rect(m.id).height() == folded
+
+
+def test_stays_at_the_bottom_only_when_it_was_there(aio: Any, service: SessionService,
+                                                    sample: Sample, chat: ChatView) -> None:
+    chat.resize(900, 500)
+    chat.set_view(load(aio, service, sample.session))
+    assert chat.at_bottom()
+    aio.run(service.append_message(sample.session, "one more question"))
+    chat.set_view(load(aio, service, sample.session))
+    assert chat.at_bottom()
+
+    bar = chat.list.verticalScrollBar()
+    bar.setValue(bar.maximum() // 3)
+    top = chat.list.indexAt(QPoint(chat.list.viewport().width() // 2, 0))
+    offset = chat.list.visualRect(top).top()
+    aio.run(service.append_message(sample.session, "and a reply", role="assistant"))
+    chat.set_view(load(aio, service, sample.session))
+    assert not chat.at_bottom()
+    assert chat.list.visualRect(top).top() == offset  # what was read stays put
+
+
+def test_follows_light_and_dark_palettes(aio: Any, service: SessionService, sample: Sample,
+                                         chat: ChatView) -> None:
+    chat.set_view(load(aio, service, sample.session))
+    palette = QPalette(chat.palette())
+    palette.setColor(QPalette.ColorRole.Base, QColor("#18181b"))
+    palette.setColor(QPalette.ColorRole.Window, QColor("#1f1f22"))
+    palette.setColor(QPalette.ColorRole.Text, QColor("#e6e6e6"))
+    chat.setPalette(palette)
+    QApplication.processEvents()
+    assert chat.delegate.colors.dark and chat.delegate.theme.dark
+    image = chat.grab().toImage()
+    corner = image.pixelColor(2, 2)
+    assert corner.lightnessF() < 0.2  # the list paints the dark base
+
+
+def test_open_2000_messages_lays_out_lazily(aio: Any, service: SessionService, chat: ChatView,
+                                            record_property: Any,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    session_id = aio.run(build_long(service, 2000))
+    started = time.perf_counter()
+    view = load(aio, service, session_id)
+    loaded = time.perf_counter()
+    chat.resize(900, 800)
+    chat.set_view(view)
+    chat.repaint()
+    shown = time.perf_counter()
+    assert len(chat.model.rows) == 2000
+    assert chat.at_bottom()
+    last = chat.row_rect(chat.row_keys()[-1])
+    assert QRectF(chat.list.viewport().rect()).intersects(last)
+    # only what is on (or next to) the screen was laid out for real
+    measured = chat.measured_count()
+    assert 0 < measured < 100
+    open_ms = (shown - loaded) * 1000
+    load_ms = (loaded - started) * 1000
+    record_property("open_2000_messages_ms", round(open_ms, 1))
+    record_property("load_2000_view_ms", round(load_ms, 1))
+    with capsys.disabled():
+        print(f"\nopen 2000 messages: view load {load_ms:.0f} ms, chat view {open_ms:.0f} ms "
+              f"({measured} rows measured)")
+    # scrolling to the top measures what comes into view and keeps everything in order
+    chat.list.verticalScrollBar().setValue(0)
+    first = chat.row_rect(chat.row_keys()[0])
+    assert first.top() <= 0 < first.bottom()
+    assert chat.delegate.is_measured(chat.model.rows[0])
