@@ -443,7 +443,7 @@ def _agable(it: ContextItem, pinned: frozenset[str], config: RuleConfig) -> bool
 def aged_tool_item(it: ContextItem, counter: TokenCounter, config: RuleConfig) -> ContextItem:
     """Tool call head kept (args cut), result replaced by a one-line semantic stub."""
     text = it.rendered
-    lines = text.count("\n") + 1 if text else 0
+    lines = len(text.splitlines())
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     if len(first) > 120:
         first = first[:119] + "…"

@@ -5,6 +5,7 @@ which follows the session's own instructions rather than a hard-coded prompt."""
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -75,10 +76,10 @@ _DIGIT = re.compile(r"\d")
 _CAMEL = re.compile(r"\b[A-Za-z]+[a-z][A-Z][A-Za-z0-9]*\b")
 _COMMIT_WORDS = re.compile(
     r"\b(decid\w*|decision|chose|choose|chosen|agreed?|settled?|going with|will use|"
-    r"we'll|let's|prefer\w*|must|never|always|deadline|remember|important|note that|"
-    r"name is|named|called|requirement|constraint|budget|limit|password|version)\b",
+    r"prefer\w*|deadline|remember|important|note that|name is|named|called|requirement)\b",
     re.IGNORECASE,
 )
+_TERM = re.compile(r"[A-Za-z][A-Za-z'-]+|\d[\d,.:]*")
 _CODEY = re.compile(r"[{}();=<>\[\]`$|\\]")
 _LINE_ROLE = re.compile(r"^- (\w+)(?: \(([^)]*)\))?: (.*)$")
 
@@ -166,22 +167,51 @@ class DeterministicSummarizer:
         units = self._units(request.entries)
         header = _header(request.entries)
         budget = max(16, request.target_tokens - self._counter.count(header))
-        chosen: list[_Unit] = []
-        used = 0
-        seen: set[str] = set()
-        for unit in sorted(units, key=lambda u: (-u.score, u.index)):
-            norm = unit.line.lower()
-            if norm in seen:
-                continue
-            cost = self._counter.count(unit.line) + 1
-            if used + cost > budget:
-                continue
-            seen.add(norm)
-            chosen.append(unit)
-            used += cost
-        chosen.sort(key=lambda u: u.index)
+        chosen = self._select(units, budget)
         lines = [header, *(u.line for u in chosen)] if header else [u.line for u in chosen]
         return "\n".join(lines)
+
+    def _select(self, units: Sequence[_Unit], budget: int) -> list[_Unit]:
+        """Greedy selection by value, novelty and non-redundancy (maximal marginal relevance):
+        a sentence made of words the rest of the conversation keeps repeating says little; one
+        carrying words seen nowhere else (a name, a number, a decision) says a lot."""
+        terms = [frozenset(_TERM.findall(u.line.split(": ", 1)[-1].lower())) for u in units]
+        df: dict[str, int] = {}
+        for ts in terms:
+            for t in ts:
+                df[t] = df.get(t, 0) + 1
+        n = len(units) or 1
+        novelty = []
+        for ts in terms:
+            if not ts:
+                novelty.append(0.0)
+                continue
+            idfs = sorted((math.log((n + 1) / (df[t] + 0.5)) for t in ts), reverse=True)
+            top = idfs[: max(3, len(idfs) // 2)]
+            novelty.append(sum(top) / len(top))
+        peak = max(novelty, default=0.0) or 1.0
+        base = [u.score + 3.0 * (v / peak) for u, v in zip(units, novelty, strict=True)]
+        overlap = [0.0] * len(units)
+        remaining = set(range(len(units)))
+        picked: list[int] = []
+        seen: set[str] = set()
+        used = 0
+        while remaining and used < budget:
+            best = min(remaining, key=lambda i: (-(base[i] - 3.0 * overlap[i]), i))
+            remaining.discard(best)
+            unit = units[best]
+            norm = unit.line.lower()
+            cost = self._counter.count(unit.line) + 1
+            if norm in seen or used + cost > budget:
+                continue
+            seen.add(norm)
+            picked.append(best)
+            used += cost
+            chosen_terms = terms[best]
+            for i in remaining:
+                sim = _jaccard(terms[i], chosen_terms)
+                overlap[i] = max(overlap[i], sim)
+        return [units[i] for i in sorted(picked)]
 
     def _units(self, entries: Sequence[SummaryEntry]) -> list[_Unit]:
         units: list[_Unit] = []
@@ -206,6 +236,12 @@ class DeterministicSummarizer:
                           score_sentence(entry.role, sentence))
                 )
         return units
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
 
 
 def _header(entries: Sequence[SummaryEntry]) -> str:

@@ -5,7 +5,9 @@ O(new items)), compacts when the budget says so, renders, fits and reports occup
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,11 @@ from ..core.tokens import TokenCounter, messages_tokens, tools_tokens
 from ..store import commits as commit_store
 from ..store.database import Store
 from ..store.repository import Repository
+
+log = logging.getLogger(__name__)
+
+# Nodes read in one go on the fast path; more than this (an import) takes the slow path.
+_RECENT_LIMIT = 4096
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,9 @@ class ContextEngine:
         self._compositions: dict[str, tuple[str, str, tuple[dict[str, Any], ...]]] = {}
         self._lock = asyncio.Lock()
         self._pinned: frozenset[str] = frozenset()
+        # Highest node seq each session's generation has seen: newer nodes are read at once.
+        self._session_seq: dict[str, int] = {}
+        self._saving: set[concurrent.futures.Future[int]] = set()
         self._summarizer: Summarizer | AsyncSummarizer = (
             self.config.summarizer
             if self.config.summarizer is not None
@@ -230,6 +240,28 @@ class ContextEngine:
     def cached(self, commit_id: str) -> ContextCommit | None:
         return self._commits.get(commit_id)
 
+    async def flush(self) -> None:
+        """Wait until every generated commit is stored."""
+        pending = list(self._saving)
+        if pending:
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in pending),
+                                 return_exceptions=True)
+
+    def _persist(self, chain: Sequence[ContextCommit]) -> None:
+        """Store commits on the worker without waiting: the memory cache already serves them
+        and the worker runs the save before any later read, so the request is not delayed
+        by the write."""
+        commits = list(chain)
+        future = self.store.submit(lambda repo: commit_store.save_commits(repo, commits))
+        self._saving.add(future)
+
+        def done(f: concurrent.futures.Future[int]) -> None:
+            self._saving.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                log.error("could not store context commits", exc_info=f.exception())
+
+        future.add_done_callback(done)
+
     # --- internals ---------------------------------------------------------------------
 
     def _system_tokens(self, composition: Composition) -> int:
@@ -286,7 +318,7 @@ class ContextEngine:
             chain.append(current)
             mode = "auto"
         if chain:
-            await self.store.run(lambda repo: commit_store.save_commits(repo, chain))
+            self._persist(chain)
             for c in chain:
                 self._remember(c)
         return current
@@ -324,7 +356,7 @@ class ContextEngine:
                 head_node_id=loaded.head, now=now,
                 max_seq=max((n.seq for n in loaded.nodes), default=base.max_seq if base else 0),
             )
-        await self.store.run(lambda repo: commit_store.save_commit(repo, commit))
+        self._persist([commit])
         self._remember(commit)
         return commit, loaded.head
 
@@ -352,7 +384,13 @@ class ContextEngine:
         if head is None:
             return _Loaded(None, None, (), frozenset(), {}, [], [])
         loaded: list[ContextCommit] = []
-        base_id, chain = self._walk(repo, session_id, head)
+        since = self._session_seq.get(session_id)
+        recent: dict[str, Node] = {}
+        if since is not None:
+            fresh = commit_store.nodes_after(repo, since, _RECENT_LIMIT)
+            if len(fresh) < _RECENT_LIMIT:
+                recent = {n.id: n for n in fresh}
+        base_id, chain = self._walk(repo, session_id, head, recent)
         base: ContextCommit | None = None
         if base_id is not None:
             base = self._commits.get(base_id)
@@ -368,17 +406,26 @@ class ContextEngine:
                     and (n.caller in chain_ids or n.caller == base_head))
         ]
         # Tool results may land after the base commit was made for its assistant head.
-        callers = ([base.head_node_id] if base is not None else []) + [
+        callers = ([base_head] if base_head is not None else []) + [
             n.id for n in conversation if n.role == "assistant"
         ]
-        tools = commit_store.tool_children(repo, callers, base.max_seq if base else 0)
+        after = base.max_seq if base is not None else 0
+        if since is not None and recent and after >= since:
+            wanted = set(callers)
+            tools: Sequence[Node] = [
+                n for n in recent.values()
+                if n.role == "tool" and n.caller in wanted and n.seq > after
+            ]
+            tools = sorted(tools, key=lambda n: n.seq)
+        else:
+            tools = commit_store.tool_children(repo, callers, after)
         by_caller: dict[str, list[Node]] = {}
         for t in tools:
             if t.caller is not None:
                 by_caller.setdefault(t.caller, []).append(t)
         ordered: list[Node] = []
-        if base is not None:
-            ordered.extend(by_caller.get(base.head_node_id, ()))
+        if base_head is not None:
+            ordered.extend(by_caller.get(base_head, ()))
         for n in conversation:
             ordered.append(n)
             ordered.extend(by_caller.get(n.id, ()))
@@ -399,6 +446,8 @@ class ContextEngine:
                 attach_sources[n.id] = source
             else:
                 pending.append(n)
+        top = max([after, *(n.seq for n in ordered), *(n.seq for n in recent.values())])
+        self._session_seq[session_id] = max(self._session_seq.get(session_id, 0), top)
         return _Loaded(
             head=head,
             base=base,
@@ -409,15 +458,31 @@ class ContextEngine:
             loaded=loaded,
         )
 
-    def _walk(self, repo: Repository, session_id: str, head: str) -> tuple[str | None, list[Node]]:
-        """(nearest commit on the head's chain, nodes after it oldest first)."""
-        known = self._latest.get(head)
-        if known is not None:
-            return known, []
-        base_id, chain, complete = commit_store.walk_to_commit(repo, head, self.config.walk_limit)
-        if complete:
-            return base_id, chain
-        return self._walk_bulk(repo, session_id, head)
+    def _walk(
+        self, repo: Repository, session_id: str, head: str, recent: Mapping[str, Node]
+    ) -> tuple[str | None, list[Node]]:
+        """(nearest commit on the head's chain, nodes after it oldest first). Nodes written
+        since this session's last generation come from `recent` (one read for all of them);
+        beyond that the walk goes to the store a step at a time, then in bulk."""
+        newest_first: list[Node] = []
+        node_id: str | None = head
+        while node_id is not None:
+            known = self._latest.get(node_id)
+            if known is not None:
+                return known, newest_first[::-1]
+            node = recent.get(node_id)
+            if node is None:
+                break
+            newest_first.append(node)
+            node_id = node.parent
+        if node_id is None:
+            return None, newest_first[::-1]
+        base_id, older, complete = commit_store.walk_to_commit(
+            repo, node_id, self.config.walk_limit
+        )
+        if not complete:
+            base_id, older = self._walk_bulk(repo, session_id, node_id)
+        return base_id, older + newest_first[::-1]
 
     def _walk_bulk(
         self, repo: Repository, session_id: str, head: str

@@ -283,38 +283,38 @@ def storage_bytes(repo: Repository) -> int:
 def walk_to_commit(
     repo: Repository, head: str, limit: int
 ) -> tuple[str | None, list[Node], bool]:
-    """Walk from `head` up its parent edges to the nearest node that has a commit, in one
-    query. Returns (that commit's id, the nodes after it oldest first, whether the walk
-    ended at a commit or a root rather than at `limit`)."""
-    columns = ", ".join("nodes." + c.strip() for c in NODE_COLUMNS.split(","))
-    rows = repo.con.execute(
-        f"""
-        WITH RECURSIVE walk(id, parent, n, found) AS (
-            SELECT id, coalesce(predecessor, caller), 0,
-                   (SELECT arg_max(c.id, c.depth) FROM commits c WHERE c.head_node_id = nodes.id)
-            FROM nodes WHERE id = ?
-            UNION ALL
-            SELECT p.id, coalesce(p.predecessor, p.caller), walk.n + 1,
-                   (SELECT arg_max(c.id, c.depth) FROM commits c WHERE c.head_node_id = p.id)
-            FROM nodes p JOIN walk ON p.id = walk.parent
-            WHERE walk.found IS NULL AND walk.n < ?
-        )
-        SELECT walk.n, walk.found, walk.parent, {columns}
-        FROM walk JOIN nodes ON nodes.id = walk.id ORDER BY walk.n
-        """,
-        [head, limit],
-    ).fetchall()
-    if not rows:
-        raise GraphError(f"unknown node {head!r}")
+    """Walk from `head` up its parent edges to the nearest node that has a commit, one
+    indexed lookup per step. Returns (that commit's id, the nodes after it oldest first,
+    whether the walk ended at a commit or a root rather than at `limit`)."""
     chain: list[Node] = []
-    for row in rows:
-        if row[1] is not None:
+    node_id: str | None = head
+    while node_id is not None and len(chain) < limit:
+        row = repo.con.execute(
+            f"SELECT (SELECT arg_max(c.id, c.depth) FROM commits c WHERE c.head_node_id = n.id), "
+            f"{_NODE_COLUMNS_N} FROM nodes n WHERE n.id = ?",
+            [node_id],
+        ).fetchone()
+        if row is None:
+            raise GraphError(f"unknown node {node_id!r}")
+        if row[0] is not None:
             chain.reverse()
-            return str(row[1]), chain, True
-        chain.append(node_from_row(row[3:]))
-    last_parent = rows[-1][2]
+            return str(row[0]), chain, True
+        node = node_from_row(row[1:])
+        chain.append(node)
+        node_id = node.parent
     chain.reverse()
-    return None, chain, last_parent is None
+    return None, chain, node_id is None
+
+
+_NODE_COLUMNS_N = ", ".join("n." + c.strip() for c in NODE_COLUMNS.split(","))
+
+
+def nodes_after(repo: Repository, seq: int, limit: int) -> tuple[Node, ...]:
+    """Nodes written after `seq` (any session), oldest first, at most `limit`."""
+    rows = repo.con.execute(
+        f"SELECT {NODE_COLUMNS} FROM nodes WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit]
+    ).fetchall()
+    return tuple(node_from_row(r) for r in rows)
 
 
 def pinned_nodes(repo: Repository) -> frozenset[str]:

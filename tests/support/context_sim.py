@@ -1,0 +1,262 @@
+"""Seeded, realistic conversations for the context benchmark: short and long user messages,
+assistant replies, tool calls whose results run from a few lines to 30k characters, planted
+facts that later turns ask about, an edited (branched) message and an attached side branch."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+NAMES = ["Kestrel", "Marigold", "Tamarack", "Osprey", "Juniper", "Halcyon", "Bramble",
+         "Corvid", "Lantana", "Pipit", "Sorrel", "Wren"]
+PEOPLE = ["Marisol Okafor", "Tobias Lindqvist", "Priya Ramanathan", "Dmitri Halvorsen",
+          "Ines Carvalho", "Kofi Mensah", "Yuki Tanabe", "Hannah Brightwater"]
+TECH = [("DuckDB", "SQLite"), ("Redis", "Memcached"), ("PostgreSQL", "MySQL"),
+        ("NATS", "Kafka"), ("Caddy", "nginx"), ("Polars", "pandas")]
+THINGS = ["the cache layer", "the job queue", "the reporting store", "the reverse proxy",
+          "the event bus", "the analytics pipeline"]
+FILES = ["src/billing/invoice.py", "src/billing/tax.py", "src/api/routes.py", "src/api/auth.py",
+         "src/jobs/worker.py", "src/jobs/retry.py", "tests/test_invoice.py", "src/db/models.py",
+         "src/db/migrations/0042_ledger.py", "src/util/dates.py", "src/cli/main.py"]
+FUNCS = ["compute_total", "apply_discount", "parse_period", "retry_with_backoff", "load_config",
+         "render_invoice", "close_ledger", "validate_token", "schedule_job", "rollup_daily"]
+FILLER = (
+    "the request handler returns early when the payload is empty so the caller never sees "
+    "the validation error and the retry loop keeps going until the budget runs out which "
+    "explains why the dashboard shows duplicate invoices for the same customer in the "
+    "same billing period after a deploy"
+)
+WORDS = FILLER.split()
+
+
+@dataclass
+class Fact:
+    kind: str
+    value: str
+    statement: str
+    question: str
+    turn: int
+
+
+@dataclass
+class ToolCall:
+    name: str
+    args: dict[str, object]
+    result: str
+
+
+@dataclass
+class Turn:
+    index: int
+    time: float
+    user: str
+    reply: str
+    tools: list[ToolCall] = field(default_factory=list)
+    after_tools: str = ""
+    edit_previous: bool = False  # this user message replaces the previous one (a branch)
+    attach_side: bool = False  # an attach pointer to the side branch precedes the message
+    fact: Fact | None = None
+
+
+@dataclass
+class SideBranch:
+    from_turn: int  # branches off after this main turn
+    turns: list[Turn]
+    fact: Fact
+
+
+@dataclass
+class Conversation:
+    seed: int
+    turns: list[Turn]
+    facts: list[Fact]
+    side: SideBranch | None
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    start = rng.randrange(0, len(WORDS) - n)
+    words = WORDS[start:start + n]
+    return " ".join(words).capitalize() + "."
+
+
+def _code(rng: random.Random, lines: int) -> str:
+    fn = rng.choice(FUNCS)
+    body = [f"def {fn}(items, period):"]
+    for i in range(lines):
+        var = rng.choice(["total", "rows", "acc", "result", "value"])
+        body.append(f"    {var} = {var} + items[{i % 7}].amount  # step {i}")
+    body.append("    return total")
+    return "```python\n" + "\n".join(body) + "\n```"
+
+
+def _file_content(rng: random.Random, chars: int) -> str:
+    out: list[str] = []
+    size = 0
+    line_no = 1
+    while size < chars:
+        fn = rng.choice(FUNCS)
+        line = rng.choice([
+            f"def {fn}(self, rows, period=None):",
+            f"    total = sum(r.amount for r in rows if r.period == period)  # {line_no}",
+            f"    if not rows: raise ValueError('no rows for {fn}')",
+            f"    log.debug('%s processed %d rows', '{fn}', len(rows))",
+            "    return Decimal(total).quantize(Decimal('0.01'))",
+            f"class {fn.title().replace('_', '')}Error(Exception): pass",
+            "",
+        ])
+        out.append(line)
+        size += len(line) + 1
+        line_no += 1
+    return "\n".join(out)[:chars]
+
+
+def _test_log(rng: random.Random, chars: int) -> str:
+    out: list[str] = ["=" * 29 + " test session starts " + "=" * 30]
+    size = len(out[0])
+    i = 0
+    while size < chars:
+        mod = rng.choice(FILES)
+        status = "PASSED" if rng.random() < 0.93 else "FAILED"
+        line = f"{mod}::test_{rng.choice(FUNCS)}_{i} {status} [{min(99, i % 100):3d}%]"
+        out.append(line)
+        size += len(line) + 1
+        i += 1
+    out.append(f"==== {i - 3} passed, 3 failed in {rng.uniform(2, 40):.2f}s ====")
+    return "\n".join(out)[:chars]
+
+
+def _result_size(rng: random.Random) -> int:
+    # Log-uniform from a few lines to 30k characters.
+    return int(10 ** rng.uniform(2.2, 4.48))
+
+
+def _tool_call(rng: random.Random) -> ToolCall:
+    kind = rng.random()
+    size = _result_size(rng)
+    if kind < 0.45:
+        path = rng.choice(FILES)
+        return ToolCall("read_file", {"path": path}, _file_content(rng, size))
+    if kind < 0.7:
+        return ToolCall("run_tests", {"args": ["-q", rng.choice(FILES)]}, _test_log(rng, size))
+    if kind < 0.9:
+        pattern = rng.choice(FUNCS)
+        hits = "\n".join(
+            f"{rng.choice(FILES)}:{rng.randint(1, 400)}:    {pattern}(rows, period)"
+            for _ in range(max(1, size // 60))
+        )
+        return ToolCall("grep", {"pattern": pattern, "path": "src"}, hits[:size])
+    query = f"{rng.choice(FUNCS)} decimal rounding python"
+    return ToolCall("web_search", {"query": query},
+                    "\n".join(f"{i + 1}. {_sentence(rng, 12)} https://example.org/{i}"
+                              for i in range(max(1, min(size, 3000) // 90))))
+
+
+def _user_message(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.35:
+        return rng.choice(["ok, go on", "thanks", "run the tests again please",
+                           "what about the empty case?", "looks good, next step?",
+                           "hmm, that did not work", "can you check the logs?"])
+    if r < 0.8:
+        f = rng.choice(FILES)
+        return (f"In {f}, {rng.choice(FUNCS)} still fails for refunds. "
+                f"{_sentence(rng, rng.randint(8, 20))} Line {rng.randint(10, 400)} looks "
+                f"suspicious. Could you take a look and fix it?")
+    return ("Here is the current version, please review it carefully:\n\n"
+            + _code(rng, rng.randint(10, 60))
+            + f"\n\n{_sentence(rng, 18)} {_sentence(rng, 14)}")
+
+
+def _reply(rng: random.Random) -> str:
+    parts = [_sentence(rng, rng.randint(10, 25)) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.35:
+        parts.append(_code(rng, rng.randint(4, 25)))
+    parts.append(_sentence(rng, rng.randint(6, 14)))
+    return "\n\n".join(parts)
+
+
+def _facts(rng: random.Random, turns: int, count: int) -> list[Fact]:
+    names = rng.sample(NAMES, 4)
+    people = rng.sample(PEOPLE, 2)
+    techs = rng.sample(TECH, 3)
+    things = rng.sample(THINGS, 3)
+    port = str(rng.randint(40000, 59999))
+    budget = f"{rng.randint(11, 97)},{rng.randint(100, 999)}"
+    limit = str(rng.randint(1200, 9800))
+    facts = [
+        Fact("name", names[0], f"By the way, the new billing service will be called {names[0]}.",
+             "What did we say the new billing service is called?", 0),
+        Fact("name", names[1],
+             f"Also, the internal admin tool is codenamed {names[1]} from now on.",
+             "Remind me of the admin tool's codename?", 0),
+        Fact("person", people[0], f"Please send the weekly report to {people[0]}; she owns the "
+             "deploy pipeline.", "Who should get the weekly report again?", 0),
+        Fact("number", port, f"For the record, the staging database listens on port {port}.",
+             "Which port does the staging database use?", 0),
+        Fact("number", budget,
+             f"The monthly infrastructure budget we agreed on is {budget} dollars.",
+             "What was the monthly infrastructure budget?", 0),
+        Fact("number", limit, f"Our public API rate limit is {limit} requests per minute.",
+             "What is our API rate limit?", 0),
+        Fact("decision", techs[0][0], f"We decided to use {techs[0][0]} instead of {techs[0][1]} "
+             f"for {things[0]}.", f"What did we pick for {things[0]}?", 0),
+        Fact("decision", techs[1][0], f"Decision: {things[1]} goes with {techs[1][0]}, not "
+             f"{techs[1][1]}.", f"Which tool did we choose for {things[1]}?", 0),
+        Fact("name", names[2], f"The customer we are piloting this with is {names[2]} Logistics.",
+             "Which customer is the pilot?", 0),
+        Fact("person", people[1], f"{people[1]} reviews every migration before it ships.",
+             "Who reviews migrations?", 0),
+        Fact("decision", techs[2][0], f"Let's settle it: {things[2]} will use {techs[2][0]}.",
+             f"What will {things[2]} use?", 0),
+        Fact("name", names[3], f"The release after this one is named {names[3]}.",
+             "What is the next release called?", 0),
+    ][:count]
+    slots = sorted(rng.sample(range(2, int(turns * 0.85)), len(facts)))
+    for fact, slot in zip(facts, slots, strict=True):
+        fact.turn = slot
+    return facts
+
+
+def simulate(seed: int, turns: int = 220) -> Conversation:
+    rng = random.Random(seed)
+    facts = _facts(rng, turns, 11)
+    by_turn = {f.turn: f for f in facts}
+    asked = {rng.randint(f.turn + 15, turns - 1): f for f in facts if f.turn + 15 < turns - 1}
+    edit_turn = int(turns * 0.3)
+    side_from = int(turns * 0.5)
+    attach_turn = side_from + 6
+    out: list[Turn] = []
+    now = 1_700_000_000.0
+    for i in range(turns):
+        now += rng.uniform(40, 240)
+        if i == int(turns * 0.7):
+            now += 2 * 3600  # a lunch break: the provider cache expires, idle clearing runs
+        user = _user_message(rng)
+        if i == edit_turn and out:
+            # An edit rewords the message it replaces; what it said still stands.
+            user = f"Let me put that differently. {out[-1].user}"
+        fact = by_turn.get(i)
+        if fact is not None:
+            user = f"{fact.statement} {user}"
+        if i in asked and i not in by_turn:
+            user = f"{asked[i].question} {user}"
+        tools = [_tool_call(rng) for _ in range(rng.choice([0, 0, 1, 1, 1, 2, 3]))]
+        turn = Turn(
+            index=i, time=now, user=user, reply=_reply(rng), tools=tools,
+            after_tools=_reply(rng) if tools else "", edit_previous=(i == edit_turn),
+            attach_side=(i == attach_turn), fact=fact,
+        )
+        out.append(turn)
+    side_fact = Fact("number", str(rng.randint(100000, 999999)),
+                     "", "What was the ticket number from the side investigation?", side_from)
+    side_fact.statement = f"The root cause is tracked in ticket {side_fact.value}."
+    side_turns = []
+    t = out[side_from].time
+    for k in range(4):
+        t += 60
+        user = _user_message(rng)
+        if k == 1:
+            user = f"{side_fact.statement} {user}"
+        side_turns.append(Turn(index=k, time=t, user=user, reply=_reply(rng)))
+    return Conversation(seed=seed, turns=out, facts=[*facts, side_fact],
+                        side=SideBranch(side_from, side_turns, side_fact))

@@ -1,0 +1,73 @@
+"""The occupancy record: measured only while HEAD has not moved, calibration = measured /
+estimated, and a per-category breakdown that always sums to the total."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from treechat.core.occupancy import (
+    BREAKDOWN_KEYS,
+    USED_CATEGORIES,
+    MeasuredUsage,
+    apportion,
+    build_occupancy,
+    estimate_categories,
+    trigger_calibration,
+)
+from treechat.core.render import Composition, render_parts
+from treechat.providers.tokenizer import counter_for
+
+CATS = {"system": 1_200, "tools": 800, "summaries": 400, "messages": 5_000,
+        "tool_results": 2_500, "attachments": 100}
+
+
+def _used(occ) -> int:  # type: ignore[no-untyped-def]
+    return sum(v for k, v in occ.breakdown if k != "free")
+
+
+def test_estimated_when_nothing_measured() -> None:
+    occ = build_occupancy(window=32_000, categories=CATS, head="h1")
+    assert occ.record() == {"window": 32_000, "total_used": 10_000, "basis": "estimated",
+                            "estimated": 10_000, "calibration": None}
+    assert [k for k, _ in occ.breakdown] == list(BREAKDOWN_KEYS)
+    assert occ.breakdown_dict()["free"] == 22_000
+    assert _used(occ) == occ.total_used
+
+
+def test_measured_only_while_head_has_not_moved() -> None:
+    m = MeasuredUsage(head="h1", prompt_tokens=11_000, cache_read=9_000, estimated_tokens=10_000)
+    same = build_occupancy(window=32_000, categories=CATS, head="h1", measured=m)
+    assert same.basis == "measured" and same.total_used == 11_000
+    assert same.calibration == 1.1 and same.estimated == 10_000
+    assert _used(same) == 11_000
+    moved = build_occupancy(window=32_000, categories=CATS, head="h2", measured=m)
+    assert moved.basis == "estimated" and moved.total_used == 10_000
+    assert moved.calibration is None
+
+
+def test_trigger_calibration_applies_after_head_moves_and_is_bounded() -> None:
+    assert trigger_calibration(None) == 1.0
+    assert trigger_calibration(MeasuredUsage("h", 12_000, estimated_tokens=10_000)) == 1.2
+    assert trigger_calibration(MeasuredUsage("h", 90_000, estimated_tokens=10_000)) == 2.0
+    assert trigger_calibration(MeasuredUsage("h", 0, estimated_tokens=10_000)) == 1.0
+
+
+@given(st.dictionaries(st.sampled_from(USED_CATEGORIES), st.integers(0, 50_000)),
+       st.integers(0, 200_000), st.integers(1, 200_000))
+def test_breakdown_always_sums_to_the_total(values: dict[str, int], total: int,
+                                            window: int) -> None:
+    scaled = apportion({k: values.get(k, 0) for k in USED_CATEGORIES}, total)
+    assert sum(scaled.values()) == total
+    m = MeasuredUsage("h", total, estimated_tokens=max(1, sum(values.values())))
+    occ = build_occupancy(window=window, categories=values, head="h", measured=m)
+    assert _used(occ) == occ.total_used
+    assert occ.breakdown_dict()["free"] == max(0, window - occ.total_used)
+
+
+def test_estimate_categories_match_count_messages() -> None:
+    counter = counter_for("gpt-4o")
+    parts = render_parts(None, Composition(system_prompt="sys", situation="sit", digest="d"))
+    cats = estimate_categories(parts, 321, counter)
+    assert cats["tools"] == 321
+    assert sum(cats.values()) == counter.count_messages([p.message for p in parts]) + 321
