@@ -29,6 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
         "platform's user data folder)",
     )
+    parser.add_argument(
+        "--smoke",
+        nargs=argparse.REMAINDER,
+        metavar="OPTION",
+        help="check this installation: open the window offscreen, run one turn (the bundled "
+        "model, or --api-base URL --model M), print the reply; see `treechat --smoke --help`",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("sessions", help="list sessions, newest first")
@@ -79,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    if args.smoke is not None:
+        from .smoke import main as run_smoke
+
+        return run_smoke([*(["--data-dir", args.data_dir] if args.data_dir else []), *args.smoke])
     if args.command is None:
         from .app import main as run_app
 

@@ -36,3 +36,29 @@ def bundle_root() -> Path:
 def resources_dir() -> Path:
     """Icons, themes and model settings shipped with the app."""
     return bundle_root() / "resources"
+
+
+def resource(*parts: str) -> Path:
+    """One file under resources/, e.g. `resource("icons", "treechat.svg")`."""
+    return resources_dir().joinpath(*parts)
+
+
+def app_icon() -> Path:
+    """The application icon (SVG; the installers carry PNG renders of it)."""
+    return resource("icons", "treechat.svg")
+
+
+# A frozen app has no interpreter to hand a script to, so its own executable is started again
+# with this flag, which the frozen entry point dispatches before anything else is imported.
+SERVE_LOCAL_MODEL_FLAG = "--serve-local-model"
+
+
+def script_command(script: Path, frozen_flag: str) -> list[str]:
+    """The command that runs one of Treechat's standalone scripts as a child process.
+
+    From source: this interpreter running the file, unbuffered. Frozen: the app's executable
+    with `frozen_flag`; the script's module is bundled and the flag selects it.
+    """
+    if is_frozen():
+        return [sys.executable, frozen_flag]
+    return [sys.executable, "-u", str(script)]
