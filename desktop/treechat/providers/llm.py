@@ -59,6 +59,16 @@ def _prepare_environment() -> None:
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
     os.environ.setdefault("LITELLM_LOG", "ERROR")
     configure_tokenizer_cache()
+    bypass_proxy_for_loopback()
+
+
+def bypass_proxy_for_loopback() -> None:
+    """Local models and servers live on 127.0.0.1: a system proxy must never see them."""
+    for name in ("NO_PROXY", "no_proxy"):
+        present = [h for h in os.environ.get(name, "").split(",") if h.strip()]
+        wanted = [h for h in ("127.0.0.1", "localhost", "::1") if h not in present]
+        if wanted:
+            os.environ[name] = ",".join([*present, *wanted])
 
 
 def _import() -> ModuleType:
@@ -120,6 +130,21 @@ async def ensure_loaded() -> ModuleType:
 def litellm_module() -> ModuleType:
     """litellm for synchronous callers (worker threads, the CLI); blocks until it is loaded."""
     return start_warmup().result()
+
+
+async def aclose_clients() -> None:
+    """Close the HTTP clients litellm keeps per event loop. Call it before the loop ends
+    (application shutdown), or their sockets leak."""
+    if not is_loaded():
+        return
+    litellm = litellm_module()
+    await litellm.close_litellm_async_clients()
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    flush = getattr(cache, "flush_cache", None)
+    if callable(flush):
+        flush()
+    # Let the transports finish closing on this loop.
+    await asyncio.sleep(0)
 
 
 # --- model facts ----------------------------------------------------------------------

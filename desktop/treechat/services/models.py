@@ -81,6 +81,7 @@ class ModelCatalog:
         self.default_model = default_model
         self.extra = tuple(extra)
         self._bundled_lock = asyncio.Lock()
+        self._seen_local: dict[str, str] = {}  # model id -> api base of local servers seen
 
     def choices_now(self) -> list[ModelChoice]:
         """The picker's entries from what is known right now (no I/O on the caller's thread
@@ -90,6 +91,7 @@ class ModelCatalog:
             out.append(ModelChoice(BUNDLED_ID, DISPLAY_NAME, "local", local=True))
         if self.local_servers is not None:
             for m in self.local_servers.models:
+                self._seen_local[m.model_id] = m.api_base
                 out.append(
                     ModelChoice(m.model_id, m.display_name, m.server.protocol, m.api_base, True)
                 )
@@ -143,6 +145,13 @@ class ModelCatalog:
                         api_key=kwargs.get("api_key"),
                         choice=chosen,
                     )
+            if chosen in self._seen_local:
+                # It was offered by a local server that has since gone away or dropped it.
+                status = await self.local_servers.check(chosen, self._seen_local[chosen])
+                if status.available and status.model is not None:
+                    self._seen_local.pop(chosen)
+                    return await self.resolve(chosen)
+                raise ModelUnavailable(status.reason)
         for c in self.extra:
             if c.id == chosen and c.api_base:
                 api_base = api_base or c.api_base
