@@ -4,6 +4,7 @@ handful of calls when zoomed out."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ R = 9.0  # node radius
 DETAIL_SCALE = 0.42  # below this zoom the overview item draws the graph
 OUTLINE_LOD = 0.7  # outlines and marks from this level of detail
 LABEL_LOD = 0.95  # text labels from this level of detail
-BAND_ROWS = 64  # rows per edge path item, so off-screen edges are culled in bands
+BAND_ROWS = 16  # rows per edge path item, so off-screen edges are culled in bands
 LABEL_COLUMNS = 7  # how far right a label may run over empty cells
 
 KINDS = ("user", "assistant", "tool", "attach", "merge", "system", "runtime")
@@ -338,18 +339,26 @@ class OverviewItem(QGraphicsItem):
         super().__init__(parent)
         self.style = style
         self.points: dict[str, QPolygonF] = {}
+        # per grid level, the points with one left per grid cell and kind
+        self._thinned: dict[int, dict[str, QPolygonF]] = {}
         self.edges = QPainterPath()
         self.head = QPainterPath()
         self._rect = QRectF()
 
     def clear(self) -> None:
         self.prepareGeometryChange()
+        self._thinned = {}
         self.points = {}
         self.edges = QPainterPath()
         self.head = QPainterPath()
         self._rect = QRectF()
 
+    def set_head(self, path: QPainterPath) -> None:
+        self.head = path
+        self.update()
+
     def add_nodes(self, kind: str, points: list[QPointF]) -> None:
+        self._thinned = {}
         poly = self.points.get(kind)
         if poly is None:
             self.points[kind] = QPolygonF(points)
@@ -385,14 +394,39 @@ class OverviewItem(QGraphicsItem):
             painter.setPen(style.head_pen())
             painter.drawPath(self.head)
         size = max(2 * R, 2.5 / scale)
+        points = self._points_for(size)
         # Tool calls first: the dialogue drawn over them stays readable from far away.
-        for kind in sorted(self.points, key=lambda k: k != "tool"):
-            poly = self.points[kind]
+        for kind in sorted(points, key=lambda k: k != "tool"):
+            poly = points[kind]
             pen = QPen(style.fills[kind], size)
             pen.setCapStyle(Qt.PenCapStyle.RoundCap if kind in ("user", "system", "runtime")
                             else Qt.PenCapStyle.SquareCap)
             painter.setPen(pen)
             painter.drawPoints(poly)
+
+
+    def _points_for(self, size: float) -> dict[str, QPolygonF]:
+        """When nodes overlap on screen, one point per screen cell is enough: thin them on a
+        power-of-two grid (cached per level) so a frame draws hundreds, not thousands."""
+        if size < DX * 0.75:
+            return self.points
+        level = max(0, math.ceil(math.log2(size)))
+        thinned = self._thinned.get(level)
+        if thinned is None:
+            cell = float(2**level)
+            thinned = {}
+            for kind, poly in self.points.items():
+                seen: set[tuple[int, int]] = set()
+                keep: list[QPointF] = []
+                for i in range(poly.size()):
+                    pt = poly.at(i)
+                    key = (int(pt.x() // cell), int(pt.y() // cell))
+                    if key not in seen:
+                        seen.add(key)
+                        keep.append(pt)
+                thinned[kind] = QPolygonF(keep)
+            self._thinned[level] = thinned
+        return thinned
 
 
 class LayerItem(QGraphicsItem):
@@ -408,3 +442,25 @@ class LayerItem(QGraphicsItem):
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
               widget: QWidget | None = None) -> None:
         pass
+
+
+class BandItem(LayerItem):
+    """Parent of the node items of one band of rows. Qt skips a band whose rectangle is off
+    screen without asking its children for their bounds (each such question is a Python call
+    on a node item), which is what keeps frames cheap with many thousands of nodes."""
+
+    WIDTH = 1.0e7  # wide enough for any graph; culling only ever needs the rows
+
+    def __init__(self, band: int, parent: QGraphicsItem | None = None) -> None:
+        super().__init__(parent)
+        top = (band * BAND_ROWS - 0.5) * DY
+        self._rect = QRectF(-2 * DX, top, self.WIDTH, BAND_ROWS * DY)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemContainsChildrenInShape)
+
+    def boundingRect(self) -> QRectF:
+        return self._rect
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRect(self._rect)
+        return path

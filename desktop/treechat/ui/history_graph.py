@@ -58,6 +58,7 @@ from .graph_items import (
     ON_PATH,
     PINNED,
     SELECTED,
+    BandItem,
     EdgeLayer,
     GraphStyle,
     LayerItem,
@@ -118,6 +119,10 @@ class HistoryScene(QGraphicsScene):
 
     def __init__(self, style: GraphStyle, parent: Any = None) -> None:
         super().__init__(parent)
+        # No BSP index: hit-testing goes through the layout grid, and Qt culls whole bands of
+        # node items by their band's rectangle; a BSP tree over every node would be queried
+        # for all of them on each zoomed-out frame even while they are hidden.
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
         self.style = style
         self.session_id: str | None = None
         self.layout: Layout = EMPTY_LAYOUT
@@ -149,11 +154,13 @@ class HistoryScene(QGraphicsScene):
         self.overview = OverviewItem(self.style)
         self.overview.setZValue(-1)
         self.addItem(self.overview)
-        self.head_path = QGraphicsPathItem()
-        self.head_path.setPen(self.style.head_pen())
-        self.head_path.setZValue(0)
-        self.addItem(self.head_path)
+        # The HEAD path, one item per band of rows so only the visible stretch is stroked.
+        self.head_layer = LayerItem()
+        self.head_layer.setZValue(0)
+        self.addItem(self.head_layer)
+        self.head_bands: dict[int, QGraphicsPathItem] = {}
         self.items_by_id = {}
+        self.band_items: dict[int, BandItem] = {}
         self._pending = {}
         self._apply_detail()
 
@@ -292,7 +299,6 @@ class HistoryScene(QGraphicsScene):
     def _materialize(self, bands: Iterable[int]) -> None:
         """Make the node items and edge paths of these bands of rows."""
         placements = self.layout.placements
-        layer = self.node_layer
         style = self.style
         room = self._room
         state = self._state
@@ -302,6 +308,9 @@ class HistoryScene(QGraphicsScene):
             if not ids:
                 continue
             made = True
+            layer = self.band_items.get(band)
+            if layer is None:
+                layer = self.band_items[band] = BandItem(band, self.node_layer)
             for node_id in ids:
                 node = self.nodes[node_id]
                 p = placements[node_id]
@@ -388,22 +397,32 @@ class HistoryScene(QGraphicsScene):
             item.set_state(self._state(node))
 
     def _draw_head_path(self, graph: dag.Graph) -> None:
-        path = QPainterPath()
+        paths: dict[int, QPainterPath] = {}
+        overview = QPainterPath()
         if self.head is not None:
             chain = dag.ancestry(graph, self.head)
             placements = self.layout.placements
             for a, b in itertools.pairwise(chain):
                 p, q = placements[a.id], placements[b.id]
                 ax, ay, bx, by = p.column * DX, p.row * DY, q.column * DX, q.row * DY
-                path.moveTo(ax, ay)
-                if p.column == q.column:
-                    path.lineTo(bx, by)
-                else:
-                    mid = (ay + by) / 2
-                    path.cubicTo(ax, mid, bx, mid, bx, by)
-        self.head_path.setPath(path)
-        self.overview.head = path
-        self.overview.update()
+                band = paths.get(q.row // BAND_ROWS)
+                if band is None:
+                    band = paths[q.row // BAND_ROWS] = QPainterPath()
+                for path in (band, overview):
+                    path.moveTo(ax, ay)
+                    if p.column == q.column:
+                        path.lineTo(bx, by)
+                    else:
+                        mid = (ay + by) / 2
+                        path.cubicTo(ax, mid, bx, mid, bx, by)
+        pen = self.style.head_pen()
+        for key in set(self.head_bands) | set(paths):
+            item = self.head_bands.get(key)
+            if item is None:
+                item = self.head_bands[key] = QGraphicsPathItem(self.head_layer)
+                item.setPen(pen)
+            item.setPath(paths.get(key, QPainterPath()))
+        self.overview.set_head(overview)
 
     def set_selected(self, node_ids: Iterable[str]) -> None:
         previous = set(self.selected)
@@ -423,7 +442,8 @@ class HistoryScene(QGraphicsScene):
         self.edges.restyle(style)
         self.overview.style = style
         self.overview.update()
-        self.head_path.setPen(style.head_pen())
+        for item in self.head_bands.values():
+            item.setPen(style.head_pen())
         for item in self.items_by_id.values():
             item.style = style
             item.update()
@@ -438,7 +458,7 @@ class HistoryScene(QGraphicsScene):
     def _apply_detail(self) -> None:
         self.node_layer.setVisible(self._detail)
         self.edge_layer_item.setVisible(self._detail)
-        self.head_path.setVisible(self._detail)
+        self.head_layer.setVisible(self._detail)
         self.overview.setVisible(not self._detail)
 
     @property
