@@ -558,10 +558,11 @@ def test_open_2000_messages_lays_out_lazily(aio: Any, service: SessionService, c
                                             record_property: Any,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     session_id = aio.run(build_long(service, 2000))
+    chat.resize(900, 800)
+    QApplication.processEvents()
     started = time.perf_counter()
     view = load(aio, service, session_id)
     loaded = time.perf_counter()
-    chat.resize(900, 800)
     chat.set_view(view)
     chat.repaint()
     shown = time.perf_counter()
@@ -574,13 +575,39 @@ def test_open_2000_messages_lays_out_lazily(aio: Any, service: SessionService, c
     assert 0 < measured < 100
     open_ms = (shown - loaded) * 1000
     load_ms = (loaded - started) * 1000
+    bare_ms = bare_list_open_ms([r.text for r in chat.model.rows])
     record_property("open_2000_messages_ms", round(open_ms, 1))
     record_property("load_2000_view_ms", round(load_ms, 1))
+    record_property("bare_list_2000_ms", round(bare_ms, 1))
     with capsys.disabled():
         print(f"\nopen 2000 messages: view load {load_ms:.0f} ms, chat view {open_ms:.0f} ms "
-              f"({measured} rows measured)")
+              f"({measured} rows measured); a bare QListView of the same 2000 texts "
+              f"{bare_ms:.0f} ms (ratio {open_ms / max(bare_ms, 0.1):.1f})")
     # scrolling to the top measures what comes into view and keeps everything in order
     chat.list.verticalScrollBar().setValue(0)
     first = chat.row_rect(chat.row_keys()[0])
     assert first.top() <= 0 < first.bottom()
     assert chat.delegate.is_measured(chat.model.rows[0])
+
+
+def bare_list_open_ms(texts: list[str]) -> float:
+    """The same texts in a plain QListView (word-wrapped, no delegate): the baseline a
+    loaded machine slows down just as much, so the ratio means something."""
+    from PySide6.QtCore import QStringListModel
+    from PySide6.QtWidgets import QListView
+
+    view = QListView()
+    view.resize(900, 800)
+    view.setWordWrap(True)
+    view.setVerticalScrollMode(QListView.ScrollMode.ScrollPerPixel)
+    view.show()
+    QApplication.processEvents()
+    started = time.perf_counter()
+    view.setModel(QStringListModel(texts, view))
+    view.doItemsLayout()
+    view.scrollToBottom()
+    view.repaint()
+    elapsed = (time.perf_counter() - started) * 1000
+    view.close()
+    shiboken6.delete(view)
+    return elapsed

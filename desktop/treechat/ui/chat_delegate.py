@@ -65,6 +65,7 @@ from .markdown import (
 SIDE_MARGIN = 24.0
 MAX_COLUMN = 800.0
 ROW_GAP = 8.0
+END_MARGIN = 18.0
 TURN_GAP = 14.0
 BUBBLE_PAD_X = 14.0
 BUBBLE_PAD_Y = 9.0
@@ -197,7 +198,10 @@ class ChatDelegate(QStyledItemDelegate):
         self._view = view
         self._rows = rows
         self.busy = False
-        self.width = 600
+        self._width = 600
+        self._hints: list[int] | None = None
+        self._column: tuple[int, tuple[float, float]] | None = None
+        self._hints_rows: list[ChatRow] | None = None
         self.typing_phase = 0
         self.wait_until = 0.0  # a rate-limited turn's retry unlocks at this monotonic time
         self._no_cache = False
@@ -244,9 +248,21 @@ class ChatDelegate(QStyledItemDelegate):
             self._heights.clear()
             self._estimates.clear()
             self._pending.clear()
+        self._hints = None
         return True
 
     # --- measuring -----------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        """The row width every height is measured at."""
+        return self._width
+
+    @width.setter
+    def width(self, value: int) -> None:
+        if value != self._width:
+            self._width = value
+            self._hints = None
 
     def height_key(self, row: ChatRow) -> tuple[Any, ...]:
         return (row.layout_key, self.width)
@@ -264,10 +280,13 @@ class ChatDelegate(QStyledItemDelegate):
         """The exact height when known, else a cheap estimate."""
         if row.key in self._editing:
             return self._editing[row.key]
-        known = self._heights.get(self.height_key(row))
-        if known is not None:
-            return known
-        return self.estimate(row)
+        key = (row.layout_key, self._width)
+        known = self._heights.get(key)
+        if known is None:
+            known = self._estimates.get(key)
+            if known is None:
+                known = self._estimates[key] = self._estimate(row)
+        return known
 
     def measure(self, row: ChatRow, *, cache: bool = True, defer: bool = False
                 ) -> tuple[int, bool]:
@@ -292,6 +311,8 @@ class ChatDelegate(QStyledItemDelegate):
             self._pending[key] = height
             return height, False
         self._heights[key] = height
+        if height != before:
+            self._hints = None
         return height, height != before
 
     def apply_pending(self) -> bool:
@@ -302,6 +323,8 @@ class ChatDelegate(QStyledItemDelegate):
             self._heights[key] = height
             changed |= before != height
         self._pending.clear()
+        if changed:
+            self._hints = None
         return changed
 
     def has_pending(self) -> bool:
@@ -316,7 +339,7 @@ class ChatDelegate(QStyledItemDelegate):
         return guess
 
     def _estimate(self, row: ChatRow) -> int:
-        col = self.column_width()
+        col = self.column()[1]
         if row.kind == RowKind.USER:
             text_h = estimate_height(row.text, col * BUBBLE_SHARE - 2 * BUBBLE_PAD_X, self.theme)
             text_h = self._fold(row, text_h)[0]
@@ -335,8 +358,11 @@ class ChatDelegate(QStyledItemDelegate):
 
     def column(self) -> tuple[float, float]:
         """(x, width) of the centred reading column."""
-        width = max(120.0, min(MAX_COLUMN, self.width - 2 * SIDE_MARGIN))
-        return (self.width - width) / 2, width
+        cached = self._column
+        if cached is None or cached[0] != self._width:
+            width = max(120.0, min(MAX_COLUMN, self._width - 2 * SIDE_MARGIN))
+            cached = self._column = (self._width, ((self._width - width) / 2, width))
+        return cached[1]
 
     def column_width(self) -> float:
         return self.column()[1]
@@ -364,14 +390,18 @@ class ChatDelegate(QStyledItemDelegate):
 
     def _build(self, row: ChatRow) -> RowLayout:
         if row.kind == RowKind.USER:
-            return self._build_user(row)
-        if row.kind in (RowKind.ASSISTANT, RowKind.STREAM):
-            return self._build_reply(row)
-        if row.kind in (RowKind.TOOL, RowKind.SYSTEM):
-            return self._build_card(row)
-        if row.kind == RowKind.ERROR:
-            return self._build_error(row)
-        return self._build_note(row)
+            layout = self._build_user(row)
+        elif row.kind in (RowKind.ASSISTANT, RowKind.STREAM):
+            layout = self._build_reply(row)
+        elif row.kind in (RowKind.TOOL, RowKind.SYSTEM):
+            layout = self._build_card(row)
+        elif row.kind == RowKind.ERROR:
+            layout = self._build_error(row)
+        else:
+            layout = self._build_note(row)
+        if row.at_end:
+            layout.height += END_MARGIN  # the last row never sits flush on the edge
+        return layout
 
     def _fold(self, row: ChatRow, full: float) -> tuple[float, str]:
         """(height shown, fold state) of a message body `full` pixels tall."""
@@ -582,11 +612,17 @@ class ChatDelegate(QStyledItemDelegate):
     # --- Qt delegate interface -----------------------------------------------------------
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+        # called for every row on every layout pass: one list lookup, nothing more
+        hints = self._hints
         rows = self._rows()
+        if hints is None or len(hints) != len(rows) or self._hints_rows is not rows:
+            hints = self._hints = [self.row_height(row) for row in rows]
+            self._hints_rows = rows
         r = index.row()
-        if not 0 <= r < len(rows):
-            return QSize(self.width, 0)
-        return QSize(self.width, self.row_height(rows[r]))
+        return QSize(self.width, hints[r] if 0 <= r < len(hints) else 0)
+
+    def invalidate_hints(self) -> None:
+        self._hints = None
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         rows = self._rows()
@@ -1002,6 +1038,7 @@ class ChatDelegate(QStyledItemDelegate):
         editor.heightChanged.connect(lambda: self._editor_resized(key, editor))
         self._editing[key] = editor.wanted_height() + int(ROW_GAP * 2)
         self._editors[key] = editor
+        self._hints = None
         self.sizeHintChanged.emit(index)
         return editor
 
@@ -1010,6 +1047,7 @@ class ChatDelegate(QStyledItemDelegate):
         if self._editing.get(key) == height:
             return
         self._editing[key] = height
+        self._hints = None
         rows = self._rows()
         for i, row in enumerate(rows):
             if row.key == key:
@@ -1043,6 +1081,7 @@ class ChatDelegate(QStyledItemDelegate):
     def forget_editor(self, key: str) -> None:
         self._editing.pop(key, None)
         self._editors.pop(key, None)
+        self._hints = None
 
     def editor(self, key: str) -> MessageEditor | None:
         return self._editors.get(key)

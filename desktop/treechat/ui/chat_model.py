@@ -49,23 +49,25 @@ class ChatRow:
     ends_turn: bool = True  # the last row of a reply: draws the action bar
     expanded: bool = False  # tool / system rows show their full content
     is_last: bool = False  # last message of the path (a user message here can be retried)
+    at_end: bool = False  # the bottom row of the list (gets room below it)
     revision: int = 0  # grows with the streamed text
     streaming: bool = False
     error: TurnError | None = None
     retry_target: str | None = None  # the node an error row's retry re-runs
 
-    def marked(self, starts_turn: bool, ends_turn: bool, is_last: bool) -> ChatRow:
+    def marked(self, starts_turn: bool, ends_turn: bool, is_last: bool, at_end: bool
+               ) -> ChatRow:
         """A copy with new turn marks (positional: `replace` is too slow for 2,000 rows)."""
         return ChatRow(self.kind, self.key, self.node, self.text, self.label, self.model,
                        self.version, self.pinned, self.interrupted, starts_turn, ends_turn,
-                       self.expanded, is_last, self.revision, self.streaming, self.error,
-                       self.retry_target)
+                       self.expanded, is_last, at_end, self.revision, self.streaming,
+                       self.error, self.retry_target)
 
     @property
     def layout_key(self) -> tuple[Any, ...]:
         """What the row's height depends on (besides the width)."""
         return (self.key, self.revision, self.starts_turn, self.ends_turn, self.expanded,
-                self.is_last, self.interrupted)
+                self.is_last, self.interrupted, self.at_end)
 
     @property
     def node_id(self) -> str | None:
@@ -213,10 +215,12 @@ def with_turn_marks(rows: list[ChatRow]) -> list[ChatRow]:
         if row.kind == RowKind.ASSISTANT and (row.has_versions or row.interrupted or row.pinned):
             ends = True  # its version switch and actions must stay reachable
         is_last = i == last_message
-        if (starts, ends, is_last) == (row.starts_turn, row.ends_turn, row.is_last):
+        at_end = i == len(rows) - 1
+        if (starts, ends, is_last, at_end) == (row.starts_turn, row.ends_turn, row.is_last,
+                                               row.at_end):
             out.append(row)
         else:
-            out.append(row.marked(starts, ends, is_last))
+            out.append(row.marked(starts, ends, is_last, at_end))
     return out
 
 
@@ -388,9 +392,12 @@ class ChatModel(QAbstractListModel):
             )
             if stream is not None and stream.parent_id is not None:
                 target = stream.parent_id
+            if rows and rows[-1].at_end:
+                last = rows[-1]
+                rows[-1] = last.marked(last.starts_turn, last.ends_turn, last.is_last, False)
             rows.append(ChatRow(RowKind.ERROR, "error", text=self._error.message,
                                 error=self._error, retry_target=target,
-                                revision=self._error_revision))
+                                revision=self._error_revision, at_end=True))
         return rows
 
     def _publish(self) -> None:

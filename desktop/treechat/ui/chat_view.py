@@ -351,6 +351,7 @@ class ChatView(QWidget):
         if anchor is None:
             anchor = self._capture_anchor()
         with self._settle_guard():
+            self.delegate.invalidate_hints()
             self.list.doItemsLayout()
             self._restore_anchor(anchor)
 
@@ -375,6 +376,7 @@ class ChatView(QWidget):
             return
         with self._settle_guard():
             self.delegate.width = self._layout_width()
+            self.delegate.invalidate_hints()
             self.list.doItemsLayout()
             self._restore_anchor(anchor)
             for _ in range(4):

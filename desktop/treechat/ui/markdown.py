@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +48,8 @@ CODE_RADIUS = 8.0
 COPY_BUTTON_W = 64.0
 COPY_BUTTON_H = 22.0
 QUOTE_INDENT = 16.0
+LINE_HEIGHT = 1.3  # body text breathes a little more than Qt's single spacing
+PROPORTIONAL = QTextBlockFormat.LineHeightTypes.ProportionalHeight.value
 HEADING_SCALE = {1: 1.45, 2: 1.28, 3: 1.14, 4: 1.04, 5: 1.0, 6: 1.0}
 
 
@@ -108,8 +110,8 @@ class MarkdownTheme:
             code_border=mix(base, text, 0.12 if not dark else 0.16),
             inline_code_bg=mix(base, text, 0.075 if not dark else 0.12),
             quote_bar=mix(base, accent, 0.55),
-            table_border=mix(base, text, 0.2),
-            table_header_bg=mix(base, text, 0.05),
+            table_border=mix(base, text, 0.16),
+            table_header_bg=mix(base, text, 0.06 if not dark else 0.09),
             button_hover=mix(base, text, 0.16),
             font=QFont(font),
             mono=mono,
@@ -149,10 +151,12 @@ class RenderedText:
     code_blocks: tuple[CodeBlock, ...] = ()
     quote_bars: tuple[QRectF, ...] = ()
     theme: MarkdownTheme | None = None
-    _paint_context: Any = field(default=None, repr=False)
+    # Qt drops the top margin of a document's first block and the bottom margin of its
+    # last, so a code block at either end gets its chrome room from here instead
+    top: float = 0.0
 
     def copy_button_at(self, pos: QPointF) -> int | None:
-        """Index of the code block whose copy button is under `pos` (document coordinates)."""
+        """Index of the code block whose copy button is under `pos` (text coordinates)."""
         for i, block in enumerate(self.code_blocks):
             if block.copy_rect.contains(pos):
                 return i
@@ -160,7 +164,7 @@ class RenderedText:
 
     def anchor_at(self, pos: QPointF) -> str:
         layout = self.document.documentLayout()
-        return str(layout.anchorAt(pos) or "")
+        return str(layout.anchorAt(pos - QPointF(0, self.top)) or "")
 
     def paint(
         self,
@@ -187,8 +191,9 @@ class RenderedText:
             pal = ctx.palette
             pal.setColor(QPalette.ColorRole.Text, text_color)
             ctx.palette = pal
+        painter.translate(0, self.top)
         if clip is not None:
-            local = clip.translated(-origin.x(), -origin.y())
+            local = clip.translated(-origin.x(), -origin.y() - self.top)
             ctx.clip = local
             painter.setClipRect(local, Qt.ClipOperation.IntersectClip)
         self.document.documentLayout().draw(painter, ctx)
@@ -316,6 +321,12 @@ def render_plain(
     if mono:
         doc.setDefaultFont(theme.mono)
     doc.setPlainText(text)
+    if not mono:
+        cursor = QTextCursor(doc)
+        cursor.select(QTextCursor.SelectionType.Document)
+        spacing = QTextBlockFormat()
+        spacing.setLineHeight(LINE_HEIGHT * 100, PROPORTIONAL)
+        cursor.mergeBlockFormat(spacing)
     return _finish(doc, theme, width)
 
 
@@ -324,15 +335,27 @@ def _finish(doc: QTextDocument, theme: MarkdownTheme, width: float) -> RenderedT
     size: QSizeF = layout.documentSize()
     blocks = tuple(_code_blocks(doc, width))
     bars = tuple(_quote_bars(doc))
+    height = size.height()
+    top = max(0.0, -min((b.rect.top() for b in blocks), default=0.0))
+    bottom = max((b.rect.bottom() for b in blocks), default=0.0)
+    if top:
+        blocks = tuple(_shifted(b, top) for b in blocks)
+        bars = tuple(r.translated(0, top) for r in bars)
     return RenderedText(
         document=doc,
         width=width,
-        height=size.height(),
+        height=max(height, bottom) + top,
         natural_width=min(width, doc.idealWidth()),
         code_blocks=blocks,
         quote_bars=bars,
         theme=theme,
+        top=top,
     )
+
+
+def _shifted(block: CodeBlock, dy: float) -> CodeBlock:
+    return CodeBlock(block.text, block.language, block.rect.translated(0, dy),
+                     block.copy_rect.translated(0, dy))
 
 
 def _iter_blocks(doc: QTextDocument) -> Iterator[QTextBlock]:
@@ -388,15 +411,19 @@ def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
         fmt = block.blockFormat()
         level = fmt.headingLevel()
         quote = _quote_level(fmt)
-        if level or quote:
+        if not _is_code(block):
             cursor.setPosition(block.position())
             new = QTextBlockFormat(fmt)
+            new.setLineHeight(LINE_HEIGHT * 100, PROPORTIONAL)
             if level:
                 new.setTopMargin(12 if block != blocks[0] else 0)
                 new.setBottomMargin(4)
             if quote:
                 new.setLeftMargin(QUOTE_INDENT * quote)
                 new.setRightMargin(0)
+            if _in_list(block):  # list items sit closer together than paragraphs
+                new.setTopMargin(2)
+                new.setBottomMargin(2)
             cursor.setBlockFormat(new)
         it = block.begin()
         while not it.atEnd():
@@ -451,9 +478,9 @@ def _style_code(doc: QTextDocument, theme: MarkdownTheme, cursor: QTextCursor) -
             fmt.setNonBreakableLines(False)
             fmt.setLeftMargin(CODE_PAD_X)
             fmt.setRightMargin(CODE_PAD_X)
-            fmt.setTopMargin(CODE_HEADER + CODE_PAD_Y + 2 if i == 0 else 0)
+            fmt.setTopMargin(CODE_HEADER + CODE_PAD_Y + 10 if i == 0 else 0)
             fmt.setBottomMargin(CODE_PAD_Y + 14 if i == len(group) - 1 else 0)
-            fmt.setLineHeight(112, QTextBlockFormat.LineHeightTypes.ProportionalHeight.value)
+            fmt.setLineHeight(115, PROPORTIONAL)
             cursor.setPosition(block.position())
             cursor.setBlockFormat(fmt)
         start = group[0].position()
@@ -511,7 +538,7 @@ def _style_tables(doc: QTextDocument, theme: MarkdownTheme) -> None:
         fmt.setBorderBrush(theme.table_border)
         fmt.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
         fmt.setBorderCollapse(True)
-        fmt.setCellPadding(6)
+        fmt.setCellPadding(5)
         fmt.setCellSpacing(0)
         fmt.setTopMargin(16)
         fmt.setBottomMargin(6)
@@ -674,7 +701,7 @@ def _metrics(theme: MarkdownTheme) -> _Metrics:
     found = _METRICS.get(theme.key)
     if found is None:
         body, mono = QFontMetricsF(theme.font), QFontMetricsF(theme.mono)
-        found = _Metrics(body.lineSpacing(), body.averageCharWidth() or 7.0,
+        found = _Metrics(body.lineSpacing() * LINE_HEIGHT, body.averageCharWidth() or 7.0,
                          mono.lineSpacing(), mono.averageCharWidth() or 7.0)
         _METRICS[theme.key] = found
     return found
