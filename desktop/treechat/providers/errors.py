@@ -64,8 +64,7 @@ TABLE: Mapping[str, ErrorInfo] = {
     "MidStreamFallbackError": ErrorInfo(
         ErrorKind.SERVER,
         True,
-        "The provider stopped in the middle of the reply. "
-        "The text received so far was kept.",
+        "The provider stopped in the middle of the reply. The text received so far was kept.",
     ),
     "Timeout": ErrorInfo(
         ErrorKind.OFFLINE,
@@ -285,6 +284,28 @@ class ProviderError(Exception):
         return self.failure.kind
 
 
+_CONNECT_FAILURES = frozenset(
+    {
+        "ConnectError",
+        "ConnectTimeout",
+        "ClientConnectorError",
+        "ClientConnectorDNSError",
+        "ConnectionRefusedError",
+        "gaierror",
+    }
+)
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _connect_failed(exc: BaseException) -> bool:
+    """Whether the request never reached the provider (refused, unresolvable, timed out
+    while connecting), anywhere in the chain."""
+    return any(_names(link) & _CONNECT_FAILURES for link in _chain(exc))
+
+
 def _lookup(exc: BaseException) -> ErrorInfo | None:
     for link in _chain(exc):
         for cls in type(link).__mro__:
@@ -314,6 +335,14 @@ def classify(exc: BaseException) -> ProviderFailure:
         info = TABLE["ContextWindowExceededError"]
     else:
         info = _lookup(exc)
+        # litellm reports a refused connection as a server error; the chain says otherwise.
+        if (
+            info is not None
+            and info.kind is ErrorKind.SERVER
+            and "MidStreamFallbackError" not in _names(exc)
+            and _connect_failed(exc)
+        ):
+            info = TABLE["ConnectError"]
     status = _status_of(exc)
     if info is None:
         by_status = _STATUS_KINDS.get(status or 0)

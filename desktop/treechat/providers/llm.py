@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib.util
 import logging
 import os
@@ -138,6 +139,13 @@ async def aclose_clients() -> None:
     if not is_loaded():
         return
     litellm = litellm_module()
+    # Anthropic streams through a module-wide client that litellm creates once and binds to
+    # the loop that first used it; drop it so the next loop gets its own.
+    shared = vars(litellm).pop("module_level_aclient", None)
+    closer = getattr(shared, "close", None)
+    if callable(closer):
+        with contextlib.suppress(Exception):
+            await closer()
     await litellm.close_litellm_async_clients()
     cache = getattr(litellm, "in_memory_llm_clients_cache", None)
     flush = getattr(cache, "flush_cache", None)
