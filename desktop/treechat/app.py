@@ -63,6 +63,9 @@ def connect_services(
     load_compaction_settings(services)
     controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme)
     window.attach(controller)
+    from .ui.history_panels import install_history_panels
+
+    install_history_panels(window, services, controller)
     return controller
 
 
@@ -109,6 +112,7 @@ def run(
     instance.activated.connect(window.bring_to_front)
     close_requested: list[bool] = []
     window.closeRequested.connect(lambda: close_requested.append(True))
+    _stop_on_signals(window)
     window.show()
     _wait_for_first_paint(app, window)
     if on_first_paint is not None:
@@ -152,7 +156,6 @@ async def _serve(
         closed.set()
     window.closeRequested.connect(closed.set)
     app.aboutToQuit.connect(closed.set)
-    _stop_on_signals(window)
     # Python runs signal handlers only when it gets control; give it a moment now and then.
     heartbeat = QTimer(window)
     heartbeat.timeout.connect(lambda: None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,9 +23,12 @@ from PySide6.QtWidgets import QApplication
 from tests.support.loopback_server import LoopbackProvider
 
 from treechat.app import connect_services, create_window
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.models import ModelChoice
+from treechat.store.database import Store, default_store_path
 from treechat.ui.conversation_controller import ConversationController
 from treechat.ui.main_window import MainWindow
 from treechat.ui.theme import ThemeManager
@@ -42,9 +45,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.ui)
-            # the offscreen platform says this for every top-level window; not our warning
+            # the offscreen platform cannot raise or size native windows; not our warning
             item.add_marker(
-                pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+                pytest.mark.qt_log_ignore("This plugin does not support")
             )
 
 
@@ -160,16 +163,56 @@ def close_desk(desk: Desk) -> None:
         desk.window.deleteLater()
 
 
+Seed = Callable[[Store], None]
+
+
 @pytest.fixture
-def desk(
+def desk_with(
     qapp: QApplication, aio: Aio, tmp_path: Path, loopback: LoopbackProvider
-) -> Iterator[Desk]:
+) -> Iterator[Callable[[Seed | None], Desk]]:
+    """Opens the window on a store first filled by `seed` (or empty)."""
     from treechat.providers import llm
 
     # the first request would otherwise wait for litellm's import inside the test's timeouts
     aio.run(llm.ensure_loaded(), timeout=300)
-    opened = open_desk(qapp, aio, tmp_path / "data", loopback)
+    opened: list[Desk] = []
+
+    def make(seed: Seed | None = None) -> Desk:
+        data_dir = tmp_path / "data"
+        if seed is not None:
+            store = Store.open(default_store_path(data_dir))
+            try:
+                seed(store)
+            finally:
+                store.close()
+        desk = open_desk(qapp, aio, data_dir, loopback)
+        opened.append(desk)
+        return desk
+
     try:
-        yield opened
+        yield make
     finally:
-        close_desk(opened)
+        for d in opened:
+            close_desk(d)
+
+
+@pytest.fixture
+def desk(desk_with: Callable[[Seed | None], Desk]) -> Desk:
+    return desk_with(None)
+
+
+def chat_session(
+    store: Store, session_id: str, title: str, updated: float, turns: Sequence[str] = ()
+) -> None:
+    """A session with alternating user/assistant messages, written straight to the store."""
+    store.call(lambda r: r.create_session(
+        Session(session_id, title, None, MODEL, updated, updated_at=updated)))
+    nodes = []
+    prev = None
+    for i, text in enumerate(turns):
+        node = Node(f"{session_id}-{i}", 0, updated, session_id,
+                    "user" if i % 2 == 0 else "assistant", output=text, predecessor=prev)
+        nodes.append(node)
+        prev = node.id
+    if nodes:
+        store.call(lambda r: r.apply_change(session_id, Change(tuple(nodes), prev), updated))

@@ -162,3 +162,67 @@ def test_branch_into_a_new_session(desk: Desk, aio: Aio) -> None:
 
     aio.run(scenario())
     assert [r.text for r in desk.chat.model.rows][-1] == "only in the branch"
+
+
+def test_overflow_is_explained_and_the_typed_text_survives(desk: Desk, aio: Aio) -> None:
+    huge = "Please read all of this. " + "lorem ipsum dolor sit amet " * 300
+    desk.provider.window = 400  # the provider reads less than the model facts promise
+
+    async def scenario() -> None:
+        type_and_send(desk, huge)
+        await aio.until(desk.window.banner.isVisible, what="the error")
+        await aio.until(lambda: not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    assert desk.requests() == 2  # the one retry with the history halved, then the error
+    banner = desk.window.banner
+    assert banner.kind() == "overflow"
+    assert banner.title.text() == "Too long for this model"
+    assert "longer than this model can read" in banner.message.text()
+    assert banner.actions() == ["compact", "retry"]
+    assert desk.composer.text() == huge  # nothing typed is lost
+    # the message itself is in the graph too: sending again does not repeat it
+    view = desk.controller.current_view
+    assert view is not None and view.path[-1].role == "user"
+
+
+def test_auth_error_offers_settings(desk: Desk, aio: Aio) -> None:
+    desk.provider.fail_next(401)
+
+    async def scenario() -> None:
+        type_and_send(desk, "hello?")
+        await aio.until(desk.window.banner.isVisible, what="the error")
+        await desk.controller.tasks.idle()
+        assert desk.window.banner.kind() == "auth"
+        assert desk.window.banner.actions() == ["settings"]
+        assert desk.composer.text() == "hello?"
+        desk.window.banner.button("settings").click()
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    dialog = desk.controller.settings_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert not desk.window.banner.isVisible()
+    dialog.reject()
+
+
+def test_rate_limit_waits_then_retry_answers_the_same_message(desk: Desk, aio: Aio) -> None:
+    desk.provider.fail_next(429, retry_after=2)
+    desk.provider.queue(Reply(text="finally"))
+
+    async def scenario() -> None:
+        type_and_send(desk, "ping")
+        await aio.until(desk.window.banner.isVisible, what="the error")
+        button = desk.window.banner.button("retry")
+        assert button is not None and not button.isEnabled()
+        assert button.text().startswith("Retry in ")
+        await aio.until(button.isEnabled, what="the wait to end", timeout=15)
+        assert button.text() == "Retry"
+        button.click()
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    texts = [r.text for r in desk.chat.model.rows]
+    assert texts == ["ping", "finally"]  # one message, answered once it could be

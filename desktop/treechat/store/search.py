@@ -76,7 +76,12 @@ def snippet(text: str, needle: str, width: int = SNIPPET_CHARS) -> str:
     at = flat.lower().find(needle)
     if at < 0:
         return flat[:width] + ("…" if len(flat) > width else "")
-    start = max(0, at - width // 3)
+    # a little before the match, so it stays visible even where the snippet is elided
+    start = max(0, at - min(width // 3, 24))
     end = min(len(flat), start + width)
     start = max(0, end - width)
+    if start > 0:
+        # begin at a word, not in the middle of one
+        space = flat.find(" ", start, at)
+        start = space + 1 if space >= 0 else start
     return ("…" if start > 0 else "") + flat[start:end] + ("…" if end < len(flat) else "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,7 +37,7 @@ class ContextBreakdownDialog(QDialog):
         self.setWindowTitle("Context")
         self.setModal(False)
         self.setAccessibleName("Context breakdown")
-        self.resize(520, 520)
+        self.resize(540, 560)
         self._occupancy: Occupancy | None = None
 
         self.headline = QLabel("No chat open")
@@ -71,6 +71,8 @@ class ContextBreakdownDialog(QDialog):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         compaction_title = QLabel("Compaction")
         compaction_title.setObjectName("DialogHeadline")
@@ -101,10 +103,11 @@ class ContextBreakdownDialog(QDialog):
         layout.addWidget(self.basis)
         layout.addWidget(self.calibration)
         layout.addSpacing(6)
-        layout.addWidget(self.table, 1)
+        layout.addWidget(self.table)
         layout.addSpacing(6)
         layout.addWidget(compaction_title)
         layout.addWidget(self.compaction)
+        layout.addStretch(1)
         layout.addSpacing(8)
         layout.addLayout(buttons)
         self.set_occupancy(None)
@@ -154,6 +157,13 @@ class ContextBreakdownDialog(QDialog):
             self.table.setItem(row, 1, amount)
             self.table.setItem(row, 2, part)
         self.table.resizeRowsToContents()
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """Every category visible at once: the table is as tall as its rows."""
+        height = self.table.horizontalHeader().height() + 2 * self.table.frameWidth()
+        height += sum(self.table.rowHeight(r) for r in range(self.table.rowCount()))
+        self.table.setFixedHeight(height + 2)
 
     def set_compaction(self, state: fmt.CompactionState | None) -> None:
         self.compaction.setText(state.describe() if state is not None else "")
@@ -161,6 +171,11 @@ class ContextBreakdownDialog(QDialog):
     def set_compacting(self, running: bool) -> None:
         self.compact_button.setEnabled(not running and self._occupancy is not None)
         self.compact_button.setText("Compacting…" if running else "Compact now")
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.set_occupancy(self._occupancy)  # swatches and muted rows follow the theme
 
     def table_rows(self) -> list[tuple[str, str, str]]:
         """What the table shows, row by row (category, tokens, share)."""

@@ -83,6 +83,7 @@ class ConversationController(QObject):
     """One per window. `current_view` and `occupancy` are what the widgets show right now."""
 
     sessionOpened = Signal(object)  # SessionView | None
+    viewChanged = Signal(object)  # SessionView: what the window now shows of the session
     busyChanged = Signal(bool)
     occupancyUpdated = Signal(object)  # Occupancy | None
     turnFailed = Signal(object)  # TurnError
@@ -123,6 +124,8 @@ class ConversationController(QObject):
         self._settings_dialog: SettingsDialog | None = None
         self._compacting = False
         self._sending = False  # between Enter and the turn being registered
+        # Staged attachments (chips) for the next send, by session id: set by the history panels.
+        self.take_attachments: Callable[[str], Sequence[Any]] | None = None
         self._connect()
 
     # --- wiring --------------------------------------------------------------------
@@ -281,6 +284,26 @@ class ConversationController(QObject):
         self.current_view = view
         self.parts.chat.set_view(view)
         self.parts.show_view(view)
+        self.viewChanged.emit(view)
+
+    def show_updated(self, view: SessionView) -> None:
+        """Show a view a graph operation returned (checkout, hide) and re-estimate."""
+        if self.current_session_id == view.session.id:
+            self._redraw(view)
+            self.spawn(self.refresh_occupancy(), name="occupancy")
+
+    def run_external_turn(
+        self, make: Callable[[Callable[[TurnEvent], None]], Coroutine[Any, Any, Any]]
+    ) -> bool:
+        """Run a turn started elsewhere (a merge from the history graph) like a send: it
+        streams into the chat, fails into the banner and redraws at the end."""
+        view = self.current_view
+        if view is None or self.is_running():
+            return False
+        session_id = view.session.id
+        self.parts.banner.dismiss()
+        self.spawn(self._run_turn(session_id, make(self._sink(session_id))), name="graph-turn")
+        return True
 
     def rename(self, session_id: str, title: str) -> None:
         async def work() -> None:
@@ -531,7 +554,9 @@ class ConversationController(QObject):
                                          on_event=sink)
         else:
             self._preview(view, text)
-            run = self.chat_service.send(session_id, text, model=model, on_event=sink)
+            staged = self.take_attachments(session_id) if self.take_attachments else ()
+            run = self.chat_service.send(session_id, text, model=model, attachments=staged,
+                                         on_event=sink)
         await self._run_turn(session_id, run)
 
     def _preview(self, view: SessionView, text: str) -> None:
@@ -615,6 +640,11 @@ class ConversationController(QObject):
             self.parts.composer.set_running(running)
             self.busyChanged.emit(running)
 
+    async def _reload(self, session_id: str) -> None:
+        view = await self.sessions.view(session_id)
+        if self.current_session_id == session_id:
+            self._redraw(view)
+
     async def _after_turn(self, session_id: str) -> None:
         """The store has the final word: redraw from it, and refresh the list entry."""
         await self._refresh_session(session_id)
@@ -634,7 +664,12 @@ class ConversationController(QObject):
             base = self._preview_base.pop(session_id, None)
             view = base if base is not None and current else view
             if current and view is not None and event.user_node is not None:
-                self._redraw(extend_view(view, [event.user_node], event.user_node.id))
+                above = event.user_node.predecessor
+                if above is not None and above not in view.graph:
+                    # attach pointers were written just before the message: read them back
+                    self.spawn(self._reload(session_id), name="reload")
+                else:
+                    self._redraw(extend_view(view, [event.user_node], event.user_node.id))
             if event.user_node is not None:
                 self.spawn(self._refresh_session(session_id), name="title")
             if current:

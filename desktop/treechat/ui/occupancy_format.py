@@ -90,9 +90,12 @@ def short_tokens(n: int) -> str:
 
 
 def percent(fraction: float) -> str:
+    """Whole percent, without rounding a sliver to 0 % or an almost-full to 100 %."""
     value = fraction * 100
     if 0 < value < 1:
         return "<1%"
+    if 99 < value < 100:
+        return ">99%"
     return f"{value:.0f}%"
 
 

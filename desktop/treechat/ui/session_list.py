@@ -263,6 +263,13 @@ class SessionList(QFrame):
                 if key == Qt.Key.Key_Up and self._at_first_row():
                     self.focus_search()
                     return True
+                if key in (Qt.Key.Key_Home, Qt.Key.Key_End):
+                    # the first row is a day header, which cannot be current
+                    target = (self.model.first_session_index() if key == Qt.Key.Key_Home
+                              else self.model.last_session_index())
+                    if target.isValid():
+                        self.view.setCurrentIndex(target)
+                    return True
         return super().eventFilter(watched, event)
 
     def _at_first_row(self) -> bool:

@@ -180,6 +180,12 @@ class SessionListModel(QAbstractListModel):
                 return self.index(i)
         return QModelIndex()
 
+    def last_session_index(self) -> QModelIndex:
+        for i in range(len(self._rows) - 1, -1, -1):
+            if isinstance(self._rows[i], Entry):
+                return self.index(i)
+        return QModelIndex()
+
     def _reset(self, rows: list[Row]) -> None:
         self.beginResetModel()
         self._rows = rows

@@ -16,11 +16,13 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -40,6 +42,21 @@ PROVIDER_NAMES = {
     "mistral": "Mistral",
     "deepseek": "DeepSeek",
     "openrouter": "OpenRouter",
+}
+
+KEYCHAIN_INTRO = (
+    "API keys are stored in your system keychain, never in Treechat's files. "
+    "Leave a field empty to keep the saved key."
+)
+NO_KEYCHAIN_INTRO = (
+    "No system keychain is available, so keys you enter are kept for this session only. "
+    "Install or unlock a keychain (Secret Service, KWallet, macOS Keychain) to keep them."
+)
+SOURCE_PLACEHOLDERS = {
+    "keyring": "Saved in the keychain (type to replace)",
+    "environment": "From the environment (type to override)",
+    "memory": "Kept for this session only",
+    "none": "Not set",
 }
 
 KeyTester = Callable[[str, str], Awaitable[str | None]]
@@ -92,7 +109,7 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setAccessibleName("Settings")
-        self.resize(620, 460)
+        self.resize(640, 540)
         self._keys = keys
         self._tasks = tasks
         self._tester = tester
@@ -125,17 +142,16 @@ class SettingsDialog(QDialog):
         grid.setContentsMargins(12, 14, 12, 12)
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(6)
-        intro = QLabel(
-            "API keys are stored in your system keychain, never in Treechat's files. "
-            "Leave a field empty to keep the saved key."
-        )
-        intro.setObjectName("DialogMuted")
-        intro.setWordWrap(True)
-        grid.addWidget(intro, 0, 0, 1, 3)
+        self.intro = QLabel(KEYCHAIN_INTRO)
+        self.intro.setObjectName("DialogMuted")
+        self.intro.setWordWrap(True)
+        grid.addWidget(self.intro, 0, 0, 1, 3)
+        grid.setRowMinimumHeight(0, 44)
         row = 1
         for provider in self._providers:
             name = PROVIDER_NAMES.get(provider, provider.title())
             label = QLabel(name)
+            label.setMinimumWidth(110)
             field = QLineEdit()
             field.setEchoMode(QLineEdit.EchoMode.Password)
             field.setPlaceholderText("Not set")
@@ -153,13 +169,18 @@ class SettingsDialog(QDialog):
             grid.addWidget(field, row, 1)
             grid.addWidget(test, row, 2)
             grid.addWidget(status, row + 1, 1, 1, 2)
+            grid.setRowMinimumHeight(row + 1, 18)
             self.key_fields[provider] = field
             self.key_status[provider] = status
             self.test_buttons[provider] = test
             row += 2
         grid.setRowStretch(row, 1)
         grid.setColumnStretch(1, 1)
-        return page
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(page)
+        return scroll
 
     def _general_page(self, choices: Sequence[ModelChoice], values: SettingsValues) -> QWidget:
         page = QWidget()
@@ -256,18 +277,16 @@ class SettingsDialog(QDialog):
             self.save_button.setEnabled(True)
 
     async def _load_statuses(self) -> None:
-        statuses = await asyncio.to_thread(
-            lambda: {p: self._keys.status(p) for p in self._providers}
+        keychain, statuses = await asyncio.to_thread(
+            lambda: (self._keys.keychain_available,
+                     {p: self._keys.status(p) for p in self._providers})
         )
+        if not keychain:
+            self.intro.setText(NO_KEYCHAIN_INTRO)
         for provider, status in statuses.items():
             field = self.key_fields[provider]
-            if status.source == "keyring":
-                field.setPlaceholderText("Saved in the keychain (type to replace)")
-            elif status.source == "environment":
-                field.setPlaceholderText("From the environment")
-            elif status.source == "memory":
-                field.setPlaceholderText("Kept for this session only")
-            if status.source != "keyring" and status.message:
+            field.setPlaceholderText(SOURCE_PLACEHOLDERS.get(status.source, "Not set"))
+            if status.source == "environment":
                 self.key_status[provider].setText(status.message)
 
     def _test(self, provider: str) -> None:

@@ -80,8 +80,9 @@ DARK = Colors(
 
 
 def colors_of(palette: QPalette) -> Colors:
-    """The scheme a palette belongs to, judged by how light its window colour is."""
-    return DARK if palette.color(QPalette.ColorRole.Window).lightness() < 128 else LIGHT
+    """The scheme a palette belongs to, judged by its text colour (light text: dark scheme).
+    Not by the background: style sheets make some backgrounds transparent."""
+    return DARK if palette.color(QPalette.ColorRole.WindowText).lightness() > 128 else LIGHT
 
 
 def level_color(fraction: float, colors: Colors) -> str:
@@ -245,6 +246,8 @@ QPushButton {{
 QPushButton:hover {{ border: 1px solid {c.accent}; }}
 QPushButton:default {{ background: {c.accent}; color: {c.accent_text}; border: none; }}
 QPushButton:disabled {{ color: {c.muted}; }}
+QDialogButtonBox {{ dialogbuttonbox-buttons-have-icons: 0; }}
+QScrollArea {{ background: transparent; }}
 """
 
 
