@@ -44,6 +44,16 @@ class StagedAttach:
 
 
 @dataclass(frozen=True, slots=True)
+class MergePlan:
+    """A merge written to the graph, waiting for its turn."""
+
+    session_id: str
+    merge_node: Node
+    attach_nodes: tuple[Node, ...]
+    peers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MergeResult:
     """The merge node (carrying the instruction), the reply written under it and the merge's
     multi-parent commit."""
@@ -138,20 +148,17 @@ class AttachService:
         )
         return StagedAttach(attachment, title, shown, commit.total_tokens, commit.id)
 
-    async def merge(
+    async def start_merge(
         self,
         session_id: str,
         heads: Sequence[str],
         *,
         base: str,
         instruction: str = DEFAULT_MERGE_INSTRUCTION,
-        model: str | None = None,
-        on_event: EventSink | None = None,
-    ) -> MergeResult:
-        """Merge branch `heads` of a session onto `base` (one of them): an attach pointer
-        per other head after `base`, then the merge node with the instruction, then a turn
-        that answers it. The merge's commit has the base line and every peer as parents;
-        the peers are marked merged."""
+    ) -> MergePlan:
+        """Write the merge of branch `heads` onto `base` (one of them): an attach pointer per
+        other head after `base`, then the merge node carrying the instruction; HEAD moves to
+        it and the peers are marked merged. `continue_merge` then runs the turn."""
         heads = list(dict.fromkeys(heads))
         if base not in heads:
             heads.insert(0, base)
@@ -205,11 +212,38 @@ class AttachService:
             return stored
 
         stored = await self.store.run(write)
-        merge_node = stored[-1]
-        # The merge's own commit (several parents) is made when the turn prepares its head.
-        reply = await self.chat.retry(session_id, merge_node.id, model=model, on_event=on_event)
-        commit = await self.engine.commit_for(session_id, merge_node.id, now=self.clock())
-        return MergeResult(merge_node, tuple(stored[:-1]), reply, commit, tuple(peers))
+        return MergePlan(session_id, stored[-1], tuple(stored[:-1]), tuple(peers))
+
+    async def continue_merge(
+        self,
+        plan: MergePlan,
+        *,
+        model: str | None = None,
+        on_event: EventSink | None = None,
+    ) -> MergeResult:
+        """Run the turn that answers a written merge; its context commit (made when the
+        turn prepares the merge node) has the base line and every peer as parents."""
+        reply = await self.chat.retry(
+            plan.session_id, plan.merge_node.id, model=model, on_event=on_event
+        )
+        commit = await self.engine.commit_for(
+            plan.session_id, plan.merge_node.id, now=self.clock()
+        )
+        return MergeResult(plan.merge_node, plan.attach_nodes, reply, commit, plan.peers)
+
+    async def merge(
+        self,
+        session_id: str,
+        heads: Sequence[str],
+        *,
+        base: str,
+        instruction: str = DEFAULT_MERGE_INSTRUCTION,
+        model: str | None = None,
+        on_event: EventSink | None = None,
+    ) -> MergeResult:
+        """`start_merge` then `continue_merge`: the whole merge turn (spec §4)."""
+        plan = await self.start_merge(session_id, heads, base=base, instruction=instruction)
+        return await self.continue_merge(plan, model=model, on_event=on_event)
 
     async def commit_history(self, session_id: str, head: str) -> tuple[CommitEntry, ...]:
         """The commits along the branch ending at `head`, oldest first; `fork` marks heads

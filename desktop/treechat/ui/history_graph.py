@@ -177,7 +177,9 @@ class HistoryScene(QGraphicsScene):
             self.nodes = {}
             self.selected = []
             self._reset_items()
-        fresh = [n for n in graph if n.id not in self.nodes]
+        # The chat shows a message before the store has it ("pending-…"); the graph waits
+        # for the stored node, so it never has to take a node back out.
+        fresh = [n for n in graph if n.id not in self.nodes and not n.id.startswith("pending-")]
         hidden: set[str] = set()
         for h in view.hidden:
             if h in graph:
@@ -192,6 +194,17 @@ class HistoryScene(QGraphicsScene):
         self.pinned_ids = frozenset(view.pinned)
         self.merged_ids = merged_heads(graph)
         self.set_head(view.head, graph)
+
+    def clear_view(self) -> None:
+        """Show nothing (a new chat)."""
+        self._chunk_timer.stop()
+        self.session_id = None
+        self.layout = EMPTY_LAYOUT
+        self.nodes = {}
+        self.selected = []
+        self.head = None
+        self.path_ids = frozenset()
+        self._reset_items()
 
     def _add(self, fresh: list[Node], graph: dag.Graph) -> None:
         """Place new nodes and draw them in the overview now; their items and edge paths
@@ -376,7 +389,7 @@ class HistoryScene(QGraphicsScene):
     def set_head(self, head: str | None, graph: dag.Graph | None = None) -> None:
         """Move the HEAD highlight: the path from the root to `head`, tool calls included."""
         if head is not None and head not in self.nodes:
-            head = None
+            head = self.head if self.head in self.nodes else None
         if graph is None:
             graph = dag.Graph(self.nodes.values())
         path = dag.active_path(graph, head) if head is not None else ()
@@ -640,6 +653,13 @@ class HistoryGraphView(QGraphicsView):
             self.home()
         self._sync_detail()
 
+    def changeEvent(self, event: Any) -> None:
+        from PySide6.QtCore import QEvent
+
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.restyle()
+
     def restyle(self) -> None:
         style = GraphStyle.from_palette(self.palette())
         self.setBackgroundBrush(style.background)
@@ -838,12 +858,15 @@ class HistoryGraphView(QGraphicsView):
             current.append(node_id)
         self.select(current)
 
+    def drag_mime(self, node_id: str) -> QMimeData:
+        """What dragging `node_id` out of the graph carries (an attach of that head)."""
+        return node_mime(self.graph_scene.session_id or "", node_id)
+
     def _start_drag(self, node_id: str) -> None:
-        scene = self.graph_scene
-        if scene.session_id is None:
+        if self.graph_scene.session_id is None:
             return
         drag = QDrag(self)
-        drag.setMimeData(node_mime(scene.session_id, node_id))
+        drag.setMimeData(self.drag_mime(node_id))
         drag.setPixmap(self._drag_pixmap(node_id))
         drag.exec(Qt.DropAction.CopyAction)
 
@@ -1011,6 +1034,12 @@ class HistoryGraphPanel(QWidget):
         self.summary.setText(f"{nodes} node{'s' if nodes != 1 else ''} · "
                              f"{leaves} branch{'es' if leaves != 1 else ''}")
         self._selection(self.view.selected_nodes())
+
+    def clear(self) -> None:
+        self.view.graph_scene.clear_view()
+        self.view.minimap.invalidate()
+        self.summary.setText("")
+        self._selection([])
 
     def set_busy(self, busy: bool) -> None:
         self.view.busy = busy

@@ -1,0 +1,142 @@
+"""The history graph in the window: one item of the right shape per node, and a click that
+moves HEAD without sending anything."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtTest import QTest
+from tests.support.loopback_server import Reply
+
+from treechat.core import dag
+from treechat.core.model import Node
+from treechat.ui.graph_items import HEAD, MERGED, ON_PATH, NodeItem, R, node_kind, shape_path
+from treechat.ui.history_panels import HistoryPanels
+
+from .conftest import Aio, Desk
+
+
+def panels(desk: Desk) -> HistoryPanels:
+    found = desk.window.history_panels
+    assert isinstance(found, HistoryPanels)
+    return found
+
+
+def node_items(desk: Desk) -> list[NodeItem]:
+    scene = panels(desk).graph.view.graph_scene
+    scene.ensure_items()
+    return [i for i in scene.items() if isinstance(i, NodeItem)]
+
+
+def click_node(desk: Desk, node_id: str,
+               modifier: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> None:
+    view = panels(desk).graph.view
+    view.center_on_node(node_id, 1.0)
+    point: QPoint = view.mapFromScene(view.graph_scene.point_of(node_id))
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, point)
+
+
+def write(desk: Desk, session_id: str, nodes: list[Node], head: str) -> None:
+    desk.services.store.call(
+        lambda r: r.apply_change(session_id, dag.Change(tuple(nodes), head), 1.0))
+
+
+def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
+    store = desk.services.store
+    session = aio.run(desk.services.chat.sessions.create("Shapes"))
+    sid = session.id
+
+    def n(i: str, role: str, **kw: object) -> Node:
+        return Node(id=i, seq=0, created_at=1.0, session_id=sid, role=role,  # type: ignore[arg-type]
+                    output=f"text of {i}", **kw)  # type: ignore[arg-type]
+
+    nodes = [
+        n("u1", "user"),
+        n("a1", "assistant", predecessor="u1"),
+        n("t1", "tool", caller="a1", name="read_file"),
+        n("a2", "assistant", predecessor="a1"),
+        n("a1b", "assistant", predecessor="u1"),  # a retry
+        n("at", "runtime", name="attach", predecessor="a2",
+          metadata={"source_session": sid, "source_head": "a1b"}),
+        n("m", "runtime", name="merge", predecessor="at",
+          metadata={"peers": [{"source_session": sid, "source_head": "a1b"}]}),
+        n("a3", "assistant", predecessor="m"),
+    ]
+    write(desk, sid, nodes, "a3")
+    assert store.call(lambda r: r.get_session(sid)) is not None
+
+    async def scenario() -> None:
+        await desk.controller.reload_sessions()
+        desk.controller.open_session(sid)
+        await aio.until(lambda: desk.controller.current_session_id == sid, what="open")
+        await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == len(nodes))
+
+    aio.run(scenario())
+    items = node_items(desk)
+    assert sorted(i.node_id for i in items) == sorted(x.id for x in nodes)
+    kinds = {i.node_id: i.kind for i in items}
+    assert kinds == {x.id: node_kind(x) for x in nodes}
+    assert {kinds[k] for k in ("u1", "a1", "t1", "at", "m")} == {
+        "user", "assistant", "tool", "attach", "merge"}
+    # each kind has its own outline: circle, square, triangle, diamond, hexagon
+    corners = {k: shape_path(k).toFillPolygon().count() for k in ("tool", "attach", "merge")}
+    assert corners == {"tool": 4, "attach": 5, "merge": 7}
+    corner = QPointF(R * 0.75, R * 0.75)  # inside a square, outside a circle
+    assert shape_path("assistant").contains(corner)
+    assert not shape_path("user").contains(corner)
+    by_id = {i.node_id: i for i in items}
+    assert by_id["a3"].state & HEAD and by_id["m"].state & ON_PATH
+    assert not by_id["a1b"].state & ON_PATH and by_id["a1b"].state & MERGED
+    # the retry sits beside the first reply, the tool call beside the continuation
+    scene = panels(desk).graph.view.graph_scene
+    assert scene.layout.cell("a1b")[1] == scene.layout.cell("a1")[1]
+    assert scene.layout.cell("a1b")[0] > scene.layout.cell("a1")[0]
+
+
+def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> None:
+    chat = desk.services.chat
+    desk.provider.queue(Reply(text="first answer"), Reply(text="second answer"))
+
+    async def setup() -> tuple[str, str, str]:
+        session = await chat.sessions.create("Clicks")
+        first = await chat.send(session.id, "question one")
+        second = await chat.send(session.id, "question two")
+        assert first is not None and second is not None
+        await desk.controller.reload_sessions()
+        desk.controller.open_session(session.id)
+        await aio.until(lambda: desk.controller.current_session_id == session.id)
+        await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == 4)
+        return session.id, first.id, second.id
+
+    sid, first, second = aio.run(setup())
+    requests = desk.requests()
+    desk.window.dock.show()
+
+    async def scenario() -> None:
+        click_node(desk, first)
+        await aio.until(lambda: desk.controller.current_view.head == first, what="checkout")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    assert desk.requests() == requests
+    stored = desk.services.store.call(lambda r: r.get_session(sid))
+    assert stored is not None and stored.head == first
+    scene = panels(desk).graph.view.graph_scene
+    assert scene.head == first
+    assert scene.items_by_id[first].state & HEAD
+    assert not scene.items_by_id[second].state & ON_PATH
+    assert [r.text for r in desk.chat.model.rows][-1] == "first answer"
+
+    # Ctrl+click picks heads for a merge instead of checking out
+    aio.run(_ctrl_click(desk, aio, second))
+    assert panels(desk).graph.view.selected_nodes() == [second]
+    assert desk.controller.current_view.head == first
+    menu = panels(desk).graph.view.node_menu(first)
+    labels = [a.text() for a in menu.actions() if a.text()]
+    assert {"Retry", "Edit…", "Branch into new chat", "Pin", "Hide branch",
+            "Merge 2 branches…"} <= set(labels)
+    assert desk.requests() == requests
+
+
+async def _ctrl_click(desk: Desk, aio: Aio, node_id: str) -> None:
+    click_node(desk, node_id, Qt.KeyboardModifier.ControlModifier)
+    await aio.settle()
