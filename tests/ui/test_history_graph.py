@@ -140,3 +140,33 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
 async def _ctrl_click(desk: Desk, aio: Aio, node_id: str) -> None:
     click_node(desk, node_id, Qt.KeyboardModifier.ControlModifier)
     await aio.settle()
+
+
+def test_the_timeline_shows_the_commit_and_points_at_sources(desk: Desk, aio: Aio) -> None:
+    chat = desk.services.chat
+    desk.provider.queue(Reply(text="An answer worth reading."))
+
+    async def setup() -> str:
+        session = await chat.sessions.create("Timeline")
+        reply = await chat.send(session.id, "A question")
+        assert reply is not None
+        await desk.controller.reload_sessions()
+        desk.controller.open_session(session.id)
+        await aio.until(lambda: desk.controller.current_session_id == session.id)
+        desk.window.dock.show()
+        desk.window.dock_tabs.setCurrentWidget(panels(desk).timeline)
+        await aio.until(lambda: panels(desk).timeline.commit is not None, what="commit")
+        return reply.id
+
+    reply_id = aio.run(setup())
+    timeline = panels(desk).timeline
+    commit = timeline.commit
+    assert commit is not None and commit.head_node_id == reply_id
+    assert timeline.model.rowCount() == len(commit.items)
+    assert f"{commit.total_tokens:,} tokens" in timeline.header.text()
+    assert timeline.history_model.rowCount() >= 1
+    assert timeline.select_source(reply_id)
+    assert "An answer worth reading." in timeline.detail.toPlainText()
+    assert "[full]" in timeline.detail.toPlainText()
+    assert panels(desk).graph.view.graph_scene.focused == reply_id
+    assert desk.requests() == 1
