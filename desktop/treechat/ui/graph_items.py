@@ -390,9 +390,6 @@ class OverviewItem(QGraphicsItem):
         painter.setPen(style.overview_pen)
         painter.drawPath(self.edges)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        if not self.head.isEmpty():
-            painter.setPen(style.head_pen())
-            painter.drawPath(self.head)
         size = max(2 * R, 2.5 / scale)
         points = self._points_for(size)
         # Tool calls first: the dialogue drawn over them stays readable from far away.
@@ -403,6 +400,9 @@ class OverviewItem(QGraphicsItem):
                             else Qt.PenCapStyle.SquareCap)
             painter.setPen(pen)
             painter.drawPoints(poly)
+        if not self.head.isEmpty():  # on top: the current branch stays findable from afar
+            painter.setPen(style.head_pen())
+            painter.drawPath(self.head)
 
 
     def _points_for(self, size: float) -> dict[str, QPolygonF]:

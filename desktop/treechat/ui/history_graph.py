@@ -739,7 +739,7 @@ class HistoryGraphView(QGraphicsView):
         self.graph_scene.set_detail(detailed)
         if detailed:
             self._materialize_visible()
-        self.minimap.update()
+        self._update_minimap()
         self.zoomChanged.emit(self.zoom)
 
     def _materialize_visible(self) -> None:
@@ -767,6 +767,14 @@ class HistoryGraphView(QGraphicsView):
         super().scrollContentsBy(dx, dy)
         if not self._navigating and self.graph_scene.detailed:
             self._materialize_visible()
+        self._update_minimap()
+
+    def _update_minimap(self) -> None:
+        """The minimap only when part of the graph is out of sight."""
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        everything = self.graph_scene.graph_rect()
+        self.minimap.setVisible(bool(self.graph_scene.nodes)
+                                and not visible.contains(everything))
         self.minimap.update()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
