@@ -24,6 +24,7 @@ import pytest
 from tests.support.context_sim import Conversation, Turn, simulate
 
 from treechat.core.budget import plan_budget
+from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.core.render import Composition, render_parts
 from treechat.core.tokens import (
@@ -385,7 +386,6 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
     t = 0.0
 
     def append(nodes: Sequence[Node], new_head: str, now: float) -> None:
-        from treechat.core.dag import Change
 
         store.call(lambda r: r.apply_change(sid, Change(tuple(nodes), new_head), now))
 
@@ -506,7 +506,6 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
 def _side_branch(store: Store, conv: Conversation, fork: str,
                  t: float) -> tuple[str, list[dict[str, Any]]]:
     """A side session branched at `fork` with a few turns (one plants a fact)."""
-    from treechat.core.dag import Change
 
     assert conv.side is not None
     sid = f"side{conv.seed}"
@@ -542,47 +541,64 @@ def _turn_nodes(turn: Turn, session: str, head: str | None, tag: str) -> list[No
     return out
 
 
-async def prepare_time(tmp: Path, nodes_target: int, measured_turns: int = 25) -> float:
-    """Median prepare() per turn once the session holds `nodes_target` nodes."""
-    from treechat.core.dag import Change
+class ScaleSession:
+    """A session holding `nodes_target` nodes, opened once, then extended a turn at a time."""
 
-    counter = CachedTiktokenCounter("o200k_base")
-    store = Store.open(tmp / f"scale{nodes_target}.duckdb")
-    sid = f"scale{nodes_target}"
-    store.call(lambda r: r.create_session(Session(sid, "scale", None, MODEL, 0.0)))
-    conv = simulate(7, turns=max(10, nodes_target // 2) + measured_turns + 5)
-    history: list[Node] = []
-    head: str | None = None
-    turns = iter(conv.turns)
-    for turn in turns:
-        batch = _turn_nodes(turn, sid, head, "h")
-        if len(history) + len(batch) > nodes_target:
-            break
-        history += batch
-        head = next(n.id for n in reversed(batch) if n.role == "assistant")
-    store.call(lambda r: r.apply_change(sid, Change(tuple(history), head), 1.0))
-    engine = ContextEngine(store, counter)
-    now = conv.turns[0].time
-    kwargs = dict(model=MODEL, window=WINDOW, tools=TOOLS, system_prompt=SYSTEM,
-                  situation=SITUATION)
-    await engine.prepare(sid, now=now, **kwargs)  # the first open loads the branch once
-    times: list[float] = []
-    for turn in turns:
-        if len(times) >= measured_turns:
-            break
-        batch = _turn_nodes(turn, sid, head, "m")
-        head = batch[1].id
-        store.call(lambda r, b=batch, h=head: r.apply_change(sid, Change(tuple(b), h), 2.0))
+    def __init__(self, tmp: Path, nodes_target: int) -> None:
+        self.sid = f"scale{nodes_target}"
+        self.store = Store.open(tmp / f"{self.sid}.duckdb")
+        self.store.call(lambda r: r.create_session(Session(self.sid, "scale", None, MODEL, 0.0)))
+        conv = simulate(7, turns=max(10, nodes_target // 2) + 60)
+        history: list[Node] = []
+        self.head: str | None = None
+        self.turns = iter(conv.turns)
+        for turn in self.turns:
+            batch = _turn_nodes(turn, self.sid, self.head, "h")
+            if len(history) + len(batch) > nodes_target:
+                break
+            history += batch
+            self.head = next(n.id for n in reversed(batch) if n.role == "assistant")
+        self.store.call(lambda r: r.apply_change(self.sid, Change(tuple(history), self.head), 1.0))
+        self.engine = ContextEngine(self.store, CachedTiktokenCounter("o200k_base"))
+        self.now = conv.turns[0].time
+
+    async def open(self) -> None:
+        await self.engine.prepare(self.sid, now=self.now, **_SCALE_ARGS)
+
+    async def turn(self) -> float:
+        """Append one turn and time the prepare() for it."""
+        turn = next(self.turns)
+        batch = _turn_nodes(turn, self.sid, self.head, "m")
+        self.head = batch[1].id
+        self.store.call(lambda r: r.apply_change(self.sid, Change(tuple(batch), self.head), 2.0))
+        await self.engine.flush()
         t0 = time.perf_counter()
-        await engine.prepare(sid, now=turn.time + 10, **kwargs)
-        times.append(time.perf_counter() - t0)
-    store.close()
-    return statistics.median(times)
+        await self.engine.prepare(self.sid, now=turn.time + 10, **_SCALE_ARGS)
+        return time.perf_counter() - t0
+
+
+_SCALE_ARGS: dict[str, Any] = dict(model=MODEL, window=WINDOW, tools=TOOLS,
+                                   system_prompt=SYSTEM, situation=SITUATION)
+
+
+async def prepare_times(tmp: Path, turns: int = 40) -> tuple[float, float]:
+    """Median prepare() per turn at 100 and at 10,000 nodes, measured turn by turn
+    alternately so both see the same machine load."""
+    small, big = ScaleSession(tmp, 100), ScaleSession(tmp, 10_000)
+    await small.open()  # the first open of a session loads its branch once
+    await big.open()
+    t_small: list[float] = []
+    t_big: list[float] = []
+    for _ in range(turns):
+        t_small.append(await small.turn())
+        t_big.append(await big.turn())
+    small.store.close()
+    big.store.close()
+    return statistics.median(t_small), statistics.median(t_big)
 
 
 async def storage_growth(tmp: Path) -> tuple[int, int]:
     """Commit bytes after 100 and after 1,000 turns of one conversation."""
-    from treechat.core.dag import Change
 
     counter = CachedTiktokenCounter("o200k_base")
     store = Store.open(tmp / "storage.duckdb")
@@ -686,8 +702,7 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
 
 
 def test_context_scaling_and_storage(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
-    t100 = asyncio.run(prepare_time(tmp_path, 100))
-    t10k = asyncio.run(prepare_time(tmp_path, 10_000))
+    t100, t10k = asyncio.run(prepare_times(tmp_path))
     b100, b1000 = asyncio.run(storage_growth(tmp_path))
     figures = {
         "prepare_100_ms": t100 * 1000,

@@ -149,16 +149,20 @@ def fit_to_window(
     tools_tokens: int = 0,
     max_output_tokens: int = 0,
     config: BudgetConfig = BudgetConfig(),
+    sizes: Sequence[int] | None = None,
 ) -> FitResult:
     """Fit the whole request (messages + tools + reply allowance + margin) into `window`.
 
     Leading system messages are kept whole; the conversation is trimmed oldest first with
     tool pairing kept valid; a single message too large for the room is cut head and tail.
     Raises `ContextOverflowError` when the system prompt and tools alone do not fit.
+    `sizes`, when given, are the messages' token counts (saves counting them again).
     """
+    if sizes is None:
+        sizes = [message_tokens(m, counter.count) for m in messages]
     margin = safety_margin(window, config)
     n_sys = _leading_system(messages)
-    sys_tokens = sum(message_tokens(m, counter.count) for m in messages[:n_sys])
+    sys_tokens = sum(sizes[:n_sys])
     fixed = sys_tokens + tools_tokens + REPLY_PRIMING_TOKENS
     room = window - max_output_tokens - margin - fixed
     has_history = len(messages) > n_sys
@@ -171,9 +175,12 @@ def fit_to_window(
             needed=fixed + max_output_tokens + margin + (MIN_MESSAGE_TOKENS if has_history else 0),
             window=window,
         )
-    kept, truncated, history = _fit_suffix(messages, n_sys, room, counter)
+    kept, truncated, history = _fit_suffix(messages, n_sys, room, counter, sizes)
     out = tuple(dict(m) for m in messages[:n_sys]) + history
-    tokens = fixed - tools_tokens + sum(message_tokens(m, counter.count) for m in history)
+    tokens = fixed - tools_tokens + sum(
+        message_tokens(m, counter.count) if i in truncated else sizes[i]
+        for i, m in zip(kept, history, strict=True)
+    )
     return FitResult(
         messages=out,
         kept=tuple(range(n_sys)) + kept,
@@ -200,16 +207,18 @@ def history_tokens(messages: Sequence[Mapping[str, Any]], counter: TokenCounter)
 
 
 def _fit_suffix(
-    messages: Sequence[Mapping[str, Any]], start: int, room: int, counter: TokenCounter
+    messages: Sequence[Mapping[str, Any]], start: int, room: int, counter: TokenCounter,
+    sizes: Sequence[int] | None = None,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[dict[str, Any], ...]]:
     """The newest messages from `start` on that fit `room`, starting on a valid boundary."""
     if start >= len(messages):
         return (), (), ()
-    sizes = [message_tokens(m, counter.count) for m in messages[start:]]
+    if sizes is None:
+        sizes = [message_tokens(m, counter.count) for m in messages]
     used = 0
     first = len(messages)
     for i in range(len(messages) - 1, start - 1, -1):
-        size = sizes[i - start]
+        size = sizes[i]
         if used + size > room:
             break
         used += size

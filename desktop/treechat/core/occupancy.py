@@ -4,7 +4,7 @@ breakdown that always sums to it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,16 +78,20 @@ class Occupancy:
 
 
 def estimate_categories(
-    parts: Iterable[RenderedMessage], tools_tokens: int, counter: TokenCounter
+    parts: Iterable[RenderedMessage], tools_tokens: int, counter: TokenCounter,
+    sizes: Sequence[int] | None = None,
 ) -> dict[str, int]:
     """Estimated tokens per category for a rendered request (framing and priming included),
-    summing to exactly what `count_messages` + tools would give."""
+    summing to exactly what `count_messages` + tools would give. `sizes`, when given, are
+    the messages' token counts."""
     out = dict.fromkeys(USED_CATEGORIES, 0)
     out["tools"] = tools_tokens
     any_message = False
-    for part in parts:
+    for i, part in enumerate(parts):
         any_message = True
-        out[part.category] += message_tokens(part.message, counter.count)
+        out[part.category] += (
+            sizes[i] if sizes is not None else message_tokens(part.message, counter.count)
+        )
     if any_message:
         out["messages"] += REPLY_PRIMING_TOKENS
     return out

@@ -732,9 +732,12 @@ def apply_compaction(
             order=order,
         )
         for p in run.positions:
+            # A folded item only needs to say where it went; dropping the rest keeps every
+            # later keyframe small.
             items[p] = replace(
                 items[p], state="summarized", merged_into=sid, rendered="", tokens=0,
-                text_ref="", tool_args="", args_ref=False, reason="summarized",
+                text_ref="", tool_args="", args_ref=False, reason="", tool_name="",
+                tool_call_id="", call_of=None, touched_at=0.0, is_anchor=False,
             )
             changed.add(p)
         folded += len(run.positions)

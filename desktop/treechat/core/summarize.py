@@ -4,6 +4,7 @@ which follows the session's own instructions rather than a hard-coded prompt."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -83,6 +84,9 @@ _TERM = re.compile(r"[A-Za-z][A-Za-z'-]+|\d[\d,.:]*")
 _CODEY = re.compile(r"[{}();=<>\[\]`$|\\]")
 _LINE_ROLE = re.compile(r"^- (\w+)(?: \(([^)]*)\))?: (.*)$")
 
+# Candidates considered for a summary, best first by value; the rest cannot make the cut.
+_POOL = 3000
+_MIN_LINE_TOKENS = 6
 _ROLE_WEIGHT = {"user": 3.0, "assistant": 1.2, "system": 1.5, "runtime": 1.0, "tool": 0.4}
 _MAX_UNIT_CHARS = 360
 
@@ -191,26 +195,32 @@ class DeterministicSummarizer:
             novelty.append(sum(top) / len(top))
         peak = max(novelty, default=0.0) or 1.0
         base = [u.score + 3.0 * (v / peak) for u, v in zip(units, novelty, strict=True)]
-        overlap = [0.0] * len(units)
-        remaining = set(range(len(units)))
+        # Lazy greedy: a candidate's value only drops as more is picked, so it is re-scored
+        # against the picks made since it was last scored, and only when it reaches the top.
+        pool = sorted(range(len(units)), key=lambda i: (-base[i], i))[:_POOL]
+        heap = [(-base[i], i, 0) for i in pool]
+        heapq.heapify(heap)
+        overlap: dict[int, float] = {}
         picked: list[int] = []
         seen: set[str] = set()
         used = 0
-        while remaining and used < budget:
-            best = min(remaining, key=lambda i: (-(base[i] - 3.0 * overlap[i]), i))
-            remaining.discard(best)
-            unit = units[best]
+        while heap and budget - used >= _MIN_LINE_TOKENS:
+            _, i, scored = heapq.heappop(heap)
+            if scored < len(picked):
+                ov = overlap.get(i, 0.0)
+                for j in picked[scored:]:
+                    ov = max(ov, _jaccard(terms[i], terms[j]))
+                overlap[i] = ov
+                heapq.heappush(heap, (-(base[i] - 3.0 * ov), i, len(picked)))
+                continue
+            unit = units[i]
             norm = unit.line.lower()
             cost = self._counter.count(unit.line) + 1
             if norm in seen or used + cost > budget:
                 continue
             seen.add(norm)
-            picked.append(best)
+            picked.append(i)
             used += cost
-            chosen_terms = terms[best]
-            for i in remaining:
-                sim = _jaccard(terms[i], chosen_terms)
-                overlap[i] = max(overlap[i], sim)
         return [units[i] for i in sorted(picked)]
 
     def _units(self, entries: Sequence[SummaryEntry]) -> list[_Unit]:

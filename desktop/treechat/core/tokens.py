@@ -16,8 +16,12 @@ REPLY_PRIMING_TOKENS = 3
 TOOL_CALL_FRAMING_TOKENS = 3
 TOOL_SCHEMA_FRAMING_TOKENS = 8
 
-# Below this length the text itself is a cheaper dictionary key than its digest.
-_SHORT_KEY_CHARS = 128
+# Up to this length the text itself is the key: Python caches a string's (content) hash on
+# the object, so recounting the same rendered text costs one lookup, not a rehash. Longer
+# texts are keyed by a digest so the cache does not pin megabytes of text.
+_TEXT_KEY_CHARS = 65_536
+# Characters of text the cache may hold as keys before evicting the oldest.
+_MAX_KEY_CHARS = 16_000_000
 
 
 @runtime_checkable
@@ -86,8 +90,9 @@ def tools_tokens(tools: Iterable[Mapping[str, Any]], count: Callable[[str], int]
 
 
 def content_key(text: str) -> str | bytes:
-    """A compact cache key: the text itself when short, else a 128-bit digest of it."""
-    if len(text) <= _SHORT_KEY_CHARS:
+    """The cache key for a text: the text itself (hash cached on the object, equality checked
+    on a hit) or, for very long text, a 128-bit digest of its content."""
+    if len(text) <= _TEXT_KEY_CHARS:
         return text
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -96,12 +101,13 @@ class CachedCounter:
     """Wraps a counting function with a bounded content-hash cache. A trim pass sizes every
     message on every call, so repeated text must not be re-tokenized."""
 
-    __slots__ = ("_cache", "_count", "_maxsize", "hits", "misses")
+    __slots__ = ("_cache", "_chars", "_count", "_maxsize", "hits", "misses")
 
     def __init__(self, count: Callable[[str], int], maxsize: int = 65_536) -> None:
         self._count = count
         self._cache: OrderedDict[str | bytes, int] = OrderedDict()
         self._maxsize = maxsize
+        self._chars = 0
         self.hits = 0
         self.misses = 0
 
@@ -117,8 +123,10 @@ class CachedCounter:
         self.misses += 1
         value = self._count(text)
         self._cache[key] = value
-        if len(self._cache) > self._maxsize:
-            self._cache.popitem(last=False)
+        self._chars += len(key)
+        while len(self._cache) > self._maxsize or self._chars > _MAX_KEY_CHARS:
+            old, _ = self._cache.popitem(last=False)
+            self._chars -= len(old)
         return value
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:

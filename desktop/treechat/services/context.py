@@ -34,7 +34,7 @@ from ..core.rules import (
     plan_compaction,
 )
 from ..core.summarize import AsyncSummarizer, DeterministicSummarizer, Summarizer
-from ..core.tokens import TokenCounter, messages_tokens, tools_tokens
+from ..core.tokens import TokenCounter, message_tokens, messages_tokens, tools_tokens
 from ..store import commits as commit_store
 from ..store.database import Store
 from ..store.repository import Repository
@@ -171,16 +171,21 @@ class ContextEngine:
                 compacted = compacted_commit.id != commit.id
                 commit = compacted_commit
         parts = render_parts(commit, composition)
+        count = self.counter.count
+        sizes = [message_tokens(p.message, count) for p in parts]
         fit = fit_to_window(
             [p.message for p in parts], window=window, counter=self.counter,
             tools_tokens=tool_tokens, max_output_tokens=budget.output_reserve,
-            config=self.config.budget,
+            config=self.config.budget, sizes=sizes,
         )
-        fitted = tuple(
-            RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
-            for i, k in enumerate(fit.kept)
-        )
-        categories = estimate_categories(fitted, tool_tokens, self.counter)
+        if fit.changed:
+            fitted = tuple(
+                RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
+                for i, k in enumerate(fit.kept)
+            )
+            categories = estimate_categories(fitted, tool_tokens, self.counter)
+        else:
+            categories = estimate_categories(parts, tool_tokens, self.counter, sizes)
         occupancy = build_occupancy(window=window, categories=categories, head=resolved_head,
                                     measured=measured)
         return TurnPrep(
