@@ -170,3 +170,45 @@ def test_the_timeline_shows_the_commit_and_points_at_sources(desk: Desk, aio: Ai
     assert "[full]" in timeline.detail.toPlainText()
     assert panels(desk).graph.view.graph_scene.focused == reply_id
     assert desk.requests() == 1
+
+
+def test_new_nodes_are_added_without_moving_or_remaking_items(qapp: object) -> None:
+    from tests.support.synthetic_graph import conversation
+
+    from treechat.core.dag import Graph, active_path
+    from treechat.core.model import Session
+    from treechat.services.sessions import SessionView
+    from treechat.ui.graph_items import DETAIL_SCALE
+    from treechat.ui.history_graph import HistoryGraphView
+
+    def session_view(nodes: list[Node]) -> SessionView:
+        graph = Graph(nodes)
+        head = next(n.id for n in reversed(nodes) if n.role != "tool")
+        return SessionView(Session("s", "t", head, "m", 0.0), graph,
+                           active_path(graph, head), frozenset(), frozenset())
+
+    everything = conversation(900)
+    view = HistoryGraphView()
+    view.resize(400, 700)
+    view.show_view(session_view(everything[:800]))
+    scene = view.graph_scene
+    scene.ensure_items()
+    before = {k: (item, item.pos()) for k, item in scene.items_by_id.items()}
+    assert len(before) == 800
+    view.show_view(session_view(everything))
+    scene.ensure_items()
+    assert len(scene.items_by_id) == 900
+    for node_id, (item, pos) in before.items():
+        assert scene.items_by_id[node_id] is item and item.pos() == pos
+    assert scene.head == session_view(everything).head
+    assert scene.items_by_id[scene.head].state & HEAD
+
+    # zoomed out, the overview draws the graph and node items are not painted at all
+    view.fit_all()
+    assert view.zoom < DETAIL_SCALE
+    assert scene.overview.isVisible() and not scene.node_layer.isVisible()
+    view.center_on_node(scene.head, 1.0)
+    assert scene.node_layer.isVisible() and not scene.overview.isVisible()
+    # hit-testing goes through the layout grid, at any zoom
+    assert scene.node_at(scene.point_of(scene.head)) == scene.head
+    assert scene.node_at(scene.point_of(scene.head) + QPointF(R * 2, 0)) is None

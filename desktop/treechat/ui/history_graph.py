@@ -134,6 +134,7 @@ class HistoryScene(QGraphicsScene):
         self.pinned_ids: frozenset[str] = frozenset()
         self.merged_ids: set[str] = set()
         self.focused: str | None = None
+        self.graph = dag.Graph(())
         self.selected: list[str] = []  # picked for a merge, in the order picked
         self._pending: dict[int, list[str]] = {}  # band -> nodes without items yet
         self._detail = True
@@ -193,6 +194,7 @@ class HistoryScene(QGraphicsScene):
             self._rebuild_edges()
         self.pinned_ids = frozenset(view.pinned)
         self.merged_ids = merged_heads(graph)
+        self.graph = graph
         self.set_head(view.head, graph)
 
     def clear_view(self) -> None:
@@ -958,7 +960,7 @@ class HistoryGraphView(QGraphicsView):
         scene = self.graph_scene
         node = scene.nodes[node_id]
         kind = node_kind(node)
-        graph = dag.Graph(scene.nodes.values()) if node.parent else None
+        graph = scene.graph if node.parent else None
         bits = [ROLE_NAMES.get(kind, node.role)]
         if node.role == "assistant" and node.name:
             bits.append(node.name)
