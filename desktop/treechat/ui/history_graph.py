@@ -160,6 +160,7 @@ class HistoryScene(QGraphicsScene):
         self.head_layer.setZValue(0)
         self.addItem(self.head_layer)
         self.head_bands: dict[int, QGraphicsPathItem] = {}
+        self._head_segments: dict[int, list[tuple[str, str]]] = {}
         self.items_by_id = {}
         self.band_items: dict[int, BandItem] = {}
         self._pending = {}
@@ -389,21 +390,25 @@ class HistoryScene(QGraphicsScene):
         return state
 
     def set_head(self, head: str | None, graph: dag.Graph | None = None) -> None:
-        """Move the HEAD highlight: the path from the root to `head`, tool calls included."""
+        """Move the HEAD highlight: the path from the root to `head`, tool calls included.
+        Only items whose marks change are touched, and only bands whose stretch of the
+        path changed are re-stroked."""
         if head is not None and head not in self.nodes:
             head = self.head if self.head in self.nodes else None
         if graph is None:
             graph = dag.Graph(self.nodes.values())
+        chain = dag.ancestry(graph, head) if head is not None else ()
         path = dag.active_path(graph, head) if head is not None else ()
         new_ids = frozenset(n.id for n in path)
-        changed = (self.path_ids | new_ids | {self.head, head}) - {None}
+        changed = (self.path_ids ^ new_ids) | {self.head, head}
         self.head = head
         self.path_ids = new_ids
         for node_id in changed:
-            self._restate(str(node_id))
+            if node_id is not None:
+                self._restate(node_id)
         for node_id in self.pinned_ids | self.merged_ids:
             self._restate(node_id)
-        self._draw_head_path(graph)
+        self._draw_head_path([n.id for n in chain])
 
     def _restate(self, node_id: str) -> None:
         item = self.items_by_id.get(node_id)
@@ -411,32 +416,38 @@ class HistoryScene(QGraphicsScene):
         if item is not None and node is not None:
             item.set_state(self._state(node))
 
-    def _draw_head_path(self, graph: dag.Graph) -> None:
-        paths: dict[int, QPainterPath] = {}
-        overview = QPainterPath()
-        if self.head is not None:
-            chain = dag.ancestry(graph, self.head)
-            placements = self.layout.placements
-            for a, b in itertools.pairwise(chain):
-                p, q = placements[a.id], placements[b.id]
+    def _draw_head_path(self, chain: list[str]) -> None:
+        placements = self.layout.placements
+        segments: dict[int, list[tuple[str, str]]] = {}
+        for a, b in itertools.pairwise(chain):
+            segments.setdefault(placements[b].row // BAND_ROWS, []).append((a, b))
+
+        def stroke(pairs: Iterable[tuple[str, str]], path: QPainterPath) -> QPainterPath:
+            for a, b in pairs:
+                p, q = placements[a], placements[b]
                 ax, ay, bx, by = p.column * DX, p.row * DY, q.column * DX, q.row * DY
-                band = paths.get(q.row // BAND_ROWS)
-                if band is None:
-                    band = paths[q.row // BAND_ROWS] = QPainterPath()
-                for path in (band, overview):
-                    path.moveTo(ax, ay)
-                    if p.column == q.column:
-                        path.lineTo(bx, by)
-                    else:
-                        mid = (ay + by) / 2
-                        path.cubicTo(ax, mid, bx, mid, bx, by)
+                path.moveTo(ax, ay)
+                if p.column == q.column:
+                    path.lineTo(bx, by)
+                else:
+                    mid = (ay + by) / 2
+                    path.cubicTo(ax, mid, bx, mid, bx, by)
+            return path
+
         pen = self.style.head_pen()
-        for key in set(self.head_bands) | set(paths):
+        for key in set(self.head_bands) | set(segments):
+            pairs = segments.get(key, [])
+            if self._head_segments.get(key) == pairs:
+                continue
+            self._head_segments[key] = pairs
             item = self.head_bands.get(key)
             if item is None:
                 item = self.head_bands[key] = QGraphicsPathItem(self.head_layer)
                 item.setPen(pen)
-            item.setPath(paths.get(key, QPainterPath()))
+            item.setPath(stroke(pairs, QPainterPath()))
+        overview = QPainterPath()
+        for key in sorted(segments):
+            stroke(segments[key], overview)
         self.overview.set_head(overview)
 
     def set_selected(self, node_ids: Iterable[str]) -> None:
