@@ -63,8 +63,9 @@ def first_paint(build: Callable[[], QGraphicsView]) -> tuple[float, QGraphicsVie
     return (time.perf_counter() - start) * 1000, view
 
 
-def frame_ms(view: QGraphicsView, zoom_in: bool) -> float:
-    """Median time to repaint the viewport while zooming and panning a little each frame."""
+def frame_ms(view: QGraphicsView, zoom_in: bool) -> tuple[float, float]:
+    """(median, best) time to repaint the viewport while zooming and panning a little each
+    frame. The best frame says what the code costs when the shared machine lets it run."""
     view.show()
     QApplication.processEvents()
     times = []
@@ -79,7 +80,7 @@ def frame_ms(view: QGraphicsView, zoom_in: bool) -> float:
         view.viewport().grab()
         times.append((time.perf_counter() - start) * 1000)
     view.hide()
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def test_graph_benchmark(qapp: QApplication, bench_report) -> None:  # type: ignore[no-untyped-def]
@@ -108,9 +109,9 @@ def test_graph_benchmark(qapp: QApplication, bench_report) -> None:  # type: ign
         rest_ms = (time.perf_counter() - start) * 1000
         assert len(view.graph_scene.items_by_id) == count
 
-        out_ours, out_bare = frame_ms(view, False), frame_ms(bare, False)
+        (out_ours, out_best), (out_bare, _) = frame_ms(view, False), frame_ms(bare, False)
         view.center_on_node(model.head or "", 1.0)
-        in_ours = frame_ms(view, True)
+        in_ours, in_best = frame_ms(view, True)
 
         tag = "1k" if count == 1_000 else "10k"
         figures[f"layout_{tag}_ms"] = layout_ms
@@ -120,9 +121,12 @@ def test_graph_benchmark(qapp: QApplication, bench_report) -> None:  # type: ign
         figures[f"remaining_items_{tag}_ms"] = rest_ms
         figures[f"frame_ms_zoomed_out_{tag}"] = out_ours
         figures[f"bare_frame_ms_zoomed_out_{tag}"] = out_bare
+        figures[f"frame_out_{tag}_vs_bare"] = out_ours / out_bare
+        figures[f"frame_ms_zoomed_out_best_{tag}"] = out_best
         figures[f"frame_ms_zoomed_in_{tag}"] = in_ours
+        figures[f"frame_ms_zoomed_in_best_{tag}"] = in_best
         rows.append([f"{count:,}", layout_ms, ours_paint, bare_paint, ours_paint / bare_paint,
-                     rest_ms, out_ours, out_bare, in_ours])
+                     rest_ms, out_ours, out_best, out_bare, in_ours, in_best])
         view.deleteLater()
         bare.deleteLater()
         QApplication.processEvents()
@@ -133,5 +137,5 @@ def test_graph_benchmark(qapp: QApplication, bench_report) -> None:  # type: ign
         figures,
         rows,
         ["nodes", "layout ms", "first paint ms", "bare ms", "vs bare", "rest of items ms",
-         "frame out ms", "bare out ms", "frame in ms"],
+         "frame out ms", "best", "bare out ms", "frame in ms", "best"],
     )
