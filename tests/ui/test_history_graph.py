@@ -9,7 +9,17 @@ from tests.support.loopback_server import Reply
 
 from treechat.core import dag
 from treechat.core.model import Node
-from treechat.ui.graph_items import HEAD, MERGED, ON_PATH, NodeItem, R, node_kind, shape_path
+from treechat.ui.graph_items import (
+    HEAD,
+    HIDDEN,
+    MERGED,
+    ON_PATH,
+    PINNED,
+    NodeItem,
+    R,
+    node_kind,
+    shape_path,
+)
 from treechat.ui.history_panels import HistoryPanels
 
 from .conftest import Aio, Desk
@@ -90,6 +100,20 @@ def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
     scene = panels(desk).graph.view.graph_scene
     assert scene.layout.cell("a1b")[1] == scene.layout.cell("a1")[1]
     assert scene.layout.cell("a1b")[0] > scene.layout.cell("a1")[0]
+
+    # hide and pin from the graph's menu: marks change, HEAD and the layout do not
+    cells = dict(scene.layout.cells)
+
+    async def mark() -> None:
+        panels(desk).hide("a1b")
+        desk.controller.pin("u1", True)
+        await aio.until(lambda: "a1b" in scene.hidden_ids and "u1" in scene.pinned_ids,
+                        what="hidden and pinned")
+        await desk.controller.tasks.idle()
+
+    aio.run(mark())
+    assert by_id["a1b"].state & HIDDEN and by_id["u1"].state & PINNED
+    assert scene.head == "a3" and dict(scene.layout.cells) == cells
 
 
 def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> None:
