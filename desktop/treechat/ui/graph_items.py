@@ -456,6 +456,9 @@ class BandItem(LayerItem):
         top = (band * BAND_ROWS - 0.5) * DY
         self._rect = QRectF(-2 * DX, top, self.WIDTH, BAND_ROWS * DY)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemContainsChildrenInShape)
+        # Qt only tests the rectangle of an item that has contents (paint() does nothing);
+        # without that test it would visit every child of an off-screen band.
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, False)
 
     def boundingRect(self) -> QRectF:
         return self._rect
