@@ -74,10 +74,11 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
       are leaves, so they do not need a whole lane).
     Nodes whose parent is unknown become roots in row 0.
     """
-    fresh = [n for n in sorted(new_nodes, key=lambda n: n.seq) if n.id not in previous]
+    known = previous.placements
+    fresh = sorted((n for n in new_nodes if n.id not in known), key=_seq)
     if not fresh:
         return previous
-    placements = dict(previous.placements)
+    placements = dict(known)
     cells = dict(previous.cells)
     rightmost = dict(previous.rightmost)
     width, depth = previous.width, previous.depth
@@ -88,16 +89,18 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
     def cell_free(column: int, row: int) -> bool:
         return (column, row) not in cells and (column, row - 1) not in cells
 
+    get = placements.get
     for node in fresh:
-        parent = node.parent
-        above = placements.get(parent) if parent is not None else None
+        caller = node.caller
+        parent = node.predecessor if node.predecessor is not None else caller
+        above = get(parent) if parent is not None else None
         if above is None:
             column, row = _first(lane_free, 0, 0), 0
             parent = None
         else:
             row = above.row + 1
             below = (above.column, row)
-            tool_call = node.caller is not None and above.role == "assistant"
+            tool_call = caller is not None and above.role == "assistant"
             sibling = rightmost.get(above.node_id)
             if tool_call:
                 column = _first(cell_free, above.column + 1, row)
@@ -117,6 +120,10 @@ def extend_layout(previous: Layout, new_nodes: Iterable[Node]) -> Layout:
         if row >= depth:
             depth = row + 1
     return Layout(placements, cells, rightmost, width, depth)
+
+
+def _seq(node: Node) -> int:
+    return node.seq
 
 
 def _first(free: Callable[[int, int], bool], start: int, row: int) -> int:

@@ -217,7 +217,8 @@ class HistoryScene(QGraphicsScene):
         self.layout = extend_layout(self.layout, fresh)
         placements = self.layout.placements
         by_kind: dict[str, list[QPointF]] = {}
-        add_edge = self.overview.add_edge
+        edges = self.overview.edges  # one path of straight segments for the whole graph
+        move_to, line_to = edges.moveTo, edges.lineTo
         pending = self._pending
         nodes = self.nodes
         for node in fresh:
@@ -225,11 +226,21 @@ class HistoryScene(QGraphicsScene):
         for node in fresh:
             p = placements[node.id]
             x, y = p.column * DX, p.row * DY
-            by_kind.setdefault(node_kind(node), []).append(QPointF(x, y))
+            kind = node.role if node.role != "runtime" else node_kind(node)
+            points = by_kind.get(kind)
+            if points is None:
+                points = by_kind[kind] = []
+            points.append(QPointF(x, y))
             if p.parent is not None:
                 q = placements[p.parent]
-                add_edge(q.column * DX, q.row * DY, x, y)
-            pending.setdefault(p.row // BAND_ROWS, []).append(node.id)
+                move_to(q.column * DX, q.row * DY)
+                line_to(x, y)
+            band = p.row // BAND_ROWS
+            ids = pending.get(band)
+            if ids is None:
+                pending[band] = [node.id]
+            else:
+                ids.append(node.id)
         for kind, points in by_kind.items():
             self.overview.add_nodes(kind, points)
         self.overview.set_bounds(self.graph_rect())
