@@ -3,6 +3,7 @@ offscreen, driven with real mouse clicks and key presses."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import Iterator
@@ -183,11 +184,18 @@ async def build_long(service: SessionService, count: int) -> str:
     return s.id
 
 
+@pytest.fixture
+def runner() -> Iterator[asyncio.Runner]:
+    """A plain asyncio loop for the service calls: the view itself is synchronous, and a
+    loop without Qt objects leaves nothing for a worker thread's garbage collection to
+    destroy (Qt refuses to stop timers from another thread)."""
+    with asyncio.Runner() as loop:
+        yield loop
+
+
 @pytest.fixture(autouse=True)
 def collect_on_the_gui_thread() -> Iterator[None]:
-    """Torn down last: collect the cycles the test left (the qasync loop's timers among
-    them) here, on the GUI thread. Left to chance, a collection may run on the store's
-    worker thread, and Qt refuses to stop timers from another thread."""
+    """Torn down last: collect the cycles the test left here, on the GUI thread."""
     yield
     gc.collect()
 
@@ -215,12 +223,12 @@ def chat(qtbot: QtBot) -> Iterator[ChatView]:
 
 
 @pytest.fixture
-def sample(aio: Any, service: SessionService) -> Sample:
-    return aio.run(build_sample(service))
+def sample(runner: asyncio.Runner, service: SessionService) -> Sample:
+    return runner.run(build_sample(service))
 
 
-def load(aio: Any, service: SessionService, session_id: str) -> SessionView:
-    view: SessionView = aio.run(service.view(session_id))
+def load(runner: asyncio.Runner, service: SessionService, session_id: str) -> SessionView:
+    view: SessionView = runner.run(service.view(session_id))
     return view
 
 
@@ -252,9 +260,10 @@ def focus_row(chat: ChatView, key: str) -> None:
 # --- rows ---------------------------------------------------------------------------------
 
 
-def test_rows_match_the_active_path(aio: Any, service: SessionService, sample: Sample,
-                                    chat: ChatView) -> None:
-    view = load(aio, service, sample.session)
+def test_rows_match_the_active_path(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    view = load(runner, service, sample.session)
     chat.set_view(view)
     # the tool-only step is represented by its tool rows, which follow it on the path
     assert chat.row_keys() == [sample.u1, sample.a1b, sample.u2, sample.read, sample.grep,
@@ -269,17 +278,18 @@ def test_rows_match_the_active_path(aio: Any, service: SessionService, sample: S
     # every row reads out as text for screen readers
     assert chat.model.data(chat.model.index(1)).startswith("claude-sonnet-4-5 (version 2 of 2)")
 
-    switched = aio.run(service.switch_version(sample.session, sample.a1b, 1))
+    switched = runner.run(service.switch_version(sample.session, sample.a1b, 1))
     chat.set_view(switched)
     assert chat.row_keys() == [sample.u1, sample.a1]
     assert chat.model.rows[1].version == (1, 2)
     assert chat.at_bottom()
 
 
-def test_version_arrows_emit_the_version_asked_for(aio: Any, service: SessionService,
-                                                   sample: Sample, chat: ChatView,
-                                                   qtbot: QtBot) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_version_arrows_emit_the_version_asked_for(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     asked: list[tuple[str, int]] = []
     chat.versionRequested.connect(lambda node, index: asked.append((node, index)))
     click(chat, sample.a1b, "next")  # already the last version: nothing to ask for
@@ -287,7 +297,7 @@ def test_version_arrows_emit_the_version_asked_for(aio: Any, service: SessionSer
     click(chat, sample.a1b, "prev")
     assert asked == [(sample.a1b, 1)]
 
-    chat.set_view(aio.run(service.switch_version(sample.session, sample.a1b, 1)))
+    chat.set_view(runner.run(service.switch_version(sample.session, sample.a1b, 1)))
     click(chat, sample.a1, "next")
     assert asked[-1] == (sample.a1, 2)
     # the keyboard does the same on the focused message
@@ -297,9 +307,10 @@ def test_version_arrows_emit_the_version_asked_for(aio: Any, service: SessionSer
     assert signal.args == [sample.a1, 2]
 
 
-def test_retry_and_edit_are_disabled_while_a_turn_runs(aio: Any, service: SessionService,
-                                                       sample: Sample, chat: ChatView) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_retry_and_edit_are_disabled_while_a_turn_runs(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     retried: list[str] = []
     edited: list[tuple[str, str]] = []
     chat.retryRequested.connect(retried.append)
@@ -331,14 +342,14 @@ def test_retry_and_edit_are_disabled_while_a_turn_runs(aio: Any, service: Sessio
 
 
 def test_an_open_editor_keeps_its_text_when_the_view_is_redrawn(
-    aio: Any, service: SessionService, sample: Sample, chat: ChatView
+     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
 ) -> None:
-    chat.set_view(load(aio, service, sample.session))
+    chat.set_view(load(runner, service, sample.session))
     click(chat, sample.u3, "edit")
     editor = chat.editor_for(sample.u3)
     assert editor is not None
     editor.set_text("half-typed edit")
-    chat.set_view(load(aio, service, sample.session))
+    chat.set_view(load(runner, service, sample.session))
     again = chat.editor_for(sample.u3)
     assert again is not None and again.text() == "half-typed edit"
     QTest.keyClick(again.text_edit, Qt.Key.Key_Escape)
@@ -346,9 +357,10 @@ def test_an_open_editor_keeps_its_text_when_the_view_is_redrawn(
 
 
 def test_copy_puts_the_code_block_and_the_message_on_the_clipboard(
-    aio: Any, service: SessionService, sample: Sample, chat: ChatView, qtbot: QtBot
+     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
 ) -> None:
-    chat.set_view(load(aio, service, sample.session))
+    chat.set_view(load(runner, service, sample.session))
     clipboard = QGuiApplication.clipboard()
     clipboard.setText("")
     click(chat, sample.a1b, "code:0")
@@ -362,9 +374,11 @@ def test_copy_puts_the_code_block_and_the_message_on_the_clipboard(
     assert clipboard.text().startswith("How do I parse a large JSON file")
 
 
-def test_streaming_text_appears_coalesced(aio: Any, service: SessionService, sample: Sample,
-                                         chat: ChatView, qtbot: QtBot) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_streaming_text_appears_coalesced(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     chat.begin_stream(sample.u3, "claude-sonnet-4-5")
     # a retry of the last message: the interrupted reply makes way for the new one
     assert chat.row_keys()[-2:] == [sample.u3, "stream"]
@@ -379,17 +393,18 @@ def test_streaming_text_appears_coalesced(aio: Any, service: SessionService, sam
     chat.end_stream()
     assert chat.model.rows[-1].text.endswith("```\n") and not chat.model.rows[-1].streaming
     # once the reply is a node, the view shows it instead of the stream
-    reply = aio.run(service.append_message(sample.session, chat.model.rows[-1].text,
+    reply = runner.run(service.append_message(sample.session, chat.model.rows[-1].text,
                                            role="assistant", parent=sample.u3, use_parent=True))
-    chat.set_view(load(aio, service, sample.session))
+    chat.set_view(load(runner, service, sample.session))
     assert chat.row_keys()[-1] == reply.id and "stream" not in chat.row_keys()
     assert chat.model.rows[-1].version == (2, 2)
 
 
-def test_interrupted_reply_is_marked_and_offers_retry(aio: Any, service: SessionService,
-                                                     sample: Sample, chat: ChatView,
-                                                     qtbot: QtBot) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_interrupted_reply_is_marked_and_offers_retry(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     row = chat.model.rows[-1]
     assert row.key == sample.cut and row.interrupted
     assert "interrupted" in chat.model.data(chat.model.index(len(chat.model.rows) - 1))
@@ -402,16 +417,18 @@ def test_interrupted_reply_is_marked_and_offers_retry(aio: Any, service: Session
     assert signal.args == [sample.cut]
 
 
-def test_branch_pin_and_the_context_menu(aio: Any, service: SessionService, sample: Sample,
-                                         chat: ChatView, qtbot: QtBot) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_branch_pin_and_the_context_menu(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     with qtbot.waitSignal(chat.branchRequested) as branch:
         click(chat, sample.final, "branch")
     assert branch.args == [sample.final]
     with qtbot.waitSignal(chat.pinRequested) as pin:
         click(chat, sample.u1, "pin")
     assert pin.args == [sample.u1, True]
-    chat.set_view(aio.run(service.annotate(sample.session, sample.u1, "pin")))
+    chat.set_view(runner.run(service.annotate(sample.session, sample.u1, "pin")))
     row = chat.model.rows[0]
     button = chat.delegate.button(row, "pin")
     assert row.pinned and button is not None and button.active and not button.hover_only
@@ -434,9 +451,10 @@ def test_branch_pin_and_the_context_menu(aio: Any, service: SessionService, samp
     menu.deleteLater()
 
 
-def test_tool_rows_expand_to_show_arguments_and_result(aio: Any, service: SessionService,
-                                                       sample: Sample, chat: ChatView) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_tool_rows_expand_to_show_arguments_and_result(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     collapsed = chat.row_rect(sample.read).height()
     click(chat, sample.read, "toggle")
     row = chat.model.rows[chat.model.index_of(sample.read)]
@@ -452,9 +470,11 @@ def test_tool_rows_expand_to_show_arguments_and_result(aio: Any, service: Sessio
     assert chat.row_rect(sample.read).height() == collapsed
 
 
-def test_turn_error_row_offers_its_action(aio: Any, service: SessionService, sample: Sample,
-                                          chat: ChatView, qtbot: QtBot) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_turn_error_row_offers_its_action(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
+    QtBot
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     chat.show_turn_error(TurnError("server", "The provider had a problem (HTTP 503).",
                                    retry=True, action="retry"))
     assert chat.row_keys()[-1] == "error"
@@ -468,9 +488,10 @@ def test_turn_error_row_offers_its_action(aio: Any, service: SessionService, sam
     assert "error" not in chat.row_keys()
 
 
-def test_markdown_renders_in_the_view(aio: Any, service: SessionService, sample: Sample,
-                                      chat: ChatView) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_markdown_renders_in_the_view(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     body = chat.delegate.layout(chat.model.rows[1]).body
     assert body is not None
     doc = body.document
@@ -483,16 +504,17 @@ def test_markdown_renders_in_the_view(aio: Any, service: SessionService, sample:
     assert "**" not in text and "Install ijson" in text
 
 
-def test_very_long_messages_keep_inside_the_column(aio: Any, service: SessionService,
-                                                   chat: ChatView) -> None:
-    s = aio.run(service.create("Long", MODEL))
+def test_very_long_messages_keep_inside_the_column(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView
+) -> None:
+    s = runner.run(service.create("Long", MODEL))
     unbroken = "x" * 20_000
     many_lines = "\n".join(f"line {i}" for i in range(3000))
-    u = aio.run(service.append_message(s.id, unbroken))
-    a = aio.run(service.append_message(s.id, f"```\n{'y' * 5000}\n```\n\n{unbroken}",
+    u = runner.run(service.append_message(s.id, unbroken))
+    a = runner.run(service.append_message(s.id, f"```\n{'y' * 5000}\n```\n\n{unbroken}",
                                        role="assistant"))
-    m = aio.run(service.append_message(s.id, many_lines))
-    chat.set_view(load(aio, service, s.id))
+    m = runner.run(service.append_message(s.id, many_lines))
+    chat.set_view(load(runner, service, s.id))
     x, column = chat.delegate.column()
     viewport_width = chat.list.viewport().width()
     assert x >= 0 and x + column <= viewport_width
@@ -520,28 +542,30 @@ def test_very_long_messages_keep_inside_the_column(aio: Any, service: SessionSer
     assert chat.row_rect(m.id).height() == folded
 
 
-def test_stays_at_the_bottom_only_when_it_was_there(aio: Any, service: SessionService,
-                                                    sample: Sample, chat: ChatView) -> None:
+def test_stays_at_the_bottom_only_when_it_was_there(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
     chat.resize(900, 500)
-    chat.set_view(load(aio, service, sample.session))
+    chat.set_view(load(runner, service, sample.session))
     assert chat.at_bottom()
-    aio.run(service.append_message(sample.session, "one more question"))
-    chat.set_view(load(aio, service, sample.session))
+    runner.run(service.append_message(sample.session, "one more question"))
+    chat.set_view(load(runner, service, sample.session))
     assert chat.at_bottom()
 
     bar = chat.list.verticalScrollBar()
     bar.setValue(bar.maximum() // 3)
     top = chat.list.indexAt(QPoint(chat.list.viewport().width() // 2, 0))
     offset = chat.list.visualRect(top).top()
-    aio.run(service.append_message(sample.session, "and a reply", role="assistant"))
-    chat.set_view(load(aio, service, sample.session))
+    runner.run(service.append_message(sample.session, "and a reply", role="assistant"))
+    chat.set_view(load(runner, service, sample.session))
     assert not chat.at_bottom()
     assert chat.list.visualRect(top).top() == offset  # what was read stays put
 
 
-def test_follows_light_and_dark_palettes(aio: Any, service: SessionService, sample: Sample,
-                                         chat: ChatView) -> None:
-    chat.set_view(load(aio, service, sample.session))
+def test_follows_light_and_dark_palettes(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
     palette = QPalette(chat.palette())
     palette.setColor(QPalette.ColorRole.Base, QColor("#18181b"))
     palette.setColor(QPalette.ColorRole.Window, QColor("#1f1f22"))
@@ -554,14 +578,15 @@ def test_follows_light_and_dark_palettes(aio: Any, service: SessionService, samp
     assert corner.lightnessF() < 0.2  # the list paints the dark base
 
 
-def test_open_2000_messages_lays_out_lazily(aio: Any, service: SessionService, chat: ChatView,
-                                            record_property: Any,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    session_id = aio.run(build_long(service, 2000))
+def test_open_2000_messages_lays_out_lazily(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView, record_property: Any,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    session_id = runner.run(build_long(service, 2000))
     chat.resize(900, 800)
     QApplication.processEvents()
     started = time.perf_counter()
-    view = load(aio, service, session_id)
+    view = load(runner, service, session_id)
     loaded = time.perf_counter()
     chat.set_view(view)
     chat.repaint()

@@ -217,6 +217,11 @@ class ChatDelegate(QStyledItemDelegate):
         self._pending: dict[tuple[Any, ...], int] = {}
         self._editing: dict[str, int] = {}
         self._editors: dict[str, MessageEditor] = {}
+        # Documents lay themselves out on a timer; one destroyed on another thread (the last
+        # reference going in a garbage collection there) makes Qt complain, so the caches
+        # empty on the GUI thread the moment the list goes away.
+        docs, layouts = self._docs, self._layouts
+        view.destroyed.connect(lambda *_: (docs.clear(), layouts.clear()))
         self.colors = ChatColors.from_palette(view.palette())
         self.theme = MarkdownTheme.from_palette(view.palette(), _body_font(view.font()))
         self._fonts()
