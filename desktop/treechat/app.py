@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
+    from .core.model import Session
     from .services.bootstrap import Services
     from .ui.conversation_controller import ConversationController
     from .ui.main_window import MainWindow
@@ -118,20 +119,16 @@ def run(
     if on_first_paint is not None:
         on_first_paint(window)
 
-    import asyncio
+    from .ui.event_loop import close_event_loop, create_event_loop
 
-    import qasync
-
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = create_event_loop(app)
     try:
-        return loop.run_until_complete(
+        return int(loop.run_until_complete(
             _serve(app, window, prefs, theme, data_dir, args, close_requested)
-        )
+        ))
     finally:
         instance.close()
-        loop.close()
-        asyncio.set_event_loop(None)
+        close_event_loop(loop)
 
 
 async def _serve(
@@ -144,6 +141,7 @@ async def _serve(
     close_requested: list[bool],
 ) -> int:
     import asyncio
+    import time
 
     from PySide6.QtCore import QTimer
 
@@ -164,10 +162,14 @@ async def _serve(
     code = 0
     services: Services | None = None
     controller: ConversationController | None = None
+    loop = asyncio.get_running_loop()
+    # The list first: a quick read of the store, while the services (the tokenizer above
+    # all) take their time to load.
+    listed = await loop.run_in_executor(None, _peek_sessions, data_dir)
+    if listed is not None and not closed.is_set():
+        window.sessions.set_sessions(listed, time.time())
     try:
-        services = await asyncio.get_running_loop().run_in_executor(
-            None, build_services, data_dir
-        )
+        services = await loop.run_in_executor(None, build_services, data_dir)
     except StoreError as exc:
         window.show_store_error(str(exc))
         code = 2
@@ -181,6 +183,21 @@ async def _serve(
     await _shutdown(controller, services)
     window.close_now()
     return code
+
+
+def _peek_sessions(data_dir: Path) -> tuple[Session, ...] | None:
+    """The visible sessions, read with a short-lived connection before the services exist
+    (None when the store cannot be opened: building the services reports why)."""
+    from .store.database import Store, StoreError, default_store_path
+
+    try:
+        store = Store.open(default_store_path(data_dir))
+    except StoreError:
+        return None
+    try:
+        return store.call(lambda r: r.list_sessions())
+    finally:
+        store.close()
 
 
 async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:

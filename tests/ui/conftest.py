@@ -10,6 +10,7 @@ start a nested event loop under qasync."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from typing import Any, TypeVar
 
 import pytest
 import qasync
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QEvent, QSettings
+from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication
 from tests.support.loopback_server import LoopbackProvider
 
@@ -30,6 +32,7 @@ from treechat.services.bootstrap import Services, build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.ui.conversation_controller import ConversationController
+from treechat.ui.event_loop import close_event_loop, create_event_loop
 from treechat.ui.main_window import MainWindow
 from treechat.ui.theme import ThemeManager
 
@@ -82,22 +85,29 @@ def litellm_warm() -> None:
     llm.start_warmup()
 
 
+@pytest.fixture(autouse=True)
+def restore_app_look(qapp: QApplication) -> Iterator[None]:
+    """A window's theme is application-wide (style, palette, style sheet, font); put the
+    application back as it was so tests do not see each other's look."""
+    style = qapp.style().name()
+    palette = QPalette(qapp.palette())
+    sheet = qapp.styleSheet()
+    font = QFont(qapp.font())
+    yield
+    qapp.setStyleSheet(sheet)
+    qapp.setStyle(style)
+    qapp.setPalette(palette)
+    qapp.setFont(font)
+
+
 @pytest.fixture
 def aio(qapp: QApplication) -> Iterator[Aio]:
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
+    loop = create_event_loop(qapp)
     helper = Aio(loop)
     try:
         yield helper
     finally:
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-        asyncio.set_event_loop(None)
+        close_event_loop(loop)
 
 
 @dataclass
@@ -161,6 +171,10 @@ def close_desk(desk: Desk) -> None:
         desk.services.close_store()
         desk.window.close_now()
         desk.window.deleteLater()
+        # Destroy the window and collect its Python wrappers here, on the GUI thread: left to
+        # a garbage collection on a worker thread, Qt objects with timers complain.
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
 
 
 Seed = Callable[[Store], None]

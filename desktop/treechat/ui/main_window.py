@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QPlainTextEdit,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -23,12 +22,12 @@ from PySide6.QtWidgets import (
 )
 
 from .composer import Composer
-from .error_banner import ErrorBanner
 from .session_list import SessionList
 
 if TYPE_CHECKING:
     from ..services.sessions import SessionView
     from .conversation_controller import ConversationController, WindowParts
+    from .error_banner import ErrorBanner
 
 DEFAULT_SIZE = (1180, 760)
 SHORTCUTS_HELP = (
@@ -40,54 +39,6 @@ SHORTCUTS_HELP = (
     ("Alt+← / Alt+→", "Switch versions"),
     ("/context", "What the model will read"),
 )
-
-
-class _PlaceholderChat(QPlainTextEdit):
-    """Stands in for the chat view in builds without it: shows the path as plain text."""
-
-    retryRequested = Signal(str)
-    editRequested = Signal(str, str)
-    branchRequested = Signal(str)
-    pinRequested = Signal(str, bool)
-    versionRequested = Signal(str, int)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("PlaceholderChat")
-        self.setReadOnly(True)
-        self.setAccessibleName("Conversation")
-        self._stream = ""
-        self._view: Any = None
-
-    def set_view(self, view: Any) -> None:
-        self._view = view
-        self._stream = ""
-        self._render()
-
-    def append_stream_text(self, text: str) -> None:
-        self._stream += text
-        self._render()
-
-    def set_busy(self, busy: bool) -> None:
-        if not busy:
-            self._stream = ""
-
-    def _render(self) -> None:
-        lines = []
-        if self._view is not None:
-            for node in self._view.path:
-                lines.append(f"{node.role}: {node.text}")
-        if self._stream:
-            lines.append(f"assistant: {self._stream}")
-        self.setPlainText("\n\n".join(lines))
-
-
-def make_chat_view(parent: QWidget | None = None) -> QWidget:
-    try:
-        from .chat_view import ChatView
-    except ImportError:
-        return _PlaceholderChat(parent)
-    return ChatView(parent)
 
 
 class MainWindow(QMainWindow):
@@ -111,7 +62,11 @@ class MainWindow(QMainWindow):
         # window shows the empty state anyway.
         self.chat: Any = None
         self.composer = Composer()
-        self.banner = ErrorBanner()
+        # Hidden at first: the banner, the dock and the chat view are built after the first
+        # paint (each Qt class used costs start-up time the first time it is touched).
+        self._banner: ErrorBanner | None = None
+        self._dock: QDockWidget | None = None
+        self._dock_tabs: QTabWidget | None = None
 
         self.title = QLabel("New chat")
         self.title.setObjectName("ChatTitle")
@@ -130,9 +85,8 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty)
 
-        banner_row = QHBoxLayout()
-        banner_row.setContentsMargins(16, 6, 16, 0)
-        banner_row.addWidget(self.banner)
+        self._banner_row = QHBoxLayout()
+        self._banner_row.setContentsMargins(16, 6, 16, 0)
 
         center = QWidget()
         center.setObjectName("Center")
@@ -141,7 +95,7 @@ class MainWindow(QMainWindow):
         column.setSpacing(0)
         column.addWidget(header)
         column.addWidget(self.stack, 1)
-        column.addLayout(banner_row)
+        column.addLayout(self._banner_row)
         column.addWidget(self.composer)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -153,21 +107,6 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([270, DEFAULT_SIZE[0] - 270])
         self.setCentralWidget(self.splitter)
-
-        self.dock = QDockWidget("Inspector", self)
-        self.dock.setObjectName("InspectorDock")
-        self.dock.setAccessibleName("Inspector")
-        self.dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea
-                                  | Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.dock_tabs = QTabWidget()
-        self.dock_tabs.setObjectName("InspectorTabs")
-        self.dock_tabs.setDocumentMode(True)
-        self.dock_tabs.addTab(self._dock_placeholder("The history graph of this chat."), "Graph")
-        self.dock_tabs.addTab(self._dock_placeholder("What the next request will carry."),
-                              "Context")
-        self.dock.setWidget(self.dock_tabs)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
-        self.dock.hide()
 
         self._build_actions()
         self.statusBar().setSizeGripEnabled(False)
@@ -215,6 +154,51 @@ class MainWindow(QMainWindow):
         box.addLayout(holder)
         box.addStretch(3)
         return page
+
+    @property
+    def banner(self) -> ErrorBanner:
+        if self._banner is None:
+            from .error_banner import ErrorBanner
+
+            self._banner = ErrorBanner()
+            self._banner_row.addWidget(self._banner)
+        return self._banner
+
+    @property
+    def dock(self) -> QDockWidget:
+        """The right dock (Graph and Context tabs), made on first use."""
+        if self._dock is None:
+            dock = QDockWidget("Inspector", self)
+            dock.setObjectName("InspectorDock")
+            dock.setAccessibleName("Inspector")
+            dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea
+                                 | Qt.DockWidgetArea.LeftDockWidgetArea)
+            tabs = QTabWidget()
+            tabs.setObjectName("InspectorTabs")
+            tabs.setDocumentMode(True)
+            tabs.addTab(self._dock_placeholder("The history graph of this chat."), "Graph")
+            tabs.addTab(self._dock_placeholder("What the next request will carry."), "Context")
+            dock.setWidget(tabs)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            dock.hide()
+            self._dock, self._dock_tabs = dock, tabs
+            dock.visibilityChanged.connect(self._dock_visibility)
+            self._restore_state()  # the dock's saved place and visibility
+            self.toggle_dock_action.setChecked(not dock.isHidden())
+        return self._dock
+
+    @property
+    def dock_tabs(self) -> QTabWidget:
+        self.dock  # noqa: B018 (made on first use)
+        assert self._dock_tabs is not None
+        return self._dock_tabs
+
+    def _toggle_dock(self, shown: bool) -> None:
+        self.dock.setVisible(shown)
+
+    def _dock_visibility(self, _visible: bool) -> None:
+        if self._dock is not None:
+            self.toggle_dock_action.setChecked(not self._dock.isHidden())
 
     def _dock_placeholder(self, text: str) -> QWidget:
         page = QWidget()
@@ -274,17 +258,18 @@ class MainWindow(QMainWindow):
                                           self.sessions.focus_search)
         self.focus_composer_action = self._action(view_menu, "Go to message box", ("Ctrl+L",),
                                                   self.composer.focus_input)
-        self.toggle_dock_action = self.dock.toggleViewAction()
-        self.toggle_dock_action.setText("Inspector (graph and context)")
-        self.toggle_dock_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
-        view_menu.addAction(self.toggle_dock_action)
-        self.addAction(self.toggle_dock_action)
+        self.toggle_dock_action = self._action(view_menu, "Inspector (graph and context)",
+                                               ("Ctrl+Shift+D",))
+        self.toggle_dock_action.setCheckable(True)
+        self.toggle_dock_action.toggled.connect(self._toggle_dock)
 
     # --- wiring to the controller --------------------------------------------------
 
     def ensure_chat_view(self) -> QWidget:
         if self.chat is None:
-            self.chat = make_chat_view()
+            from .chat_view import ChatView
+
+            self.chat = ChatView()
             self.stack.addWidget(self.chat)
         return self.chat
 
@@ -292,6 +277,7 @@ class MainWindow(QMainWindow):
         from .conversation_controller import WindowParts
 
         self.ensure_chat_view()
+        self.dock  # noqa: B018 (the dock exists before anything is mounted in it)
         return WindowParts(
             window=self,
             sessions=self.sessions,
@@ -383,12 +369,15 @@ class MainWindow(QMainWindow):
         geometry = self.prefs.value("window/geometry")
         if isinstance(geometry, QByteArray | bytes) and geometry:
             self.restoreGeometry(QByteArray(geometry))
-        state = self.prefs.value("window/state")
-        if isinstance(state, QByteArray | bytes) and state:
-            self.restoreState(QByteArray(state))
+        self._restore_state()
         split = self.prefs.value("window/splitter")
         if isinstance(split, QByteArray | bytes) and split:
             self.splitter.restoreState(QByteArray(split))
+
+    def _restore_state(self) -> None:
+        state = self.prefs.value("window/state") if self.prefs is not None else None
+        if isinstance(state, QByteArray | bytes) and state:
+            self.restoreState(QByteArray(state))
 
     def save_geometry(self) -> None:
         if self.prefs is None:

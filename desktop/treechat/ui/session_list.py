@@ -4,7 +4,7 @@ day). Selecting a row opens it; F2 renames, Delete deletes, typing searches ever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -21,9 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.model import Session
-from .session_list_delegate import SessionListDelegate
-from .session_list_model import SESSION_ID_ROLE, SessionListModel
+from .session_roles import SESSION_ID_ROLE
+
+if TYPE_CHECKING:
+    from ..core.model import Session
+    from .session_list_delegate import SessionListDelegate
+    from .session_list_model import SessionListModel
 
 SEARCH_DELAY_MS = 160
 
@@ -67,25 +70,11 @@ class SessionList(QFrame):
         self._search_timer.setInterval(SEARCH_DELAY_MS)
         self._search_timer.timeout.connect(self._emit_search)
 
-        self.model = SessionListModel(self)
-        self.model.renameRequested.connect(self.renameRequested)
-        self.delegate = SessionListDelegate(self)
-        self.view = QListView()
-        self.view.setObjectName("SessionListView")
-        self.view.setAccessibleName("Chat list")
-        self.view.setModel(self.model)
-        self.view.setItemDelegate(self.delegate)
-        self.view.setUniformItemSizes(True)
-        self.view.setMouseTracking(True)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
-        self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.view.customContextMenuRequested.connect(self._context_menu)
-        self.view.selectionModel().currentChanged.connect(self._current_changed)
-        self.view.activated.connect(self._activated)
-        self.view.installEventFilter(self)
+        # The list itself (model, delegate, view) is made when the first sessions arrive,
+        # after the window has painted.
+        self._model: SessionListModel | None = None
+        self._delegate: SessionListDelegate | None = None
+        self._view: QListView | None = None
 
         self.empty = QLabel("No chats yet.\nStart one with New chat.")
         self.empty.setObjectName("EmptyHint")
@@ -105,8 +94,58 @@ class SessionList(QFrame):
         layout.setSpacing(0)
         layout.addLayout(top)
         layout.addLayout(search_row)
-        layout.addWidget(self.view, 1)
         layout.addWidget(self.empty, 1)
+        self._layout = layout
+        self.empty.setText("")
+
+    # --- the list, made on first use ------------------------------------------------
+
+    @property
+    def model(self) -> SessionListModel:
+        self._ensure_list()
+        assert self._model is not None
+        return self._model
+
+    @property
+    def delegate(self) -> SessionListDelegate:
+        self._ensure_list()
+        assert self._delegate is not None
+        return self._delegate
+
+    @property
+    def view(self) -> QListView:
+        self._ensure_list()
+        assert self._view is not None
+        return self._view
+
+    def _ensure_list(self) -> None:
+        if self._view is not None:
+            return
+        from .session_list_delegate import SessionListDelegate
+        from .session_list_model import SessionListModel
+
+        model = SessionListModel(self)
+        model.renameRequested.connect(self.renameRequested)
+        delegate = SessionListDelegate(self)
+        view = QListView()
+        view.setObjectName("SessionListView")
+        view.setAccessibleName("Chat list")
+        view.setModel(model)
+        view.setItemDelegate(delegate)
+        view.setUniformItemSizes(True)
+        view.setMouseTracking(True)
+        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
+        view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._context_menu)
+        view.selectionModel().currentChanged.connect(self._current_changed)
+        view.activated.connect(self._activated)
+        view.installEventFilter(self)
+        self._model, self._delegate, self._view = model, delegate, view
+        self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
+        self.empty.setText("No chats yet.\nStart one with New chat.")
         self._update_empty()
 
     # --- contents ------------------------------------------------------------------

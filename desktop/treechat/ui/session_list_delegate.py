@@ -9,7 +9,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, Q
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
-from .session_list_model import FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
+from .session_roles import FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
 from .theme import colors_of
 
 Index = QModelIndex | QPersistentModelIndex

@@ -11,15 +11,29 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
 from ..core.model import Session
+from .session_roles import (
+    FORKED_ROLE,
+    KIND_ROLE,
+    RUNNING_ROLE,
+    SESSION_ID_ROLE,
+    SNIPPET_ROLE,
+    UPDATED_ROLE,
+)
+
+__all__ = [
+    "FORKED_ROLE",
+    "KIND_ROLE",
+    "RUNNING_ROLE",
+    "SESSION_ID_ROLE",
+    "SNIPPET_ROLE",
+    "UPDATED_ROLE",
+    "SessionListModel",
+    "day_label",
+    "group_by_day",
+]
 
 Index = QModelIndex | QPersistentModelIndex
 
-KIND_ROLE = Qt.ItemDataRole.UserRole + 1
-SESSION_ID_ROLE = Qt.ItemDataRole.UserRole + 2
-SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 3
-FORKED_ROLE = Qt.ItemDataRole.UserRole + 4
-UPDATED_ROLE = Qt.ItemDataRole.UserRole + 5
-RUNNING_ROLE = Qt.ItemDataRole.UserRole + 6
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,40 @@
+"""The one asyncio loop, running on Qt's: qasync's QEventLoop plus what asyncio's own
+`run_forever` would have set up and qasync does not (finalizing abandoned async generators
+on the loop, as asyncio does, instead of in whatever thread the garbage collector runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import qasync
+from PySide6.QtWidgets import QApplication
+
+
+def create_event_loop(app: QApplication) -> qasync.QEventLoop:
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    loop._treechat_old_hooks = sys.get_asyncgen_hooks()  # type: ignore[attr-defined]
+    # BaseEventLoop's own hooks: an async generator dropped half-way is closed by a task on
+    # this loop, so its `finally` can still await.
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook,
+        finalizer=loop._asyncgen_finalizer_hook,
+    )
+    return loop
+
+
+def close_event_loop(loop: qasync.QEventLoop) -> None:
+    """Cancel what is left, finalize async generators, close, and unset the loop."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    old: Any = getattr(loop, "_treechat_old_hooks", None)
+    if old is not None:
+        sys.set_asyncgen_hooks(*old)
+    loop.close()
+    asyncio.set_event_loop(None)

@@ -1,0 +1,12 @@
+"""Item data roles of the session list, shared by its model, delegate and widget."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1
+SESSION_ID_ROLE = Qt.ItemDataRole.UserRole + 2
+SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 3
+FORKED_ROLE = Qt.ItemDataRole.UserRole + 4
+UPDATED_ROLE = Qt.ItemDataRole.UserRole + 5
+RUNNING_ROLE = Qt.ItemDataRole.UserRole + 6

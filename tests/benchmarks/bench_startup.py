@@ -1,0 +1,241 @@
+"""Start-up and opening benchmark for the window.
+
+1. Start-up to the first painted window, in a fresh process, against a store of 1,000
+   sessions; run side by side (interleaved) with a bare PySide6 window that imports nothing
+   else. Also: when the 1,000 sessions are listed.
+2. Opening a 2,000-message session in the running window (store read, chat view filled and
+   painted), and the memory of the process afterwards.
+
+Writes build/bench/startup.json: startup_vs_bare, open_2000_messages_ms, rss_mb_after_open
+(+ the raw figures behind them)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from treechat.app import connect_services, create_window
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
+from treechat.providers.keys import KeyStore
+from treechat.services.bootstrap import build_services
+from treechat.services.models import ModelChoice
+from treechat.store.database import Store, default_store_path
+
+pytestmark = pytest.mark.bench
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = 7
+SESSIONS = 1000
+MESSAGES = 2000
+ENV = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+       "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+BARE = """
+import sys
+from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+class Window(QMainWindow):
+    painted = False
+    def event(self, event):
+        handled = super().event(event)
+        if event.type() == QEvent.Type.Paint and not self.painted:
+            self.painted = True
+            print("painted", flush=True)
+            QTimer.singleShot(0, QApplication.instance().quit)
+        return handled
+
+app = QApplication(sys.argv[:1])
+window = Window()
+window.resize(1180, 760)
+window.show()
+app.exec()
+"""
+
+OURS = """
+import argparse, sys, time
+from PySide6.QtCore import QTimer
+from treechat import app
+
+def painted(window):
+    print("painted", flush=True)
+    timer = QTimer(window)
+    def poll():
+        if window.sessions.model.session_count() >= int(sys.argv[2]):
+            print("listed", flush=True)
+            timer.stop()
+            window.close()
+    timer.timeout.connect(poll)
+    timer.start(5)
+
+args = argparse.Namespace(data_dir=sys.argv[1], session=None)
+raise SystemExit(app.run(args, on_first_paint=painted))
+"""
+
+
+def timed_launch(code: str, *args: str) -> dict[str, float]:
+    """Seconds from spawning the process to each marker line it prints."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    marks: dict[str, float] = {}
+    assert proc.stdout is not None
+    with proc.stdout:
+        for line in proc.stdout:
+            marks.setdefault(line.strip(), time.perf_counter() - started)
+    proc.wait(timeout=300)
+    assert proc.returncode == 0, f"exit {proc.returncode}"
+    return marks
+
+
+def seed_sessions(data_dir: Path, count: int) -> None:
+    store = Store.open(default_store_path(data_dir))
+    now = time.time()
+    sessions = [Session(f"s{i:05d}", f"Conversation {i} about something", None,
+                        "openai/gpt-4o", now - i * 3600, updated_at=now - i * 3600)
+                for i in range(count)]
+    store.call(lambda r: r.create_sessions(sessions))
+    store.close()
+
+
+TEXTS = (
+    "Could you explain how the cache works when the prefix changes halfway through?",
+    "Sure. The provider caches the longest prefix it has seen before; everything after the "
+    "first changed byte is paid for again. That is why the stable parts go first:\n\n"
+    "```python\nmessages = [system, *summaries, *history, volatile]\n```\n\n"
+    "Keeping the system prompt and tool list constant is what makes the hits possible.",
+)
+
+
+def seed_long_session(data_dir: Path, session_id: str, messages: int) -> None:
+    store = Store.open(default_store_path(data_dir))
+    now = time.time()
+    store.call(lambda r: r.create_session(
+        Session(session_id, f"{messages} messages", None, "openai/bench", now, updated_at=now)))
+    nodes = []
+    prev = None
+    for i in range(messages):
+        node = Node(f"{session_id}-{i}", 0, now, session_id,
+                    "user" if i % 2 == 0 else "assistant",
+                    output=f"{i}. {TEXTS[i % 2]}", predecessor=prev)
+        nodes.append(node)
+        prev = node.id
+    store.call(lambda r: r.apply_change(session_id, Change(tuple(nodes), prev), now))
+    store.close()
+
+
+def run_on(loop: qasync.QEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    return loop.run_until_complete(asyncio.wait_for(coro, 600))
+
+
+async def until(predicate: Callable[[], object], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.001)
+
+
+def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any) -> None:
+    # --- 1. start-up, ours against a bare window, interleaved ------------------------
+    data_dir = tmp_path / "startup"
+    seed_sessions(data_dir, SESSIONS)
+    timed_launch(BARE)  # warm the file cache for both
+    timed_launch(OURS, str(data_dir), str(SESSIONS))
+    bare, ours, listed = [], [], []
+    for _ in range(RUNS):
+        bare.append(timed_launch(BARE)["painted"])
+        marks = timed_launch(OURS, str(data_dir), str(SESSIONS))
+        ours.append(marks["painted"])
+        listed.append(marks["listed"])
+    bare_s, ours_s, listed_s = (statistics.median(x) for x in (bare, ours, listed))
+
+    # --- 2. opening 2,000 messages in the running window -----------------------------
+    big = tmp_path / "open"
+    seed_sessions(big, 20)
+    seed_long_session(big, "long-a", MESSAGES)
+    seed_long_session(big, "long-b", MESSAGES)
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    services = build_services(
+        big, bundled=False, detect_local_servers=False, keys=KeyStore(environ={}),
+        extra_models=(ModelChoice("openai/bench", "Bench", "openai",
+                                  api_base="http://127.0.0.1:9"),),
+    )
+    services.models.default_model = "openai/bench"
+    window, prefs, theme = create_window(qapp, big)
+    window.resize(1180, 760)
+    controller = connect_services(window, services, prefs, theme)
+    window.show()
+    opens: list[float] = []
+    occupancy: list[float] = []
+
+    async def scenario() -> None:
+        await controller.start()
+        for i in range(6):
+            target = "long-a" if i % 2 == 0 else "long-b"
+            started = time.perf_counter()
+            controller.open_session(target)
+            await until(lambda t=target: window.chat.model.view is not None
+                        and window.chat.model.view.session.id == t)
+            window.chat.repaint()  # the first screen of messages, painted
+            opens.append(time.perf_counter() - started)
+            await until(lambda t=target: window.composer.ring.occupancy is not None
+                        and controller.current_session_id == t)
+            occupancy.append(time.perf_counter() - started)
+            await controller.tasks.idle()
+
+    try:
+        run_on(loop, scenario())
+        rss_mb = psutil.Process().memory_info().rss / 2**20
+        shown = len(window.chat.model.rows)
+    finally:
+        run_on(loop, controller.close())
+        run_on(loop, services.close())
+        services.close_store()
+        window.close_now()
+        loop.close()
+        asyncio.set_event_loop(None)
+    assert shown == MESSAGES
+    # the first open of each session pays for loading its commit chain; report the rest
+    open_ms = statistics.median(opens[2:]) * 1000
+    first_open_ms = opens[0] * 1000
+    occupancy_ms = statistics.median(occupancy[2:]) * 1000
+
+    bench_report(
+        "startup",
+        {
+            "startup_vs_bare": ours_s / bare_s,
+            "startup_ms": ours_s * 1000,
+            "bare_window_ms": bare_s * 1000,
+            "sessions_listed_ms": listed_s * 1000,
+            "open_2000_messages_ms": open_ms,
+            "first_open_2000_messages_ms": first_open_ms,
+            "ring_after_open_ms": occupancy_ms,
+            "rss_mb_after_open": rss_mb,
+        },
+        rows=[
+            ("bare PySide6 window, spawn to first paint (median of 7)", bare_s * 1000),
+            ("Treechat, 1,000 sessions, spawn to first paint (median of 7)", ours_s * 1000),
+            ("Treechat, spawn to 1,000 sessions listed (median of 7)", listed_s * 1000),
+            ("ratio first paint ours / bare (target <= 1.5)", ours_s / bare_s),
+            ("open a 2,000-message session, shown and painted (median)", open_ms),
+            ("the same, first time in the process", first_open_ms),
+            ("open to ring filled (occupancy computed)", occupancy_ms),
+            ("RSS after opening, MB", rss_mb),
+        ],
+        header=("figure", "value"),
+    )
