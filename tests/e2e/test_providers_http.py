@@ -7,12 +7,11 @@ import gc
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from tests.support.loopback_server import DEFAULT_TEXT, LoopbackProvider, Reply, count_tokens
 
 from treechat.providers import llm
@@ -25,6 +24,7 @@ from treechat.providers.stream import (
     TextDelta,
     ToolCall,
     TurnRequest,
+    shutdown_provider_loop,
     stream_events,
     stream_turn,
 )
@@ -39,12 +39,12 @@ WIRES = [OPENAI, ANTHROPIC]
 MARK = {"type": "ephemeral"}
 
 
-@pytest_asyncio.fixture(autouse=True)
-async def close_clients() -> AsyncIterator[None]:
-    """litellm keeps an HTTP client per event loop; close it before this test's loop ends."""
+@pytest.fixture(autouse=True, scope="module")
+def provider_thread() -> Iterator[None]:
+    """Calls run on the provider thread; close its connections when this module is done."""
     yield
-    await llm.aclose_clients()
-    gc.collect()  # anything left unclosed warns here, in the test that leaked it
+    shutdown_provider_loop()
+    gc.collect()  # anything left unclosed warns here
 
 
 def base(server: LoopbackProvider, model: str) -> str:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import importlib.util
+import json
 import logging
 import os
+import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -72,9 +76,80 @@ def bypass_proxy_for_loopback() -> None:
             os.environ[name] = ",".join([*present, *wanted])
 
 
+_BIG_JSON = 1 << 20
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _loads_in_steps(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`json.loads` that parses a large top-level object one member at a time.
+
+    litellm parses its 3.5 MB price list with one `json.loads` call at import, which holds the
+    GIL for 50-150 ms and freezes the GUI thread's loop meanwhile. Member by member, the
+    import thread hands the GIL back between members. The result is identical; anything
+    unusual (another top-level type, invalid JSON, extra arguments) goes to the original.
+    """
+
+    def loads(s: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or not isinstance(s, str | bytes | bytearray) or len(s) < _BIG_JSON:
+            return original(s, *args, **kwargs)
+        text = s if isinstance(s, str) else bytes(s).decode("utf-8")
+        try:
+            return _parse_object_members(text)
+        except (ValueError, IndexError):
+            return original(s)
+
+    return loads
+
+
+def _parse_object_members(text: str) -> dict[str, Any]:
+    decoder = json.JSONDecoder()
+    skip = _JSON_SPACE.match
+    pos = skip(text, 0).end()  # type: ignore[union-attr]
+    if text[pos] != "{":
+        raise ValueError("not an object")
+    pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+    out: dict[str, Any] = {}
+    if text[pos] == "}":
+        pos += 1
+    else:
+        while True:
+            key, pos = decoder.raw_decode(text, pos)
+            if not isinstance(key, str):
+                raise ValueError("object key is not a string")
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != ":":
+                raise ValueError("expected ':'")
+            pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+            out[key], pos = decoder.raw_decode(text, pos)
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] == ",":
+                pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+                continue
+            if text[pos] == "}":
+                pos += 1
+                break
+            raise ValueError("expected ',' or '}'")
+    if skip(text, pos).end() != len(text):  # type: ignore[union-attr]
+        raise ValueError("extra data")
+    return out
+
+
 def _import() -> ModuleType:
     _prepare_environment()
-    import litellm
+    original = json.loads
+    json.loads = _loads_in_steps(original)
+    # A full collection in the middle of this import walks millions of new objects while
+    # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import, then
+    # freeze what it built so later collections never walk it either.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        import litellm
+    finally:
+        json.loads = original
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False

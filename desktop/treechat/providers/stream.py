@@ -4,11 +4,13 @@ retried once with the history halved, and the HTTP stream closed when the task i
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import functools
 import inspect
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -373,6 +375,67 @@ def _call_kwargs(
 _default_diagnostics = CacheDiagnostics()
 
 
+class _ProviderLoop:
+    """A background thread running its own event loop, where every provider call is made.
+
+    litellm and the SDK under it spend a few milliseconds of Python per streamed chunk and
+    more at the end of a stream; on the GUI's loop that is visible lag. Here the GIL is
+    handed back every switch interval, so the GUI's loop stays responsive. litellm caches
+    HTTP clients per loop, and this loop lives as long as the process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(
+                    target=run, name="treechat-provider-loop", daemon=True
+                )
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Close litellm's HTTP clients on the loop, then stop and close it."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        done = asyncio.run_coroutine_threadsafe(llm.aclose_clients(), loop)
+        with contextlib.suppress(Exception):
+            done.result(timeout)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
+
+
+_provider_loop = _ProviderLoop()
+
+
+def shutdown_provider_loop() -> None:
+    """Close provider connections and stop the provider thread (at application exit). A later
+    call starts a fresh one."""
+    _provider_loop.shutdown()
+
+
+_END = object()
+
+
 async def stream_events(
     request: TurnRequest,
     *,
@@ -384,8 +447,59 @@ async def stream_events(
     Raises `ProviderError` (kind, retry flag, message) on failure; its `partial_text` holds
     the text that arrived first. A context overflow is retried exactly once, with the
     history cut to half of what was sent, and only if nothing has streamed yet. Cancelling
-    the consuming task closes the HTTP stream.
+    the consuming task closes the HTTP stream. The call itself runs on the provider thread;
+    events are delivered on the caller's loop.
     """
+    here = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    pending: collections.deque[Any] = collections.deque()
+    scheduled = threading.Event()
+
+    def drain() -> None:
+        # Everything that arrived since the last wake-up, in one pass of the caller's loop:
+        # a fast stream wakes that loop once per batch, not once per token.
+        scheduled.clear()
+        while pending:
+            queue.put_nowait(pending.popleft())
+
+    def deliver(item: Any) -> None:
+        pending.append(item)
+        if not scheduled.is_set():
+            scheduled.set()
+            with contextlib.suppress(RuntimeError):  # the caller's loop already closed
+                here.call_soon_threadsafe(drain)
+
+    async def pump() -> None:
+        try:
+            async for event in _stream_on_this_loop(request, shrink, diagnostics):
+                deliver(event)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            deliver(exc)
+        else:
+            deliver(_END)
+
+    work = asyncio.run_coroutine_threadsafe(pump(), _provider_loop.get())
+    try:
+        while True:
+            item = await queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        if not work.done():
+            work.cancel()
+            # Wait until the provider side has closed the HTTP stream.
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(asyncio.wrap_future(work))
+
+
+async def _stream_on_this_loop(
+    request: TurnRequest, shrink: Shrink | None, diagnostics: CacheDiagnostics | None
+) -> AsyncIterator[StreamEvent]:
     litellm = await llm.ensure_loaded()
     remember_secret(request.api_key)
     diag = diagnostics if diagnostics is not None else _default_diagnostics
