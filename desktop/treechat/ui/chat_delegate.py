@@ -237,15 +237,18 @@ class ChatDelegate(QStyledItemDelegate):
         self.mono_bold = QFont(self.theme.mono)
         self.mono_bold.setWeight(QFont.Weight.DemiBold)
 
-    def refresh_theme(self) -> bool:
+    def refresh_theme(self, palette: QPalette | None = None, font: QFont | None = None) -> bool:
         """Re-read the palette and font; True when anything changed (heights may too)."""
-        palette = self._view.palette()
-        theme = MarkdownTheme.from_palette(palette, _body_font(self._view.font()))
+        palette = palette if palette is not None else self._view.palette()
+        font = font if font is not None else self._view.font()
+        theme = MarkdownTheme.from_palette(palette, _body_font(font))
         if theme.key == self.theme.key:
             return False
         fonts_changed = theme.font != self.theme.font or theme.mono != self.theme.mono
         self.theme = theme
         self.colors = ChatColors.from_palette(palette)
+        for editor in self._editors.values():
+            editor.apply_colors(self.colors)
         self._fonts()
         self._layouts.clear()
         self._docs.clear()
@@ -687,7 +690,10 @@ class ChatDelegate(QStyledItemDelegate):
         shown = QRectF(origin.x() - 40, origin.y() - 2, body.width + 80, layout.body_height + 2)
         body.paint(p, origin, text_color=text, clip=clip.intersected(shown), **extra)
         if layout.fold == "collapsed":
-            fade = QRectF(origin.x() - 2, origin.y() + layout.body_height - 56, body.width + 4, 56)
+            left, width = origin.x() - 2, body.width + 4
+            if layout.bubble is not None:  # stay inside the bubble's rounded sides
+                left, width = layout.bubble.left() + 1, layout.bubble.width() - 2
+            fade = QRectF(left, origin.y() + layout.body_height - 56, width, 56)
             gradient = QLinearGradient(fade.topLeft(), fade.bottomLeft())
             clear = QColor(background)
             clear.setAlphaF(0.0)
@@ -1036,6 +1042,7 @@ class ChatDelegate(QStyledItemDelegate):
         row = self._rows()[index.row()]
         editor = MessageEditor(row.text, parent)
         editor.setFont(self.theme.font)
+        editor.apply_colors(self.colors)
         editor.set_busy(self.busy)
         key = row.key
         editor.submitted.connect(lambda text: self.editSubmitted.emit(key, text))
@@ -1103,7 +1110,7 @@ class MessageEditor(QFrame):
         super().__init__(parent)
         self.setObjectName("messageEditor")
         self.setAutoFillBackground(True)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFrameShape(QFrame.Shape.NoFrame)
         self.text_edit = QPlainTextEdit(self)
         self.text_edit.setPlainText(text)
         self.text_edit.setFrameShape(QFrame.Shape.NoFrame)
@@ -1114,6 +1121,8 @@ class MessageEditor(QFrame):
         self.hint.setEnabled(False)
         self.cancel_button = QPushButton("Cancel", self)
         self.send_button = QPushButton("Send", self)
+        self.send_button.setObjectName("sendEdit")
+        self.cancel_button.setObjectName("cancelEdit")
         self.send_button.setDefault(True)
         self.send_button.setAccessibleName("Send edited message")
         self.cancel_button.clicked.connect(self.cancelled.emit)
@@ -1124,7 +1133,7 @@ class MessageEditor(QFrame):
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setContentsMargins(12, 8, 10, 8)
         layout.setSpacing(6)
         layout.addWidget(self.text_edit, 1)
         layout.addLayout(buttons)
@@ -1139,6 +1148,28 @@ class MessageEditor(QFrame):
 
     def text(self) -> str:
         return self.text_edit.toPlainText()
+
+    def apply_colors(self, c: ChatColors) -> None:
+        """Look like the bubble being edited, with the send button as the one accent."""
+        def rgb(color: QColor) -> str:
+            return color.name(QColor.NameFormat.HexArgb)
+
+        hover = mix(c.accent, c.text, 0.15)
+        self.setStyleSheet(
+            f"QFrame#messageEditor {{ background: {rgb(c.user_bubble)};"
+            f" border: 1px solid {rgb(mix(c.user_bubble, c.accent, 0.6))}; border-radius: 14px; }}"
+            f" QPlainTextEdit {{ background: transparent; border: none; color: {rgb(c.text)};"
+            f" selection-background-color: {rgb(c.accent)}; }}"
+            f" QLabel {{ color: {rgb(c.muted)}; background: transparent; border: none; }}"
+            f" QPushButton {{ border-radius: 8px; padding: 5px 14px; border: 1px solid"
+            f" {rgb(c.card_border)}; background: {rgb(c.base)}; color: {rgb(c.text)}; }}"
+            f" QPushButton:hover {{ background: {rgb(c.hover)}; }}"
+            f" QPushButton#sendEdit {{ background: {rgb(c.accent)}; color: {rgb(c.accent_text)};"
+            f" border: none; font-weight: 600; }}"
+            f" QPushButton#sendEdit:hover {{ background: {rgb(hover)}; }}"
+            f" QPushButton#sendEdit:disabled {{ background: {rgb(c.hover)};"
+            f" color: {rgb(c.muted)}; }}"
+        )
 
     def set_text(self, text: str) -> None:
         self.text_edit.setPlainText(text)

@@ -12,6 +12,7 @@ from PySide6.QtGui import (
     QAction,
     QContextMenuEvent,
     QDesktopServices,
+    QFocusEvent,
     QFont,
     QGuiApplication,
     QKeyEvent,
@@ -79,6 +80,14 @@ class _ChatList(QListView):
         if index.isValid():
             self.setCurrentIndex(index)
             self._owner._open_menu(index.row(), event.globalPos())
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        # arriving by keyboard lands on the newest message, not the oldest
+        if not self.currentIndex().isValid() and self.model() is not None:
+            count = self.model().rowCount()
+            if count:
+                self.setCurrentIndex(self.model().index(count - 1, 0))
+        super().focusInEvent(event)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         anchor = self._owner._capture_anchor()
@@ -500,13 +509,12 @@ class ChatView(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange,
-                            QEvent.Type.StyleChange) and hasattr(self, "delegate"):
-            self.list.setPalette(self.palette())
-            self.list.setFont(self.font())
-            if self.delegate.refresh_theme():
-                self._settle(self._capture_anchor())
-                self.list.viewport().update()
+        themed = event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange,
+                                  QEvent.Type.StyleChange) and hasattr(self, "delegate")
+        # the list inherits both, but may not have been told yet: read them from here
+        if themed and self.delegate.refresh_theme(self.palette(), self.font()):
+            self._settle(self._capture_anchor())
+            self.list.viewport().update()
 
     # --- actions -------------------------------------------------------------------------
 
