@@ -129,16 +129,22 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)
         await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == 4)
+        await desk.controller.tasks.idle()
         return session.id, first.id, second.id
 
     sid, first, second = aio.run(setup())
     requests = desk.requests()
     desk.window.dock.show()
 
+    before = desk.composer.ring.occupancy
+    assert before is not None and before.basis == "measured"
+
     async def scenario() -> None:
         click_node(desk, first)
         await aio.until(lambda: desk.controller.current_view.head == first, what="checkout")
         await desk.controller.tasks.idle()
+        # the ring follows the graph: the measurement belonged to the other head
+        await aio.until(lambda: desk.composer.ring.occupancy is not before, what="ring")
 
     aio.run(scenario())
     assert desk.requests() == requests
@@ -149,6 +155,9 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
     assert scene.items_by_id[first].state & HEAD
     assert not scene.items_by_id[second].state & ON_PATH
     assert [r.text for r in desk.chat.model.rows][-1] == "first answer"
+    after = desk.composer.ring.occupancy
+    assert after is not None and after.basis == "estimated"
+    assert after.total_used < before.total_used
 
     # Ctrl+click picks heads for a merge instead of checking out
     aio.run(_ctrl_click(desk, aio, second))
