@@ -400,6 +400,30 @@ def test_streaming_text_appears_coalesced(
     assert chat.model.rows[-1].version == (2, 2)
 
 
+def test_a_step_committed_mid_stream_is_not_shown_twice(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView,
+    qtbot: QtBot,
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
+    chat.begin_stream(sample.u3, "claude-sonnet-4-5")
+    chat.append_stream_text("Let me look at the cache first.")  # still buffered
+    # the agent loop commits that text as a step with a tool call, then runs the tool
+    step = runner.run(service.append_message(
+        sample.session, "Let me look at the cache first.", role="assistant", parent=sample.u3,
+        use_parent=True, metadata={"model": MODEL},
+    ))
+    tool = runner.run(add_tool(service, sample.session, step.id, "list_dir",
+                               {"path": "/var/lib/app/cache"}, "a1b2.json\nc3d4.json\n"))
+    chat.set_view(load(runner, service, sample.session))
+    assert chat.row_keys()[-3:] == [step.id, tool.id, "stream"]
+    assert chat.model.rows[-1].text == ""
+    chat.append_stream_text("Two entries, both hashes.")
+    qtbot.waitUntil(lambda: chat.model.rows[-1].text == "Two entries, both hashes.",
+                    timeout=3000)
+    # one reply: the header is drawn once, above the step
+    assert [r.starts_turn for r in chat.model.rows[-3:]] == [True, False, False]
+
+
 def test_interrupted_reply_is_marked_and_offers_retry(
     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
     QtBot

@@ -207,6 +207,10 @@ class ChatView(QWidget):
         if new_session:
             self._stream_parts.clear()
             self._flush_timer.stop()
+        elif self.model.streaming:
+            # text still buffered belongs to what streamed so far: if this view committed
+            # it as a node, it must go with the rest, not reappear in the continuing reply
+            self._flush_stream()
         with self._settle_guard():
             self.model.set_view(view)
         if anchor.bottom:
@@ -367,6 +371,8 @@ class ChatView(QWidget):
     def _prepare_bottom(self) -> None:
         """Measure the last screenful before the first layout, so opening at the bottom
         needs one layout pass and paints exact rows straight away."""
+        if not self.isVisible():
+            return
         self.delegate.width = self._layout_width()
         rows = self.model.rows
         want = self.list.viewport().height() * 2.2  # the screen and the one above it
@@ -388,6 +394,8 @@ class ChatView(QWidget):
             self.delegate.invalidate_hints()
             self.list.doItemsLayout()
             self._restore_anchor(anchor)
+            if not self.isVisible():
+                return  # no real size yet: estimates until showEvent settles again
             for _ in range(4):
                 if not self._measure_near_viewport():
                     break
