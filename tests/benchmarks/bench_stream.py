@@ -232,6 +232,7 @@ def test_stream_overhead_and_event_loop_lag(bench_report: Callable[..., Path]) -
         "overhead_per_token_ms": statistics.mean(overhead),
         "overhead_p99_ms": pct(overhead, 0.99),
         "httpx_overhead_per_token_ms": statistics.mean(httpx_overhead),
+        "stream_lag_ratio_vs_httpx": pct(stream_lags, 0.99) / max(pct(httpx_lags, 0.99), 1e-6),
         "overhead_ratio_vs_httpx": statistics.mean(overhead)
         / max(statistics.mean(httpx_overhead), 1e-6),
     }

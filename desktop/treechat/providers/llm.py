@@ -209,8 +209,8 @@ def litellm_module() -> ModuleType:
 
 
 async def aclose_clients() -> None:
-    """Close the HTTP clients litellm keeps per event loop. Call it before the loop ends
-    (application shutdown), or their sockets leak."""
+    """Close the HTTP clients litellm keeps per event loop, on the loop that made the calls
+    (`stream.shutdown_provider_loop()` does this for the provider thread)."""
     if not is_loaded():
         return
     litellm = litellm_module()

@@ -4,12 +4,14 @@ retried once with the history halved, and the HTTP stream closed when the task i
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import contextlib
 import copy
 import functools
 import inspect
 import json
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,9 @@ from .keys import remember_secret
 Shrink = Callable[[list[dict[str, Any]], int], Sequence[dict[str, Any]]]
 """`shrink(messages, target_tokens)`: the same request with its history (everything after the
 leading system messages) cut to fit `target_tokens`; used for the one overflow retry."""
+
+SWITCH_INTERVAL = 0.001
+"""GIL switch interval while the provider thread runs (CPython's default is 5 ms)."""
 
 MAX_BREAKPOINTS = 4
 """Anthropic rejects a request with more `cache_control` blocks than this."""
@@ -392,6 +397,9 @@ class _ProviderLoop:
     def get(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._loop.is_closed():
+                # While this thread parses a stream, the GUI thread waits for the GIL up to
+                # one switch interval per wake-up; 5 ms of that is visible as lag.
+                sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
 
@@ -406,6 +414,7 @@ class _ProviderLoop:
                 self._thread.start()
                 ready.wait()
                 self._loop = loop
+                atexit.register(self.shutdown)
             return self._loop
 
     def shutdown(self, timeout: float = 10.0) -> None:

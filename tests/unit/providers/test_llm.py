@@ -131,3 +131,21 @@ def test_over_reported_cache_details_are_clamped_never_negative() -> None:
 def test_unpriced_models_cost_nothing_and_say_so() -> None:
     cost = llm.request_cost("openai/my-local-gguf", 5000, 200, cache_read=100)
     assert cost == llm.Cost(0.0, priced=False)
+
+
+def test_stepwise_json_parse_matches_json_loads() -> None:
+    bundled = llm.litellm_tokenizer_dir()
+    assert bundled is not None
+    price_list = (bundled.parents[1] / "model_prices_and_context_window_backup.json").read_bytes()
+    loads = llm._loads_in_steps(json.loads)
+    assert len(price_list) > llm._BIG_JSON
+    assert loads(price_list) == json.loads(price_list)
+    assert list(loads(price_list)) == list(json.loads(price_list))  # key order kept
+    pad = " " * llm._BIG_JSON
+    for text in ['{"a": [1, {"b": null}], "a": 2 , "c": "\\u00e9"}', "{}", '{"k":\n{"x":1.5e3}}']:
+        assert loads(pad + text + pad) == json.loads(text)
+    assert loads(pad + "[1, 2]") == [1, 2]  # not an object: the original parser
+    with pytest.raises(json.JSONDecodeError):
+        loads(pad + '{"a": 1,}')
+    with pytest.raises(json.JSONDecodeError):
+        loads(pad + '{"a": 1} extra')
