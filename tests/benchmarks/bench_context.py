@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import operator
 import os
 import statistics
 import time
@@ -24,9 +25,11 @@ import pytest
 from tests.support.context_sim import Conversation, Turn, simulate
 
 from treechat.core.budget import plan_budget
+from treechat.core.commit import ContextCommit
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.core.render import Composition, render_parts
+from treechat.core.rules import CompactionRequest, RuleConfig, generate_chain
 from treechat.core.tokens import (
     REPLY_PRIMING_TOKENS,
     message_parts,
@@ -94,8 +97,23 @@ def _strip_marks(message: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_PRINTS: dict[tuple[Any, ...], str] = {}
+
+
 def _fingerprint(message: Mapping[str, Any]) -> str:
-    return json.dumps(_strip_marks(message), sort_keys=True, ensure_ascii=False)
+    content = message.get("content")
+    if isinstance(content, list):
+        content = json.dumps(content, sort_keys=True)
+    calls = tuple((c["id"], c["function"]["name"], c["function"]["arguments"])
+                  for c in message.get("tool_calls") or ())
+    key = (message.get("role"), content, message.get("tool_call_id"), calls)
+    found = _PRINTS.get(key)
+    if found is None:
+        found = json.dumps(_strip_marks(message), sort_keys=True, ensure_ascii=False)
+        if len(_PRINTS) > 200_000:
+            _PRINTS.clear()
+        _PRINTS[key] = found
+    return found
 
 
 def _marked(message: Mapping[str, Any]) -> bool:
@@ -250,6 +268,9 @@ def _install_fast_litellm_counter() -> None:
     if getattr(original, "_bench_memo", False):
         return
     memo: dict[tuple[Any, ...], int] = {}
+    # Within one trim the same message objects are recounted over and over; an object
+    # whose content string is the very same object has the same count.
+    by_object: dict[int, tuple[Any, Any, int]] = {}
 
     def key(m: Mapping[str, Any]) -> tuple[Any, ...]:
         c = m.get("content")
@@ -260,18 +281,50 @@ def _install_fast_litellm_counter() -> None:
         return (m.get("role"), c if isinstance(c, str) else json.dumps(c, sort_keys=True),
                 m.get("tool_call_id"), calls)
 
+    # litellm counts [message] + kept again for every candidate message; the kept list was
+    # counted just before, so a list's total is its head's count plus its tail's memoized
+    # total (keyed by the identities of the messages and of their contents).
+    # Values keep the contents alive so their ids cannot be reused while the entry exists.
+    by_list: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Any, ...]]] = {}
+    content_of = operator.methodcaller("get", "content")
+
     def counter(model: str = "", custom_tokenizer: Any = None, text: Any = None,
                 messages: Any = None, **kw: Any) -> int:
         if text is not None or not messages or kw or custom_tokenizer is not None:
             return int(original(model=model, custom_tokenizer=custom_tokenizer, text=text,
                                 messages=messages, **kw))
+        ids = tuple(map(id, messages))
+        contents = tuple(map(content_of, messages))
+        cids = tuple(map(id, contents))
+        found = by_list.get((ids, cids))
+        if found is not None:
+            return found[0]
+        tail = by_list.get((ids[1:], cids[1:])) if len(ids) > 1 else None
+        if tail is not None:
+            total = tail[0] + sum_all(model, messages[:1]) - REPLY_PRIMING_TOKENS
+        else:
+            total = sum_all(model, messages)
+        by_list[(ids, cids)] = (total, contents)
+        return total
+
+    def reset() -> None:
+        # Message objects live only for one trim call; their ids are reused afterwards.
+        by_list.clear()
+        by_object.clear()
+
+    def sum_all(model: str, messages: Sequence[Mapping[str, Any]]) -> int:
         total = 0
         for m in messages:
+            hit = by_object.get(id(m))
+            if hit is not None and hit[0] is m and hit[1] is m.get("content"):
+                total += hit[2]
+                continue
             k = (model, *key(m))
             n = memo.get(k)
             if n is None:
                 n = int(original(model=model, messages=[m])) - REPLY_PRIMING_TOKENS
                 memo[k] = n
+            by_object[id(m)] = (m, m.get("content"), n)
             total += n
         return total + REPLY_PRIMING_TOKENS
 
@@ -287,13 +340,18 @@ def _install_fast_litellm_counter() -> None:
             model=PEER_MODEL, messages=sample[:n]
         ), "memoized count must equal litellm's own"
     counter._bench_memo = True  # type: ignore[attr-defined]
+    counter.reset = reset  # type: ignore[attr-defined]
     lu.token_counter = counter
 
 
 def litellm_trim(messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
-    from litellm.utils import trim_messages
+    import litellm.utils as lu
 
-    return list(trim_messages(messages, model=PEER_MODEL, max_tokens=max_tokens))
+    lu.token_counter.reset()  # type: ignore[attr-defined]
+    try:
+        return list(lu.trim_messages(messages, model=PEER_MODEL, max_tokens=max_tokens))
+    finally:
+        lu.token_counter.reset()  # type: ignore[attr-defined]
 
 
 class LangchainTrim:
@@ -597,23 +655,40 @@ async def prepare_times(tmp: Path, turns: int = 40) -> tuple[float, float]:
     return statistics.median(t_small), statistics.median(t_big)
 
 
-async def storage_growth(tmp: Path) -> tuple[int, int]:
-    """Commit bytes after 100 and after 1,000 turns of one conversation."""
-
+def storage_growth(tmp: Path) -> tuple[int, int]:
+    """Commit bytes after 100 and after 1,000 turns of one conversation: the engine's own
+    generation (same rules and compaction requests as prepare() at this window) saved
+    through the store as prepare() saves it, without the per-turn graph reads."""
     counter = CachedTiktokenCounter("o200k_base")
     store = Store.open(tmp / "storage.duckdb")
     sid = "storage"
     store.call(lambda r: r.create_session(Session(sid, "storage", None, MODEL, 0.0)))
-    engine = ContextEngine(store, counter)
+    comp = Composition(system_prompt=SYSTEM, situation=SITUATION, cache_breakpoints=True)
+    sys_tok = message_tokens(render_parts(None, comp)[0].message, counter.count)
+    tools_tok = tools_tokens(sorted(TOOLS, key=lambda t: t["function"]["name"]), counter.count)
+    budget = plan_budget(WINDOW, system_tokens=sys_tok, tools_tokens=tools_tok)
+    rules = RuleConfig()
     conv = simulate(5, turns=1000)
     head: str | None = None
+    commit: ContextCommit | None = None
+    pending: list[ContextCommit] = []
+    nodes: list[Node] = []
     at_100 = 0
     for turn in conv.turns:
         batch = _turn_nodes(turn, sid, head, "")
         head = batch[1].id
-        store.call(lambda r, b=batch, h=head: r.apply_change(sid, Change(tuple(b), h), 1.0))
-        await engine.prepare(sid, model=MODEL, window=WINDOW, tools=TOOLS,
-                             system_prompt=SYSTEM, situation=SITUATION, now=turn.time + 10)
+        nodes += batch
+        mode = "auto" if commit is None or commit.total_tokens > (
+            rules.summarize_trigger * budget.history) else None
+        chain = generate_chain(commit, batch, session_id=sid, head_node_id=head,
+                               now=turn.time + 10, counter=counter, config=rules,
+                               compaction=CompactionRequest(budget.history) if mode else None)
+        pending += chain
+        commit = chain[-1] if chain else commit
+        if turn.index % 50 == 49:
+            store.call(lambda r, n=tuple(nodes), h=head: r.apply_change(sid, Change(n, h), 1.0))
+            store.call(lambda r, c=tuple(pending): commit_store.save_commits(r, c))
+            nodes, pending = [], []
         if turn.index == 99:
             at_100 = store.call(commit_store.storage_bytes)
     at_1000 = store.call(commit_store.storage_bytes)
@@ -703,7 +778,7 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
 
 def test_context_scaling_and_storage(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
     t100, t10k = asyncio.run(prepare_times(tmp_path))
-    b100, b1000 = asyncio.run(storage_growth(tmp_path))
+    b100, b1000 = storage_growth(tmp_path)
     figures = {
         "prepare_100_ms": t100 * 1000,
         "prepare_10k_ms": t10k * 1000,

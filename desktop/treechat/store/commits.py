@@ -85,76 +85,79 @@ def _load_meta(value: Any) -> dict[str, Any]:
 def save_commit(repo: Repository, commit: ContextCommit) -> bool:
     """Store `commit` (its first parent must already be stored, or it becomes a keyframe).
     Returns False when a commit with this id exists (ids are content hashes)."""
-    first = commit.parent_ids[0] if commit.parent_ids else ""
-    found = {
+    return save_commits(repo, [commit]) == 1
+
+
+def save_commits(repo: Repository, commits: Iterable[ContextCommit]) -> int:
+    """Store a generated chain, oldest first, in one transaction. Each commit is a delta
+    against its first parent, or a keyframe when the deltas since the last keyframe would
+    outweigh a full copy. Returns how many were new."""
+    chain = list(commits)
+    if not chain:
+        return 0
+    wanted = {c.id for c in chain} | {c.parent_ids[0] for c in chain if c.parent_ids}
+    metas = {
         str(r[0]): _load_meta(r[1])
         for r in repo.con.execute(
-            "SELECT id, meta FROM commits WHERE id = ? OR id = ?", [commit.id, first]
+            "SELECT id, meta FROM commits WHERE list_contains(?, id)", [sorted(wanted)]
         ).fetchall()
     }
-    if commit.id in found:
-        return False
-    parent_meta = found.get(first) if first else None
-    delta = list(commit.changed)
-    keyframe = (
-        parent_meta is None
-        or int(parent_meta.get("chain_rows", 0)) + len(delta) > len(commit.items)
-        or int(parent_meta.get("chain_len", 0)) + 1 >= MAX_CHAIN_LENGTH
-    )
-    positions = range(len(commit.items)) if keyframe else delta
-    chain_rows = 0
-    chain_len = 0
-    if not keyframe and parent_meta is not None:
-        chain_rows = int(parent_meta.get("chain_rows", 0)) + len(delta)
-        chain_len = int(parent_meta.get("chain_len", 0)) + 1
-    meta = {
-        "max_seq": commit.max_seq,
-        "aged_through": commit.aged_through,
-        "chain_rows": chain_rows,
-        "chain_len": chain_len,
-        "delta_rows": len(delta),
-    }
-    op = "item" if keyframe else "set"
-    rows = [(commit.id, p, op, encode_item(commit.items[p])) for p in positions]
-    with repo.transaction():
-        repo.con.execute(
-            f"INSERT INTO commits ({COMMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                commit.id,
-                commit.session_id,
-                commit.head_node_id,
-                list(commit.parent_ids),
-                commit.created_at,
-                commit.rules_version,
-                commit.total_tokens,
-                keyframe,
-                commit.depth,
-                len(commit.items),
-                commit.summary,
-                json.dumps(meta),
-            ],
+    commit_rows: list[tuple[Any, ...]] = []
+    item_rows: list[tuple[Any, ...]] = []
+    for commit in chain:
+        if commit.id in metas:
+            continue
+        first = commit.parent_ids[0] if commit.parent_ids else ""
+        parent_meta = metas.get(first) if first else None
+        delta = list(commit.changed)
+        keyframe = (
+            parent_meta is None
+            or int(parent_meta.get("chain_rows", 0)) + len(delta) > len(commit.items)
+            or int(parent_meta.get("chain_len", 0)) + 1 >= MAX_CHAIN_LENGTH
         )
-        _insert_items(repo, rows)
-    return True
+        chain_rows = chain_len = 0
+        if not keyframe and parent_meta is not None:
+            chain_rows = int(parent_meta.get("chain_rows", 0)) + len(delta)
+            chain_len = int(parent_meta.get("chain_len", 0)) + 1
+        meta = {
+            "max_seq": commit.max_seq,
+            "aged_through": commit.aged_through,
+            "chain_rows": chain_rows,
+            "chain_len": chain_len,
+            "delta_rows": len(delta),
+        }
+        metas[commit.id] = meta
+        commit_rows.append((
+            commit.id, commit.session_id, commit.head_node_id, list(commit.parent_ids),
+            commit.created_at, commit.rules_version, commit.total_tokens, keyframe,
+            commit.depth, len(commit.items), commit.summary, json.dumps(meta),
+        ))
+        op = "item" if keyframe else "set"
+        positions = range(len(commit.items)) if keyframe else delta
+        item_rows.extend((commit.id, p, op, encode_item(commit.items[p])) for p in positions)
+    if not commit_rows:
+        return 0
+    with repo.transaction():
+        _insert_rows(repo, "commits", COMMIT_COLUMNS, commit_rows)
+        _insert_rows(repo, "commit_items", "commit_id, position, op, item", item_rows)
+    return len(commit_rows)
 
 
-def _insert_items(repo: Repository, rows: list[tuple[str, int, str, str]]) -> None:
+def _insert_rows(repo: Repository, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
     # One statement per chunk: DuckDB pays per statement, not per row.
+    if not rows:
+        return
+    width = len(rows[0])
+    mark = "(" + ", ".join("?" * width) + ")"
     for start in range(0, len(rows), _CHUNK):
         chunk = rows[start : start + _CHUNK]
-        marks = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
         repo.con.execute(
-            f"INSERT INTO commit_items (commit_id, position, op, item) VALUES {marks}",
+            f"INSERT INTO {table} ({columns}) VALUES {', '.join([mark] * len(chunk))}",
             [v for row in chunk for v in row],
         )
 
 
 _CHUNK = 256
-
-
-def save_commits(repo: Repository, commits: Iterable[ContextCommit]) -> int:
-    """Store a generated chain, oldest first. Returns how many were new."""
-    return sum(1 for c in commits if save_commit(repo, c))
 
 
 # --- reading ----------------------------------------------------------------------------
