@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.loopback_server import DEFAULT_TEXT, LoopbackProvider, Reply, count_tokens
+from tests.support.loopback_server import (
+    DEFAULT_TEXT,
+    LoopbackProvider,
+    Reply,
+    _openai_prompt,
+    count_tokens,
+)
 
 from treechat.providers import llm
 from treechat.providers.errors import ErrorKind, ProviderError
@@ -65,6 +71,14 @@ def request(
 
 def marked(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text, "cache_control": MARK}]
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the OpenAI wire carries it (marks stripped, one text block -> string)."""
+    content = message["content"]
+    if isinstance(content, list) and len(content) == 1:
+        return {**message, "content": content[0]["text"]}
+    return message
 
 
 def long_system() -> str:
@@ -567,3 +581,35 @@ async def test_usage_lands_in_the_ledger_and_occupancy_reads_the_last_request(
     assert row.cost_usd == pytest.approx(sum(r.cost.usd for r in results if r.cost))
     assert last is not None and results[-1].usage is not None
     assert last.input_tokens == results[-1].usage.prompt_tokens  # the last request, not a sum
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("model", WIRES)
+async def test_cached_prefix_survives_an_append_only_compaction(
+    loopback: LoopbackProvider, model: str
+) -> None:
+    summary = "[Summary] Earlier the user and the assistant planned the garden. " * 30
+    before: list[dict[str, Any]] = [
+        {"role": "system", "content": marked(long_system())},
+        {"role": "user", "content": marked(summary)},
+        *conversation(6)[1:],
+    ]
+    first = await stream_turn(request(loopback, model, before))
+    # Compaction folds the old turns into a second summary placed after the first one; the
+    # system prompt and the first summary stay byte-identical.
+    after: list[dict[str, Any]] = [
+        before[0],
+        before[1],
+        {"role": "user", "content": marked("[Summary] Then they chose tomatoes and beans. " * 10)},
+        {"role": "user", "content": "What should I plant first?"},
+    ]
+    second = await stream_turn(request(loopback, model, after))
+    assert first.usage is not None and second.usage is not None
+    if llm.is_anthropic(model):
+        # Read exactly what the first call wrote (through the first summary), write the rest.
+        assert second.usage.cache_read == first.usage.cache_write >= 1024
+        assert second.usage.cache_write > 0
+    else:
+        kept = _openai_prompt({"messages": [_plain(m) for m in after]}).block_ends[1]
+        assert kept >= 1024
+        assert kept - 128 < second.usage.cache_read < second.usage.prompt_tokens
