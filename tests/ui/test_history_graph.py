@@ -115,6 +115,30 @@ def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
     assert by_id["a1b"].state & HIDDEN and by_id["u1"].state & PINNED
     assert scene.head == "a3" and dict(scene.layout.cells) == cells
 
+    # the hover preview says what a node is
+    preview = panels(desk).graph.view.preview_html("a1b")
+    assert "version 2/2" in preview and "merged" in preview and "text of a1b" in preview
+
+    # the keyboard walks the graph and Enter checks out, still without a request
+    view = panels(desk).graph.view
+    view.setFocus()
+    QTest.keyClick(view, Qt.Key.Key_Up)  # from HEAD a3 to the merge node
+    assert scene.focused == "m"
+    QTest.keyClick(view, Qt.Key.Key_Up)
+    QTest.keyClick(view, Qt.Key.Key_Up)
+    assert scene.focused == "a2"
+    QTest.keyClick(view, Qt.Key.Key_Down)
+    assert scene.focused == "at"  # down follows HEAD's path
+
+    async def enter() -> None:
+        QTest.keyClick(view, Qt.Key.Key_Up)
+        QTest.keyClick(view, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.controller.current_view.head == "a2", what="checkout")
+        await desk.controller.tasks.idle()
+
+    aio.run(enter())
+    assert scene.head == "a2" and desk.requests() == 0
+
 
 def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> None:
     chat = desk.services.chat

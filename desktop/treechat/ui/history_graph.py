@@ -629,6 +629,7 @@ class HistoryGraphView(QGraphicsView):
     mergeRequested = Signal(list)
     selectionChangedTo = Signal(list)
     zoomChanged = Signal(float)
+    cursorMoved = Signal(str)  # the keyboard cursor's node
 
     def __init__(self, parent: QWidget | None = None, style: GraphStyle | None = None) -> None:
         super().__init__(parent)
@@ -650,6 +651,7 @@ class HistoryGraphView(QGraphicsView):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setBackgroundBrush(style.background)
         self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.busy = False
         self._press: tuple[QPoint, str | None] | None = None
         self._panning: QPoint | None = None
@@ -819,8 +821,44 @@ class HistoryGraphView(QGraphicsView):
             self.fit_all()
         elif key == Qt.Key.Key_H and self.graph_scene.head:
             self.center_on_node(self.graph_scene.head, max(self.zoom, 1.0))
+        elif key in (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Left, Qt.Key.Key_Right):
+            self.move_cursor(key)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            cursor = self.graph_scene.focused
+            if cursor is not None:
+                if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                    self.toggle_selected(cursor)
+                else:
+                    self.checkoutRequested.emit(cursor)
         else:
             super().keyPressEvent(event)
+
+    def move_cursor(self, key: int) -> None:
+        """Walk the graph from the keyboard: up to the parent, down to the child on HEAD's
+        path (or the first), left and right to the neighbours in the same row."""
+        scene = self.graph_scene
+        current = scene.focused if scene.focused in scene.nodes else scene.head
+        if current is None:
+            return
+        target: str | None = None
+        if key == Qt.Key.Key_Up:
+            target = scene.layout.placements[current].parent
+        elif key == Qt.Key.Key_Down:
+            children = scene.graph.children(current) if current in scene.graph else ()
+            on_path = [c.id for c in children if c.id in scene.path_ids]
+            target = on_path[0] if on_path else (children[0].id if children else None)
+        else:
+            column, row = scene.layout.cell(current)
+            step = -1 if key == Qt.Key.Key_Left else 1
+            for k in range(1, scene.layout.width + 1):
+                found = scene.layout.cells.get((column + step * k, row))
+                if found is not None:
+                    target = found
+                    break
+        if target is not None and target in scene.nodes:
+            scene.set_focused(target)
+            self.center_on_node(target, max(self.zoom, 1.0))
+            self.cursorMoved.emit(target)
 
     # --- gestures ------------------------------------------------------------------
 
@@ -1043,8 +1081,8 @@ class HistoryGraphPanel(QWidget):
         bar.addWidget(self.summary, 1)
         self.merge_button = button("Merge…", "Merge the selected branch heads", self._merge)
         self.merge_button.setEnabled(False)
-        self.hint = QLabel("Click a node to check it out · drag it onto the message box to "
-                           "attach it · Ctrl+click heads to merge them")
+        self.hint = QLabel("Click a node (or arrows, Enter) to check it out · drag it onto "
+                           "the message box to attach it · Ctrl+click heads to merge them")
         self.hint.setObjectName("EmptyHint")
         self.hint.setWordWrap(True)
         self.hint.setContentsMargins(10, 0, 10, 6)
