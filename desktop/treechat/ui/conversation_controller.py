@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 SETTINGS_SUMMARIZE = "compaction.summarize_trigger"
 SETTINGS_EMERGENCY = "compaction.emergency_trigger"
 SETTINGS_COMPOSER_DRAFTS = "composer.drafts"
+VIEW_CACHE = 12  # sessions whose last view is kept to show at once when reopened
 
 
 @dataclass
@@ -68,6 +70,16 @@ def extend_view(view: SessionView, nodes: Sequence[Node], head: str | None) -> S
     head = head if head is not None and head in graph else view.head
     session = replace(view.session, head=head)
     return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
+
+
+def _differs(shown: SessionView, stored: SessionView) -> bool:
+    """Whether the store has moved on from a view shown from memory."""
+    return (
+        shown.session != stored.session
+        or len(shown.graph) != len(stored.graph)
+        or shown.hidden != stored.hidden
+        or shown.pinned != stored.pinned
+    )
 
 
 def apply_compaction_settings(services: Services, summarize: float, emergency: float) -> None:
@@ -120,6 +132,8 @@ class ConversationController(QObject):
         self._last_error: dict[str, TurnError] = {}
         self._turns: dict[str, asyncio.Task[Any]] = {}
         self._deleted: list[str] = []
+        self._views: OrderedDict[str, SessionView] = OrderedDict()  # recently shown
+        self._occupancies: dict[str, Occupancy] = {}  # the last record of each session
         self._context_dialog: ContextBreakdownDialog | None = None
         self._settings_dialog: SettingsDialog | None = None
         self._compacting = False
@@ -231,9 +245,25 @@ class ConversationController(QObject):
     async def _open(self, session_id: str) -> None:
         self._open_token += 1
         token = self._open_token
-        view = await self.sessions.view(session_id)
-        if token != self._open_token:
-            return  # the user moved on while this loaded
+        cached = self._views.get(session_id)
+        if cached is not None and not self.chat_service.is_running(session_id):
+            # Back to a chat seen this run: show it at once, then check it against the store.
+            self._present(cached)
+            fresh = await self.sessions.view(session_id)
+            if token != self._open_token:
+                return
+            if _differs(cached, fresh):
+                self._redraw(fresh)
+        else:
+            view = await self.sessions.view(session_id)
+            if token != self._open_token:
+                return  # the user moved on while this loaded
+            self._present(view)
+        await self.refresh_occupancy()
+
+    def _present(self, view: SessionView) -> None:
+        """Make `view`'s session the open one: chat, composer text, banner, model."""
+        session_id = view.session.id
         self._stash_composer()
         self.parts.banner.dismiss()
         self._show(view)
@@ -243,7 +273,12 @@ class ConversationController(QObject):
             self.parts.banner.show_error(error)
         model = view.session.model or self._default_model()
         self.parts.composer.select_model(model)
-        await self.refresh_occupancy()
+
+    def _remember(self, view: SessionView) -> None:
+        self._views[view.session.id] = view
+        self._views.move_to_end(view.session.id)
+        while len(self._views) > VIEW_CACHE:
+            self._views.popitem(last=False)
 
     def new_chat(self) -> None:
         """An empty chat: the session is created when its first message is sent."""
@@ -269,19 +304,22 @@ class ConversationController(QObject):
         previous = self.current_session_id
         self.current_view = view
         if view is not None:
+            self._remember(view)
             self.parts.chat.set_view(view)
         self.parts.show_view(view)
         running = view is not None and self.chat_service.is_running(view.session.id)
         self.parts.chat.set_busy(running)
         self.parts.composer.set_running(running)
         if view is None or view.session.id != previous:
-            self._set_occupancy(None if view is None else self.occupancy)
+            # the last record this session had (refreshed right after), never another's
+            self._set_occupancy(None if view is None else self._occupancies.get(view.session.id))
         self.busyChanged.emit(running)
         self.sessionOpened.emit(view)
 
     def _redraw(self, view: SessionView) -> None:
         """New state of the session on screen (same session)."""
         self.current_view = view
+        self._remember(view)
         self.parts.chat.set_view(view)
         self.parts.show_view(view)
         self.viewChanged.emit(view)
@@ -319,6 +357,7 @@ class ConversationController(QObject):
             if self.chat_service.is_running(session_id):
                 self.chat_service.stop(session_id)
             await self.sessions.delete(session_id)
+            self._views.pop(session_id, None)
             self.parts.sessions.remove(session_id)
             self._deleted.append(session_id)
             if self.current_session_id == session_id:
@@ -419,6 +458,8 @@ class ConversationController(QObject):
     def _set_occupancy(self, occ: Occupancy | None) -> None:
         """The one place the record changes: the ring and the dialog get the same object."""
         self.occupancy = occ
+        if occ is not None and self.current_session_id is not None:
+            self._occupancies[self.current_session_id] = occ
         self.parts.composer.set_occupancy(occ)
         dialog = self._context_dialog
         if dialog is not None:
@@ -652,6 +693,8 @@ class ConversationController(QObject):
             view = await self.sessions.view(session_id)
             if self.current_session_id == session_id:
                 self._redraw(view)
+        else:
+            self._views.pop(session_id, None)  # it moved on while it was not shown
         self.turnFinished.emit(session_id)
 
     def _sink(self, session_id: str) -> Callable[[TurnEvent], None]:
@@ -689,7 +732,11 @@ class ConversationController(QObject):
         elif isinstance(event, OccupancyChanged):
             if current:
                 self._set_occupancy(event.occupancy)
+            elif event.occupancy is not None:
+                self._occupancies[session_id] = event.occupancy
         elif isinstance(event, TurnFinished):
+            if not current and event.occupancy is not None:
+                self._occupancies[session_id] = event.occupancy
             self._pending.pop(session_id, None)
             if current and view is not None:
                 self._call_chat("end_stream")
