@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import shiboken6
-from PySide6.QtCore import QPoint, QRectF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -473,6 +473,32 @@ def test_branch_pin_and_the_context_menu(
         actions["Pin"].trigger()
     assert from_menu.args == [sample.u2, True]
     menu.deleteLater()
+
+
+def test_double_click_opens_the_text_for_selecting(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.set_view(load(runner, service, sample.session))
+    rect = chat.row_rect(sample.final)
+    layout = chat.delegate.layout(chat.model.rows[chat.model.index_of(sample.final)])
+    point = (rect.topLeft() + layout.body_origin + QPointF(20, 8)).toPoint()
+    QTest.mouseMove(chat.list.viewport(), point)
+    QTest.mouseClick(chat.list.viewport(), Qt.MouseButton.LeftButton,
+                     Qt.KeyboardModifier.NoModifier, point)  # a plain click does nothing
+    assert chat._reader is None
+    QTest.mouseDClick(chat.list.viewport(), Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier, point)
+    reader = chat._reader
+    assert reader is not None and reader.isVisible()
+    assert "Your loader reads the whole file" in reader.browser.toPlainText()
+    assert "```" not in reader.browser.toPlainText()  # rendered, not raw
+    reader.browser.selectAll()
+    assert reader.browser.textCursor().selectedText().startswith("Your loader")
+    focus_row(chat, sample.u1)
+    QTest.keyClick(chat.list, Qt.Key.Key_C,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert reader.browser.toPlainText().startswith("How do I parse a large JSON file")
+    reader.close()
 
 
 def test_tool_rows_expand_to_show_arguments_and_result(

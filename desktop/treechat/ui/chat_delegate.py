@@ -183,6 +183,7 @@ class RowLayout:
 
 
 BUSY_LOCKED = ("edit", "retry")
+READABLE = (RowKind.USER, RowKind.ASSISTANT, RowKind.STREAM, RowKind.TOOL, RowKind.SYSTEM)
 
 
 class ChatDelegate(QStyledItemDelegate):
@@ -943,6 +944,8 @@ class ChatDelegate(QStyledItemDelegate):
     def action_enabled(self, row: ChatRow, action: str) -> bool:
         if action.startswith(("code:", "link:")):
             return True
+        if action == "read":
+            return row.kind in READABLE
         b = self.button(row, action)
         return b is not None and self.button_enabled(b)
 
@@ -990,6 +993,9 @@ class ChatDelegate(QStyledItemDelegate):
             self._pressed = (row.key, action) if action else None
             return bool(action)
         if kind == QEvent.Type.MouseButtonDblClick:
+            if not action and row.kind in READABLE:
+                self.actionTriggered.emit(row.key, "read")  # open the text to select from
+                return True
             return bool(action)
         pressed, self._pressed = self._pressed, None
         if action and pressed == (row.key, action):

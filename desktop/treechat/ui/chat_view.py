@@ -23,10 +23,13 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
     QFrame,
     QListView,
     QMenu,
     QStyle,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -113,6 +116,38 @@ class _ChatList(QListView):
         return super().viewportEvent(event)
 
 
+class _MessageReader(QDialog):
+    """One message as selectable text, beside the conversation (never modal)."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageReader")
+        self.setModal(False)
+        self.resize(720, 560)
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenExternalLinks(True)
+        self.browser.setAccessibleName("Message text")
+        self.browser.document().setDocumentMargin(14)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(self.browser, 1)
+        layout.addWidget(buttons)
+
+    def show_row(self, row: ChatRow) -> None:
+        who = {RowKind.USER: "Your message", RowKind.TOOL: f"Result of {row.label}",
+               RowKind.SYSTEM: "System prompt"}.get(row.kind, row.model or "Reply")
+        self.setWindowTitle(f"{who} — select and copy any part")
+        if row.kind in (RowKind.ASSISTANT, RowKind.STREAM):
+            self.browser.setMarkdown(row.text)
+        else:
+            self.browser.setPlainText(row.text)
+        self.show()
+        self.activateWindow()
+        self.browser.setFocus()
+
+
 class ChatView(QWidget):
     """The active path of one session, newest at the bottom.
 
@@ -158,6 +193,7 @@ class ChatView(QWidget):
         layout.addWidget(self.list)
         self.setFocusProxy(self.list)
 
+        self._reader: _MessageReader | None = None
         self._stick = True
         self._settling = False
         self._busy = False
@@ -546,6 +582,8 @@ class ChatView(QWidget):
                 QDesktopServices.openUrl(url)
         elif action == "edit":
             self.start_edit(key)
+        elif action == "read":
+            self.open_reader(key)
         elif action == "retry" and node_id:
             self.retryRequested.emit(node_id)
         elif action == "branch" and node_id:
@@ -670,6 +708,10 @@ class ChatView(QWidget):
         if event.matches(QKeySequence.StandardKey.Copy):
             self.trigger(row.key, "copy")
             return True
+        ctrl_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        if key == Qt.Key.Key_C and (mods & ctrl_shift) == ctrl_shift:
+            self.trigger(row.key, "read")
+            return True
         mapping: dict[Any, str] = {}
         if plain:
             mapping = {Qt.Key.Key_E: "edit", Qt.Key.Key_F2: "edit", Qt.Key.Key_R: "retry",
@@ -698,6 +740,8 @@ class ChatView(QWidget):
     def _menu_actions(self, row: ChatRow) -> list[tuple[str, str, str]]:
         """(action id, label, shortcut hint) for the row's context menu."""
         items: list[tuple[str, str, str]] = [("copy", "Copy", "Ctrl+C")]
+        if self.delegate.action_enabled(row, "read"):
+            items.append(("read", "Select text…", "Ctrl+Shift+C"))
         body = self.delegate.layout(row).body
         if body is not None:
             for i, _block in enumerate(body.code_blocks):
@@ -742,6 +786,18 @@ class ChatView(QWidget):
             action.triggered.connect(lambda _checked=False, a=action_id, k=key: self.trigger(k, a))
             menu.addAction(action)
         return menu
+
+    def open_reader(self, key: str) -> QDialog | None:
+        """The message in a small non-modal window where any part of it can be selected
+        (rows are painted, so their text cannot be selected in place)."""
+        index = self.model.index_of(key)
+        if index < 0:
+            return None
+        row = self.model.row_at(index)
+        if self._reader is None:
+            self._reader = _MessageReader(self)
+        self._reader.show_row(row)
+        return self._reader
 
     def scroll_to_bottom(self) -> None:
         self._stick = True
