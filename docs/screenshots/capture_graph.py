@@ -60,7 +60,7 @@ STEPS: list[tuple[str, str, str | None, str, dict[str, object]]] = [
     ("u5", "user", "at1", "Use the design notes to pick a key scheme.", {}),
     ("a5", "assistant", "u5", "Following the notes: `search:{tenant}:{shard}:{gen}:{hash}`, "
      "lowercase, colon-separated, hash of the normalized query.", {}),
-    ("mat", "runtime", "a5", "branch at: Tag each cached query with the index version",
+    ("mat", "runtime", "a5", "the branch “Tag each cached query with the index version”",
      {"name": "attach", "merge": "m1", "peer": "a3"}),
     ("m1", "runtime", "mat", "Combine the write-time invalidation with the generation scheme.",
      {"name": "merge", "peers": ["a3"]}),

@@ -193,7 +193,7 @@ class AttachService:
                 label = preview(view.graph.get(peer).text) or "branch"
                 nodes.append(Node(
                     id=nid, seq=0, created_at=now, session_id=session_id, role="runtime",
-                    name="attach", output=f"branch at: {label}", predecessor=parent,
+                    name="attach", output=f"the branch “{label}”", predecessor=parent,
                     metadata={**ref, "merge": merge_id},
                 ))
                 parent = nid

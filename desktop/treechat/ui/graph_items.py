@@ -28,8 +28,8 @@ DX = 40.0  # scene units between columns
 DY = 46.0  # between rows
 R = 9.0  # node radius
 DETAIL_SCALE = 0.42  # below this zoom the overview item draws the graph
-OUTLINE_LOD = 0.7  # outlines and marks from this level of detail
-LABEL_LOD = 0.95  # text labels from this level of detail
+OUTLINE_LOD = 0.6  # outlines and marks from this level of detail
+LABEL_LOD = 0.8  # text labels from this level of detail
 BAND_ROWS = 16  # rows per edge path item, so off-screen edges are culled in bands
 LABEL_COLUMNS = 7  # how far right a label may run over empty cells
 
@@ -111,7 +111,7 @@ class GraphStyle:
             return p
 
         font = QFont()
-        font.setPixelSize(11)
+        font.setPixelSize(12)
         style = cls(
             dark=c.dark,
             background=QColor(c.base),

@@ -509,11 +509,12 @@ class HistoryScene(QGraphicsScene):
         return cell_point(column, row)
 
     def graph_rect(self) -> QRectF:
+        """The nodes' extent, with room on the right for the last column's labels."""
         if not self.layout.placements:
             return QRectF(-DX, -DY, 2 * DX, 2 * DY)
         w = (self.layout.width - 1) * DX
         h = (self.layout.depth - 1) * DY
-        return QRectF(-R * 2, -R * 2, w + R * 4 + DX * 2, h + R * 4)
+        return QRectF(-R * 2, -R * 2, w + R * 4 + DX * 4, h + R * 4)
 
     def node_at(self, pos: QPointF) -> str | None:
         """The node under a scene point, from the layout grid (works at any zoom, before
@@ -742,6 +743,8 @@ class HistoryGraphView(QGraphicsView):
         if node_id not in self.graph_scene.layout:
             return
         point = self.graph_scene.point_of(node_id)
+        # a little left of centre: labels run to the right of their node
+        point += QPointF(self.viewport().width() * 0.2 / (zoom or self.zoom or 1.0), 0)
         if zoom is not None:
             self.set_zoom(zoom, point)
         else:
