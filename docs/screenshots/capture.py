@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import qasync
 from PySide6.QtWidgets import QApplication
 
 from treechat.app import connect_services, create_window
@@ -22,8 +21,10 @@ from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
+from treechat.services.events import TurnError
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
+from treechat.ui.event_loop import close_event_loop, create_event_loop
 
 OUT = Path(__file__).resolve().parent
 DAY = 86_400.0
@@ -159,6 +160,11 @@ async def scenario(app: QApplication, data_dir: Path, long_id: str) -> None:
     await shoot(dialog, "context-breakdown-dark")
     dialog.close()
     theme.set_mode("light")
+    window.banner.show_error(TurnError(
+        "rate_limit", "The provider is limiting how often you can send requests. "
+        "Try again in 12 seconds.", True, retry_after=12, action="wait"))
+    await shoot(window, "error-banner")
+    window.banner.dismiss()
     window.dock.show()
     await shoot(window, "inspector-dock")
     window.dock.hide()
@@ -187,12 +193,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(args.data_dir or tmp)
         long_id = seed(data_dir, time.time())
-        loop = qasync.QEventLoop(app)
-        asyncio.set_event_loop(loop)
+        loop = create_event_loop(app)
         try:
             loop.run_until_complete(scenario(app, data_dir, long_id))
         finally:
-            loop.close()
+            close_event_loop(loop)
     return 0
 
 

@@ -26,10 +26,14 @@ from .composer_input import ComposerInput
 from .occupancy_ring import OccupancyRing
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QResizeEvent, QShowEvent
+
     from ..core.occupancy import Occupancy
     from ..services.models import ModelChoice
 
 COMMANDS = {"/context": "context", "/compact": "compact"}
+HINT = "Enter to send · Shift+Enter for a new line"
+SHORT_HINT = "Shift+Enter: new line"
 MODEL_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -66,7 +70,7 @@ class Composer(QWidget):
         self.ring = OccupancyRing()
         self.ring.clicked.connect(self.contextRequested)
 
-        self.hint = QLabel("Enter to send · Shift+Enter for a new line")
+        self.hint = QLabel(HINT)
         self.hint.setObjectName("ComposerHint")
         self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -225,6 +229,24 @@ class Composer(QWidget):
             self.send_button.setToolTip("Send (Enter)")
             self.send_button.setEnabled(bool(self.text().strip()))
         self.hint.setVisible(not self._running and not self.text())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_hint()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        """The long hint where it fits, a short one where it does not, none when cramped."""
+        room = self.hint.width()
+        fm = self.hint.fontMetrics()
+        for text in (HINT, SHORT_HINT, ""):
+            if fm.horizontalAdvance(text) <= room:
+                if self.hint.text() != text:
+                    self.hint.setText(text)
+                return
 
     def _focus_changed(self, focused: bool) -> None:
         self.card.setProperty("focused", focused)

@@ -3,9 +3,14 @@ with its text up to a limit before it scrolls."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QFocusEvent, QFontMetrics, QKeyEvent, QResizeEvent
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QFrame, QPlainTextEdit, QSizePolicy, QWidget
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QFocusEvent, QKeyEvent, QResizeEvent
 
 MIN_LINES = 1
 MAX_LINES = 10

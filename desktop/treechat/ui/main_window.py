@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .error_banner import ErrorBanner
 
 DEFAULT_SIZE = (1180, 760)
+DOCK_WIDTH = 380
 SHORTCUTS_HELP = (
     ("Ctrl+N", "New chat"),
     ("Ctrl+K", "Search all chats"),
@@ -180,6 +181,7 @@ class MainWindow(QMainWindow):
             tabs.addTab(self._dock_placeholder("What the next request will carry."), "Context")
             dock.setWidget(tabs)
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            self.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
             dock.hide()
             self._dock, self._dock_tabs = dock, tabs
             dock.visibilityChanged.connect(self._dock_visibility)

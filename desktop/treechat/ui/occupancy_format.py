@@ -107,7 +107,7 @@ def headline(occ: Occupancy) -> str:
 def basis_text(occ: Occupancy) -> str:
     if occ.basis == "measured":
         return "Measured: what the provider counted for the last request on this branch"
-    return "Estimated with the local tokenizer (the branch moved since the last request)"
+    return "Estimated with the local tokenizer (no request measured on this exact branch yet)"
 
 
 def calibration_text(occ: Occupancy) -> str:
