@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QDrag,
@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 from ..core import dag
 from ..core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ..core.model import Node
+from ..services.attach import merged_peers
 from .graph_items import (
     BAND_ROWS,
     DETAIL_SCALE,
@@ -100,17 +101,6 @@ def read_node_mime(data: QMimeData) -> tuple[str, str | None] | None:
         return None
 
 
-def merged_heads(nodes: Iterable[Node]) -> set[str]:
-    out: set[str] = set()
-    for node in nodes:
-        if node.is_merge:
-            for ref in node.metadata.get("peers") or ():
-                head = ref.get("source_head") if isinstance(ref, dict) else ref
-                if isinstance(head, str):
-                    out.add(head)
-    return out
-
-
 class HistoryScene(QGraphicsScene):
     """Mirrors one session's graph. New nodes extend the layout without moving anything, so
     updates touch only the new items, the bands their edges fall in and the HEAD path."""
@@ -132,7 +122,7 @@ class HistoryScene(QGraphicsScene):
         self.path_ids: frozenset[str] = frozenset()
         self.hidden_ids: frozenset[str] = frozenset()
         self.pinned_ids: frozenset[str] = frozenset()
-        self.merged_ids: set[str] = set()
+        self.merged_ids: frozenset[str] = frozenset()
         self.focused: str | None = None
         self.graph = dag.Graph(())
         self.selected: list[str] = []  # picked for a merge, in the order picked
@@ -194,7 +184,7 @@ class HistoryScene(QGraphicsScene):
         elif hidden_changed and self.nodes:
             self._rebuild_edges()
         self.pinned_ids = frozenset(view.pinned)
-        self.merged_ids = merged_heads(graph)
+        self.merged_ids = merged_peers(graph)
         self.graph = graph
         self.set_head(view.head, graph)
 
@@ -681,8 +671,6 @@ class HistoryGraphView(QGraphicsView):
         self._sync_detail()
 
     def changeEvent(self, event: Any) -> None:
-        from PySide6.QtCore import QEvent
-
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self.restyle()
@@ -1007,8 +995,6 @@ class HistoryGraphView(QGraphicsView):
         return menu
 
     def viewportEvent(self, event: Any) -> bool:
-        from PySide6.QtCore import QEvent
-
         if event.type() == QEvent.Type.ToolTip:
             node_id = self.graph_scene.node_at(self.mapToScene(event.pos()))
             if node_id is None:
