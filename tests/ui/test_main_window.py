@@ -3,13 +3,15 @@ and branching, through the real services, a DuckDB file and the loopback provide
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from tests.support.loopback_server import Reply
 
 from treechat.ui.chat_model import RowKind
 
-from .conftest import Aio, Desk
+from .conftest import Aio, Desk, Seed, chat_session
 
 
 def row_texts(desk: Desk) -> list[tuple[str, str]]:
@@ -226,3 +228,56 @@ def test_rate_limit_waits_then_retry_answers_the_same_message(desk: Desk, aio: A
     aio.run(scenario())
     texts = [r.text for r in desk.chat.model.rows]
     assert texts == ["ping", "finally"]  # one message, answered once it could be
+
+
+def test_closing_mid_reply_keeps_the_streamed_text(desk: Desk, aio: Aio) -> None:
+    from treechat.app import _shutdown
+    from treechat.store.database import Store, default_store_path
+
+    desk.provider.queue(Reply(text=" ".join(f"part{i}" for i in range(400)),
+                              tokens_per_second=50))
+
+    async def scenario() -> str:
+        type_and_send(desk, "A long answer please")
+        await aio.until(lambda: len(desk.chat.model.stream_text()) > 20, what="some text")
+        session_id = desk.controller.current_session_id
+        assert session_id is not None
+        await _shutdown(desk.controller, desk.services)  # what closing the window runs
+        return session_id
+
+    session_id = aio.run(scenario())
+    store = Store.open(default_store_path(desk.data_dir))
+    try:
+        assert store.call(lambda r: r.drafts()) == ()
+        session = store.call(lambda r: r.get_session(session_id))
+        assert session is not None and session.head is not None
+        reply = store.call(lambda r: r.get_node(session.head))
+        assert reply is not None and reply.role == "assistant" and reply.interrupted
+        assert reply.text.startswith("part0 part1")
+    finally:
+        store.close()
+
+
+def test_unsent_text_survives_a_restart(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    from treechat.app import _shutdown
+
+    first = desk_with(lambda store: chat_session(store, "c", "Chat", 100.0, ["hi", "hello"]))
+
+    async def write_then_close() -> None:
+        first.window.sessions.select("c")
+        await first.controller._open("c")
+        first.composer.set_text("half a thought, not sent")
+        await _shutdown(first.controller, first.services)
+
+    aio.run(write_then_close())
+    first.window.close_now()
+    second = desk_with(None)
+
+    async def reopen() -> None:
+        second.window.sessions.select("c")
+        await second.controller._open("c")
+
+    aio.run(reopen())
+    assert second.composer.text() == "half a thought, not sent"
