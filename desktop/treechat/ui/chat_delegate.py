@@ -297,12 +297,13 @@ class ChatDelegate(QStyledItemDelegate):
                 known = self._estimates[key] = self._estimate(row)
         return known
 
-    def measure(self, row: ChatRow, *, cache: bool = True, defer: bool = False
-                ) -> tuple[int, bool]:
+    def measure(self, row: ChatRow, *, cache: bool = True, defer: bool = False,
+                patch: int = -1) -> tuple[int, bool]:
         """Lay the row out for real; returns (height, whether it differs from before).
         `cache=False` measures without keeping the documents (rows far off screen would
         only push the visible ones out of the cache); `defer=True` holds the height back
-        until `apply_pending`, so many rows cost one relayout of the list."""
+        until `apply_pending`, so many rows cost one relayout of the list; `patch` is the
+        row's index when only its hint needs updating (the growing streamed reply)."""
         key = self.height_key(row)
         before = self.row_height(row)
         pending = self._pending.pop(key, None)
@@ -320,7 +321,9 @@ class ChatDelegate(QStyledItemDelegate):
             self._pending[key] = height
             return height, False
         self._heights[key] = height
-        if height != before:
+        if patch >= 0:
+            self.set_hint(patch, height)
+        elif height != before:
             self._hints = None
         return height, height != before
 
@@ -632,6 +635,12 @@ class ChatDelegate(QStyledItemDelegate):
 
     def invalidate_hints(self) -> None:
         self._hints = None
+
+    def set_hint(self, row: int, height: int) -> None:
+        """Patch one row's hint (the streaming reply grows; nothing else moved)."""
+        hints, rows = self._hints, self._rows()
+        if hints is not None and self._hints_rows is rows and 0 <= row < len(hints):
+            hints[row] = height
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         rows = self._rows()

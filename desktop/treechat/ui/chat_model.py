@@ -15,6 +15,10 @@ from ..services.events import TurnError
 from ..services.sessions import SessionView
 
 ROW_ROLE = int(Qt.ItemDataRole.UserRole) + 1
+# Changes are announced for these roles only: naming no role (or the size hint role) makes
+# QListView lay out all rows again, and the chat view does its own layout.
+CONTENT_ROLES = [ROW_ROLE, int(Qt.ItemDataRole.DisplayRole),
+                 int(Qt.ItemDataRole.AccessibleTextRole)]
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -320,12 +324,15 @@ class ChatModel(QAbstractListModel):
         self._publish()
 
     def set_stream_text(self, text: str) -> int:
-        """Replace the streamed text; returns the stream row (-1 when there is none)."""
+        """Replace the streamed text; returns the stream row (-1 when there is none).
+
+        Silent: QListView answers dataChanged with a full relayout, too much thirty times
+        a second, so the view repaints the row itself; `end_stream` announces the result."""
         if self._stream is None:
             return -1
         self._stream.text = text
         self._stream.revision += 1
-        return self._refresh_stream()
+        return self._refresh_stream(announce=False)
 
     def end_stream(self) -> None:
         if self._stream is not None:
@@ -352,7 +359,7 @@ class ChatModel(QAbstractListModel):
         ]
         self._publish()
 
-    def _refresh_stream(self) -> int:
+    def _refresh_stream(self, *, announce: bool = True) -> int:
         index = self.index_of("stream")
         if index < 0 or self._stream is None:
             return -1
@@ -363,7 +370,8 @@ class ChatModel(QAbstractListModel):
             revision=self._stream.revision,
             streaming=self._stream.active,
         )
-        self.dataChanged.emit(self.index(index), self.index(index))
+        if announce:
+            self.dataChanged.emit(self.index(index), self.index(index), CONTENT_ROLES)
         return index
 
     def _compose(self) -> list[ChatRow]:
@@ -417,7 +425,7 @@ class ChatModel(QAbstractListModel):
         for i in changed:
             self._rows[i] = new[i]
         if changed:
-            self.dataChanged.emit(self.index(changed[0]), self.index(changed[-1]))
+            self.dataChanged.emit(self.index(changed[0]), self.index(changed[-1]), CONTENT_ROLES)
         if prefix < len(new):
             self.beginInsertRows(QModelIndex(), prefix, len(new) - 1)
             self._rows = self._rows[:prefix] + new[prefix:]

@@ -318,14 +318,17 @@ class ChatView(QWidget):
         text = self.model.stream_text() + "".join(self._stream_parts)
         self._stream_parts.clear()
         started = time.perf_counter()
+        before = self.model.index_of("stream")
+        old_height = self.delegate.row_height(self.model.row_at(before)) if before >= 0 else -1
         with self._settle_guard():
             index = self.model.set_stream_text(text)
         if index < 0:
             return
         anchor = _Anchor(bottom=True) if self._stick else self._capture_anchor()
-        _, changed = self.delegate.measure(self.model.row_at(index))
-        if changed:
-            self._relayout(anchor)
+        # only this row changed: patch its hint; lay the list out only when it grew a line
+        height, _ = self.delegate.measure(self.model.row_at(index), patch=index)
+        if height != old_height:
+            self._relayout(anchor, keep_hints=True)
         else:
             self.list.update(self.model.index(index))
         self.repaint_count += 1
@@ -396,11 +399,12 @@ class ChatView(QWidget):
             rect = self.list.visualRect(self.model.index(anchor.row))
             bar.setValue(bar.value() + rect.top() - anchor.offset)
 
-    def _relayout(self, anchor: _Anchor | None = None) -> None:
+    def _relayout(self, anchor: _Anchor | None = None, *, keep_hints: bool = False) -> None:
         if anchor is None:
             anchor = self._capture_anchor()
         with self._settle_guard():
-            self.delegate.invalidate_hints()
+            if not keep_hints:
+                self.delegate.invalidate_hints()
             self.list.doItemsLayout()
             self._restore_anchor(anchor)
 
