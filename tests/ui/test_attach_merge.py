@@ -67,6 +67,7 @@ def test_drag_from_the_graph_attaches_once_and_a_removed_chip_sends_nothing(
         assert first is not None
         second = await chat.retry(main.id, first.id)  # HEAD moves to the retry
         assert second is not None
+        desk.window.dock.show()
         await desk.controller.reload_sessions()
         desk.controller.open_session(main.id)
         await aio.until(lambda: desk.controller.current_session_id == main.id)
@@ -132,6 +133,7 @@ def test_merging_two_branches_from_the_graph(desk: Desk, aio: Aio) -> None:
         assert first is not None
         second = await chat.retry(session.id, first.id)
         assert second is not None
+        desk.window.dock.show()
         await desk.controller.reload_sessions()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)

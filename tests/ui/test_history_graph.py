@@ -75,9 +75,14 @@ def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
     assert store.call(lambda r: r.get_session(sid)) is not None
 
     async def scenario() -> None:
+        desk.window.dock.hide()
         await desk.controller.reload_sessions()
         desk.controller.open_session(sid)
         await aio.until(lambda: desk.controller.current_session_id == sid, what="open")
+        await desk.controller.tasks.idle()
+        # a closed dock draws nothing; opening it catches up
+        assert panels(desk).graph.view.graph_scene.nodes == {}
+        desk.window.dock.show()
         await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == len(nodes))
 
     aio.run(scenario())
@@ -149,6 +154,7 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
         first = await chat.send(session.id, "question one")
         second = await chat.send(session.id, "question two")
         assert first is not None and second is not None
+        desk.window.dock.show()
         await desk.controller.reload_sessions()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)
@@ -207,6 +213,7 @@ def test_the_timeline_shows_the_commit_and_points_at_sources(desk: Desk, aio: Ai
         session = await chat.sessions.create("Timeline")
         reply = await chat.send(session.id, "A question")
         assert reply is not None
+        desk.window.dock.show()
         await desk.controller.reload_sessions()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)

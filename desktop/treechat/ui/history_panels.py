@@ -96,6 +96,7 @@ class HistoryPanels(QObject):
         self.chips = AttachChipBar()
         self.staged: dict[str, list[StagedAttach]] = {}  # by session id; "" = new chat
         self.view: Any = None
+        self._stale = False
         self._timeline_token = 0
         self._merge_dialog: MergeDialog | None = None
         self._mount()
@@ -149,6 +150,7 @@ class HistoryPanels(QObject):
         self.timeline.commitSelected.connect(self.focus_node)
         self.chips.removeRequested.connect(self.unstage)
         self.window.dock_tabs.currentChanged.connect(self._tab_changed)
+        self.window.dock.visibilityChanged.connect(self._dock_visibility)
 
     # --- following the window ------------------------------------------------------
 
@@ -159,6 +161,22 @@ class HistoryPanels(QObject):
     def show_view(self, view: Any) -> None:
         session_changed = (view.session.id if view is not None else None) != self.session_id
         self.view = view
+        if session_changed:
+            self._show_chips()
+        if not self.window.dock.isVisible():
+            # Nothing to draw for a closed dock: opening a session stays as fast as without
+            # the graph, and the dock catches up when it opens.
+            self._stale = True
+            return
+        self._stale = False
+        self._draw(view)
+
+    def _dock_visibility(self, visible: bool) -> None:
+        if visible and self._stale:
+            self._stale = False
+            self._draw(self.view)
+
+    def _draw(self, view: Any) -> None:
         if view is None:
             self.graph.clear()
             self.timeline.set_commit(None)
@@ -167,8 +185,6 @@ class HistoryPanels(QObject):
             self.graph.show_view(view)
             if self.timeline_visible():
                 self.refresh_timeline()
-        if session_changed:
-            self._show_chips()
 
     def restyle(self) -> None:
         self.graph.view.restyle()
