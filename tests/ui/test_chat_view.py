@@ -501,6 +501,24 @@ def test_double_click_opens_the_text_for_selecting(
     reader.close()
 
 
+def test_keyboard_moves_between_messages_and_keeps_the_current_one_in_view(
+    runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
+) -> None:
+    chat.resize(900, 400)
+    chat.set_view(load(runner, service, sample.session))
+    chat.list.setFocus()
+    focus_row(chat, sample.cut)
+    viewport = QRectF(chat.list.viewport().rect())
+    for _ in range(len(chat.model.rows) - 1):
+        QTest.keyClick(chat.list, Qt.Key.Key_Up)
+        current = chat.list.currentIndex()
+        assert viewport.intersects(QRectF(chat.list.visualRect(current)))
+    assert chat.list.currentIndex().row() == 0
+    assert chat.delegate.keyboard_focus  # the focus ring shows once the keyboard is used
+    QTest.keyClick(chat.list, Qt.Key.Key_End)
+    assert chat.at_bottom()
+
+
 def test_tool_rows_expand_to_show_arguments_and_result(
     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
 ) -> None:

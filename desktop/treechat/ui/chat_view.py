@@ -68,8 +68,14 @@ class _ChatList(QListView):
         self._owner = owner
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if not self._owner._handle_key(event):
-            super().keyPressEvent(event)
+        if self._owner._handle_key(event):
+            return
+        before = self.currentIndex()
+        super().keyPressEvent(event)
+        # auto-scroll is off (a click on a tall message must not jump to its top), so
+        # moving between messages with the keyboard brings the new one into view here
+        if self.currentIndex() != before and self.currentIndex().isValid():
+            self.scrollTo(self.currentIndex(), QAbstractItemView.ScrollHint.EnsureVisible)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         if event.reason() == QContextMenuEvent.Reason.Mouse:
