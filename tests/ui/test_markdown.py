@@ -126,11 +126,16 @@ def test_lists_tables_quotes_and_inline_styles(theme: MarkdownTheme) -> None:
     assert inline and inline[0].charFormat().background().color() == theme.inline_code_bg
 
 
-def test_raw_html_is_shown_as_text_and_nothing_is_loaded(theme: MarkdownTheme) -> None:
+def test_raw_html_and_images_are_shown_as_text_and_nothing_is_loaded(theme: MarkdownTheme) -> None:
     rendered = render_markdown("a <b>bold</b> <img src='http://example.com/x.png'> z", 400,
                                theme)
     assert "<b>bold</b>" in rendered.document.toPlainText()
     assert "<img src=" in rendered.document.toPlainText()
+    pictured = render_markdown("see ![a cat](http://example.com/cat.png) here", 400, theme)
+    assert pictured.document.toPlainText() == "see [image: a cat] here"
+    link = [f for b in _blocks(pictured.document) for f in _fragments(b)
+            if f.text() == "[image: a cat]"]
+    assert link and link[0].charFormat().anchorHref() == "http://example.com/cat.png"
 
 
 def test_long_unbroken_text_wraps_inside_the_width(theme: MarkdownTheme) -> None:

@@ -455,6 +455,7 @@ def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
                 cursor.setPosition(frag.position())
                 cursor.setPosition(frag.position() + frag.length(), QTextCursor.MoveMode.KeepAnchor)
                 cursor.mergeCharFormat(change)
+    _replace_images(doc, theme)
     _style_code(doc, theme, cursor)
     _style_tables(doc, theme)
     first, last = doc.begin(), doc.lastBlock()
@@ -468,6 +469,30 @@ def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
         f = QTextBlockFormat(last.blockFormat())
         f.setBottomMargin(0)
         cursor.setBlockFormat(f)
+
+
+def _replace_images(doc: QTextDocument, theme: MarkdownTheme) -> None:
+    """Images become links named by their alt text: nothing is fetched for a message."""
+    images: list[tuple[int, int, str, str]] = []
+    for block in _iter_blocks(doc):
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            it += 1
+            fmt = frag.charFormat()
+            if fmt.isImageFormat():
+                url = fmt.toImageFormat().name()
+                alt = fmt.stringProperty(QTextFormat.Property.ImageAltText) or "image"
+                images.append((frag.position(), frag.length(), url, alt))
+    cursor = QTextCursor(doc)
+    for position, length, url, alt in reversed(images):  # back to front: positions hold
+        cursor.setPosition(position)
+        cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+        link = QTextCharFormat()
+        link.setAnchor(True)
+        link.setAnchorHref(url)
+        link.setForeground(theme.link)
+        cursor.insertText(f"[image: {alt}]", link)
 
 
 def _style_code(doc: QTextDocument, theme: MarkdownTheme, cursor: QTextCursor) -> None:
