@@ -201,19 +201,23 @@ def expand_attach(
 
 
 def _peer_ids(node: Node, resolved: Mapping[str, str]) -> tuple[list[str], str | None]:
-    """Commit ids of a merge's peers and its base peer, resolved through the attach
-    pointers written before it (by commit id, head id or session id)."""
+    """Commit ids of a merge's peers and of its base peer. A peer names its commit directly
+    (`source_commit`) or is resolved through the attach pointers written before the merge
+    (by head or session id)."""
 
     def resolve(ref: object) -> str | None:
         if isinstance(ref, Mapping):
-            for k in ("source_commit", "commit", "source_head", "head", "source_session",
-                      "session"):
+            for k in ("source_commit", "commit"):
+                v = ref.get(k)
+                if isinstance(v, str) and v:
+                    return resolved.get(v, v)
+            for k in ("source_head", "head", "source_session", "session"):
                 v = ref.get(k)
                 if isinstance(v, str) and v in resolved:
                     return resolved[v]
             return None
         if isinstance(ref, str):
-            return resolved.get(ref)
+            return resolved.get(ref, ref if ref.startswith("cc_") else None)
         return None
 
     peers = node.metadata.get("peers") or []

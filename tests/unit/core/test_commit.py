@@ -194,3 +194,19 @@ def test_make_commit_keeps_live_positions_and_tokens_incrementally() -> None:
     same = make_commit(commit, commit.items, (), session_id="s",
                        head_node_id=commit.head_node_id, now=b.now)
     assert same.total_tokens == commit.total_tokens
+
+
+def test_merge_names_its_peers_by_commit_even_after_an_intermediate_commit() -> None:
+    src, peer = _source("p", 2)
+    b = ChainBuilder()
+    b.turn("start", "ok")
+    base = generate_commit(None, b.nodes, session_id="s", head_node_id=b.head or "",
+                           now=b.now, counter=COUNTER)
+    ref = {"source_session": "p", "source_head": src.head, "source_commit": peer.id}
+    att = b.runtime("attach", "p", dict(ref))
+    at_attach = generate_commit(base, [att], session_id="s", head_node_id=att.id, now=b.now,
+                                counter=COUNTER, attachments={att.id: peer})
+    m = b.runtime("merge", "Merge.", {"peers": [ref], "base_peer": {"source_head": "x"}})
+    merged = generate_commit(at_attach, [m], session_id="s", head_node_id=m.id, now=b.now,
+                             counter=COUNTER)
+    assert merged.parent_ids == (at_attach.id, peer.id)
