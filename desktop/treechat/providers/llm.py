@@ -63,6 +63,10 @@ def _prepare_environment() -> None:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
     os.environ.setdefault("LITELLM_LOG", "ERROR")
+    # OpenAI-format calls through litellm's own HTTP handler instead of the OpenAI SDK: the
+    # SDK's per-chunk model construction is a third of the CPU a streamed token costs (1.7 ms
+    # -> 1.1 ms per chunk measured), and every provider test passes on either path.
+    os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
     configure_tokenizer_cache()
     bypass_proxy_for_loopback()
 
