@@ -6,6 +6,8 @@
 2. Opening a 2,000-message session in the running window (store read, chat view filled and
    painted; median over four sessions opened for the first time), going back to one opened
    before, and the memory of the process afterwards.
+3. The session list with 5,000 sessions: reading them, filling and painting the list, and a
+   search over their 10,000 messages.
 
 Writes build/bench/startup.json: startup_vs_bare, open_2000_messages_ms, rss_mb_after_open
 (+ the raw figures behind them)."""
@@ -34,6 +36,8 @@ from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
+from treechat.store.search import search_sessions
+from treechat.ui.session_list import SessionList
 
 pytestmark = pytest.mark.bench
 
@@ -43,6 +47,7 @@ RUNS = 7
 SESSIONS = 1000
 MESSAGES = 2000
 COLD_OPENS = 4
+LIST_SESSIONS = 5000
 ENV = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -104,13 +109,21 @@ def timed_launch(code: str, *args: str) -> dict[str, float]:
     return marks
 
 
-def seed_sessions(data_dir: Path, count: int) -> None:
+def seed_sessions(data_dir: Path, count: int, *, with_messages: bool = False) -> None:
     store = Store.open(default_store_path(data_dir))
     now = time.time()
     sessions = [Session(f"s{i:05d}", f"Conversation {i} about something", None,
                         "openai/gpt-4o", now - i * 3600, updated_at=now - i * 3600)
                 for i in range(count)]
     store.call(lambda r: r.create_sessions(sessions))
+    if with_messages:
+        nodes = []
+        for i, s in enumerate(sessions):
+            q = Node(f"{s.id}-q", 0, now, s.id, "user", output=f"question {i}: {TEXTS[0]}")
+            a = Node(f"{s.id}-a", 0, now, s.id, "assistant", predecessor=q.id,
+                     output=f"answer {i}: {TEXTS[1]}" + (" needle" if i % 97 == 0 else ""))
+            nodes += [q, a]
+        store.call(lambda r: r.append_nodes(nodes))
     store.close()
 
 
@@ -218,6 +231,34 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
     reopen_ms = statistics.median(opens[COLD_OPENS:]) * 1000
     occupancy_ms = statistics.median(occupancy[:COLD_OPENS]) * 1000
 
+    # --- 3. the session list with 5,000 sessions, and searching them -------------------
+    many = tmp_path / "many"
+    seed_sessions(many, LIST_SESSIONS, with_messages=True)
+    store = Store.open(default_store_path(many))
+    try:
+        started = time.perf_counter()
+        listed_sessions = store.call(lambda r: r.list_sessions())
+        list_query_ms = (time.perf_counter() - started) * 1000
+        widget = SessionList()
+        widget.resize(280, 760)
+        widget.show()
+        fills = []
+        for _ in range(5):
+            started = time.perf_counter()
+            widget.set_sessions(listed_sessions, time.time())
+            widget.view.repaint()
+            fills.append((time.perf_counter() - started) * 1000)
+        searches = []
+        for word in ("needle", "Conversation 4242", "nothing-matches-this"):
+            started = time.perf_counter()
+            store.call(lambda r, w=word: search_sessions(r, w))
+            searches.append((time.perf_counter() - started) * 1000)
+        widget.close()
+    finally:
+        store.close()
+    fill_ms = statistics.median(fills)
+    search_ms = statistics.median(searches)
+
     bench_report(
         "startup",
         {
@@ -229,6 +270,9 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             "reopen_2000_messages_ms": reopen_ms,
             "ring_after_open_ms": occupancy_ms,
             "rss_mb_after_open": rss_mb,
+            "list_5000_sessions_query_ms": list_query_ms,
+            "list_5000_sessions_fill_ms": fill_ms,
+            "search_5000_sessions_ms": search_ms,
         },
         rows=[
             ("bare PySide6 window, spawn to first paint (median of 7)", bare_s * 1000),
@@ -239,6 +283,9 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             ("back to a 2,000-message session opened before", reopen_ms),
             ("open to ring filled (occupancy computed, first open)", occupancy_ms),
             ("RSS after opening, MB", rss_mb),
+            ("5,000 sessions: read from the store, ms", list_query_ms),
+            ("5,000 sessions: fill the list and paint it (median of 5), ms", fill_ms),
+            ("search 5,000 sessions and 10,000 messages (median of 3), ms", search_ms),
         ],
         header=("figure", "value"),
     )
