@@ -33,5 +33,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The frozen app (PyInstaller onedir in build/dist/treechat) and the Linux installers in
+# build/installers: a .deb and a portable .tar.gz.
+package: $(STAMP)
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath build/dist \
+		--workpath build/pyinstaller packaging/treechat.spec
+	installers/linux/build-deb.sh deb tar
+
 clean:
 	rm -rf build dist
