@@ -166,6 +166,7 @@ class ConversationController(QObject):
             ("pinRequested", self.pin),
             ("versionRequested", self.switch_version),
             ("settingsRequested", self.open_settings),
+            ("copyRequested", lambda _node_id: self.parts.status("Copied to the clipboard")),
         ):
             signal = getattr(chat, name, None)
             if signal is not None:
