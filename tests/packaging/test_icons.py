@@ -13,7 +13,9 @@ icons = load_packaging_module("icons")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def built(tmp_path_factory: pytest.TempPathFactory, qapp: object) -> dict[str, Path]:
+    # `qapp` first: painting needs an application, and the one made here must be the
+    # QApplication every widget test after this shares.
     written: dict[str, Path] = icons.build_icons(tmp_path_factory.mktemp("icons"))
     return written
 
