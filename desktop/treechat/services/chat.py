@@ -210,6 +210,9 @@ class ChatService:
             head=view.head,
             now=self.clock(),
             measured=measured,
+            system_prompt=self._system_prompt(),
+            situation=self._situation(),
+            tools=self._tools(session_id, endpoint).specs(),
         )
 
     async def compact(self, session_id: str, *, model: str | None = None) -> Any:
@@ -610,6 +613,9 @@ class ChatService:
             head=head,
             now=self.clock(),
             measured=measured,
+            system_prompt=self._system_prompt(),
+            situation=self._situation(),
+            tools=self._tools(session_id, endpoint).specs(),
         )
 
     async def _endpoint_for_estimate(self, model: str | None, api_base: str | None) -> Endpoint:

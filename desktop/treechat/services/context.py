@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..core.budget import BudgetConfig, fit_to_window, plan_budget
+from ..core.budget import BudgetConfig, FitResult, fit_to_window, plan_budget
 from ..core.commit import ContextCommit, make_commit
 from ..core.dag import Graph, ancestry
 from ..core.model import GraphError, Node
@@ -147,13 +147,17 @@ class ContextEngine:
             situation=situation,
             cache_breakpoints=is_anthropic_model(model),
         )
-        sys_tokens = self._system_tokens(composition)
-        tool_tokens = tools_tokens(ordered_tools, self.counter.count)
-        budget = plan_budget(window, system_tokens=sys_tokens, tools_tokens=tool_tokens,
-                             config=self.config.budget)
         calibration = trigger_calibration(measured)
         compacted = False
+        # Counting tokens and building commits is CPU work: it runs on a worker thread so the
+        # event loop (the GUI thread in the app) never waits on it. The lock keeps the
+        # counter's cache and the commit cache to one user at a time.
         async with self._lock:
+            sys_tokens, tool_tokens = await asyncio.to_thread(
+                self._fixed_tokens, composition, ordered_tools
+            )
+            budget = plan_budget(window, system_tokens=sys_tokens, tools_tokens=tool_tokens,
+                                 config=self.config.budget)
             commit, resolved_head = await self._ensure(session_id, head, now)
             mode = self._compaction_mode(
                 commit=commit, history_budget=budget.history,
@@ -170,22 +174,9 @@ class ContextEngine:
                 )
                 compacted = compacted_commit.id != commit.id
                 commit = compacted_commit
-        parts = render_parts(commit, composition)
-        count = self.counter.count
-        sizes = [message_tokens(p.message, count) for p in parts]
-        fit = fit_to_window(
-            [p.message for p in parts], window=window, counter=self.counter,
-            tools_tokens=tool_tokens, max_output_tokens=budget.output_reserve,
-            config=self.config.budget, sizes=sizes,
-        )
-        if fit.changed:
-            fitted = tuple(
-                RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
-                for i, k in enumerate(fit.kept)
+            fit, categories = await asyncio.to_thread(
+                self._fit, commit, composition, window, tool_tokens, budget.output_reserve
             )
-            categories = estimate_categories(fitted, tool_tokens, self.counter)
-        else:
-            categories = estimate_categories(parts, tool_tokens, self.counter, sizes)
         occupancy = build_occupancy(window=window, categories=categories, head=resolved_head,
                                     measured=measured)
         return TurnPrep(
@@ -211,17 +202,27 @@ class ContextEngine:
         head: str | None = None,
         now: float,
         measured: MeasuredUsage | None = None,
+        system_prompt: str | None = None,
+        situation: str | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> Occupancy:
-        """What the next request on `head` would carry, as the ring and panel show it. Uses
-        the system prompt and tools of the session's last `prepare`."""
-        system_prompt, situation, tools = self._compositions.get(session_id, ("", "", ()))
+        """What the next request on `head` would carry, as the ring and panel show it. The
+        system prompt, situation and tools default to those of the session's last
+        `prepare`."""
+        last_system, last_situation, last_tools = self._compositions.get(
+            session_id, ("", "", ())
+        )
+        composition = Composition(
+            system_prompt=last_system if system_prompt is None else system_prompt,
+            situation=last_situation if situation is None else situation,
+            cache_breakpoints=is_anthropic_model(model),
+        )
+        ordered_tools = last_tools if tools is None else stable_tools(tools)
         async with self._lock:
             commit, resolved_head = await self._ensure(session_id, head, now)
-        composition = Composition(system_prompt=system_prompt, situation=situation,
-                                  cache_breakpoints=is_anthropic_model(model))
-        parts = render_parts(commit, composition)
-        categories = estimate_categories(parts, tools_tokens(tools, self.counter.count),
-                                         self.counter)
+            categories = await asyncio.to_thread(
+                self._categories, commit, composition, ordered_tools
+            )
         return build_occupancy(window=window, categories=categories, head=resolved_head,
                                measured=measured)
 
@@ -273,6 +274,41 @@ class ContextEngine:
         parts = render_parts(None, composition)
         return messages_tokens([p.message for p in parts], self.counter.count) if parts else 0
 
+    def _fixed_tokens(
+        self, composition: Composition, tools: Sequence[Mapping[str, Any]]
+    ) -> tuple[int, int]:
+        return self._system_tokens(composition), tools_tokens(tools, self.counter.count)
+
+    def _fit(
+        self, commit: ContextCommit | None, composition: Composition, window: int,
+        tool_tokens: int, output_reserve: int,
+    ) -> tuple[FitResult, dict[str, int]]:
+        """Render the commit, fit the whole request to the window, and size each category
+        of what is sent (on a worker thread)."""
+        parts = render_parts(commit, composition)
+        count = self.counter.count
+        sizes = [message_tokens(p.message, count) for p in parts]
+        fit = fit_to_window(
+            [p.message for p in parts], window=window, counter=self.counter,
+            tools_tokens=tool_tokens, max_output_tokens=output_reserve,
+            config=self.config.budget, sizes=sizes,
+        )
+        if fit.changed:
+            fitted = tuple(
+                RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
+                for i, k in enumerate(fit.kept)
+            )
+            return fit, dict(estimate_categories(fitted, tool_tokens, self.counter))
+        return fit, dict(estimate_categories(parts, tool_tokens, self.counter, sizes))
+
+    def _categories(
+        self, commit: ContextCommit | None, composition: Composition,
+        tools: Sequence[Mapping[str, Any]],
+    ) -> dict[str, int]:
+        parts = render_parts(commit, composition)
+        return dict(estimate_categories(parts, tools_tokens(tools, self.counter.count),
+                                        self.counter))
+
     def _compaction_mode(
         self,
         *,
@@ -311,15 +347,18 @@ class ContextEngine:
         current = commit
         mode = request.mode
         for _ in range(3):
-            plan = plan_compaction(
+            plan = await asyncio.to_thread(
+                plan_compaction,
                 current, CompactionRequest(request.history_budget, mode, request.calibration),
                 config=self.config.rules, pinned=self._pinned, instructions=instructions,
             )
             if plan is None:
                 break
             texts = [await self._summarize(run.request) for run in plan.runs]
-            current = apply_compaction(current, plan, texts, now=now, counter=self.counter,
-                                       config=self.config.rules, pinned=self._pinned)
+            current = await asyncio.to_thread(
+                apply_compaction, current, plan, texts, now=now, counter=self.counter,
+                config=self.config.rules, pinned=self._pinned,
+            )
             chain.append(current)
             mode = "auto"
         if chain:
@@ -332,7 +371,7 @@ class ContextEngine:
         summarize = self._summarizer.summarize
         if inspect.iscoroutinefunction(summarize):
             return str(await summarize(request))
-        return str(cast(Summarizer, self._summarizer).summarize(request))
+        return str(await asyncio.to_thread(cast(Summarizer, self._summarizer).summarize, request))
 
     async def _ensure(
         self, session_id: str, head: str | None, now: float
@@ -349,10 +388,13 @@ class ContextEngine:
         base = loaded.base
         if not loaded.nodes and base is not None:
             return base, loaded.head
-        commit = extend_commit(
-            base, loaded.nodes, session_id=session_id, head_node_id=loaded.head, now=now,
-            counter=self.counter, config=self.config.rules, pinned=loaded.pinned,
-            attachments=sources,
+        head_id = loaded.head
+        commit = await asyncio.to_thread(
+            lambda: extend_commit(
+                base, loaded.nodes, session_id=session_id, head_node_id=head_id, now=now,
+                counter=self.counter, config=self.config.rules, pinned=loaded.pinned,
+                attachments=sources,
+            )
         )
         if commit is None:
             # Nothing to show for these nodes: the head shares its parent's context.
