@@ -33,7 +33,7 @@ pytestmark = pytest.mark.bench
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 500.0
-TOKENS = 1500
+TOKENS = 4000
 TICK = 0.010
 
 SERVER_CHILD = textwrap.dedent("""

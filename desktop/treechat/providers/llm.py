@@ -143,37 +143,70 @@ def _import() -> ModuleType:
     original = json.loads
     json.loads = _loads_in_steps(original)
     # A full collection in the middle of this import walks millions of new objects while
-    # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import, then
-    # freeze what it built so later collections never walk it either.
+    # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import and
+    # the warm-up, then freeze what they built so later collections never walk it either.
     collecting = gc.isenabled()
     gc.disable()
     try:
         import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        litellm.drop_params = True
+        # Retries are decided by the caller (one overflow retry, nothing else), never hidden.
+        litellm.num_retries = 0
+        _warm_paths(litellm)
     finally:
         json.loads = original
         gc.freeze()
         if collecting:
             gc.enable()
-
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    litellm.drop_params = True
-    # Retries are decided by the caller (one overflow retry, nothing else), never hidden.
-    litellm.num_retries = 0
-    _warm_paths(litellm)
     return litellm
 
 
+# What litellm loads on the first streamed request (observed with litellm 1.110 on both wire
+# formats). Names a later litellm no longer has are skipped.
+_FIRST_CALL_MODULES = (
+    "anyio._backends._asyncio",
+    "litellm._service_logger",
+    "litellm.integrations.generic_api.generic_api_callback",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.litellm_core_utils.duration_parser",
+    "litellm.litellm_core_utils.logging_callback_manager",
+    "litellm.llms.anthropic.chat.transformation",
+    "litellm.llms.anthropic.completion.transformation",
+    "litellm.llms.bedrock.chat.invoke_transformations.amazon_ai21_transformation",
+    "litellm.llms.edenai.chat.transformation",
+    "litellm.llms.fal_ai.chat.transformation",
+    "litellm.llms.fal_ai.image_generation",
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.llms.github_copilot.github_host",
+    "litellm.llms.github_copilot.per_user_auth",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.llms.openai.chat.gpt_audio_transformation",
+    "litellm.llms.openai_like.dynamic_config",
+    "litellm.proxy._types",
+    "litellm.proxy.mcp_server.stdio_gate",
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "litellm.types.integrations.compression_interception",
+    "litellm.types.integrations.slack_alerting",
+    "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
+)
+
+
 def _warm_paths(litellm: ModuleType) -> None:
-    """Touch what the first request would otherwise load while the user waits: model facts,
-    the tokenizer and each wire format's request transformer."""
+    """Load here what the first request would otherwise load while the user waits (model
+    facts, request building, streaming, logging and the default tokenizer)."""
     try:
         litellm.get_model_info("openai/gpt-4o")
-        litellm.token_counter(model="gpt-4o", text="warm")
-        importlib.import_module("litellm.llms.anthropic.chat.transformation")
-        importlib.import_module("litellm.llms.openai.openai")
     except Exception:  # warming is best effort; the real call reports real errors
-        log.debug("litellm warm-up step failed", exc_info=True)
+        log.debug("litellm warm-up: model info failed", exc_info=True)
+    for name in _FIRST_CALL_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            log.debug("litellm warm-up: %s not loaded", name, exc_info=True)
 
 
 def _run_import(future: concurrent.futures.Future[ModuleType]) -> None:
