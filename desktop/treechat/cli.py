@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    from .logs import configure_logging
+
+    configure_logging(paths.data_dir(args.data_dir))
     if args.smoke is not None:
         from .smoke import main as run_smoke
 

@@ -94,6 +94,12 @@ def test_send_new_streams_and_records_then_context_and_ledger(
 def test_send_reports_provider_errors_and_keeps_the_message(
     tmp_path: Path, loopback: LoopbackProvider
 ) -> None:
+    loopback.fail_next(401, message="Incorrect API key provided: sk-test-1")
+    out = treechat(tmp_path, "send", "--new", "first try", "--model", "openai/gpt-4o-mini",
+                   "--api-base", loopback.openai_base, check=False)
+    assert out.returncode == 1 and "sk-test-1" not in out.stderr + out.stdout
+    logged = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.log*"))
+    assert "failed (auth)" in logged and "sk-test-1" not in logged
     loopback.fail_next(500)
     out = treechat(
         tmp_path,
@@ -108,8 +114,8 @@ def test_send_reports_provider_errors_and_keeps_the_message(
     )
     assert out.returncode == 1
     assert "treechat:" in out.stderr
-    (session,) = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
-    assert session["nodes"] == 1 and session["title"] == "keep me"
+    sessions = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
+    assert [(s["title"], s["nodes"]) for s in sessions] == [("keep me", 1), ("first try", 1)]
 
 
 def test_unknown_session_is_a_clear_error(tmp_path: Path) -> None:

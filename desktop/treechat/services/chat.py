@@ -485,6 +485,10 @@ class ChatService:
             await self.store.run(lambda r: ledger.record_usage(r, row))
 
         if result.error is not None:
+            log.warning(
+                "request to %s failed (%s): %s", endpoint.model, result.error.kind.value,
+                result.error.detail or result.error.message,
+            )
             partial = None
             if result.text:
                 partial = await self._finish_interrupted(
