@@ -2,7 +2,8 @@
 start-up to first paint against the same start-up from source, run side by side.
 
 Uses build/dist/treechat and build/installers/*.deb from `make package` when they are newer
-than the sources, else builds them first."""
+than the packaging recipe, else builds them first (run `make package` after changing the app
+for figures of the current code)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ ROUNDS = 7
 MB = 1024 * 1024
 
 
-def newest_source() -> float:
-    trees = [ROOT / "desktop" / "treechat", ROOT / "packaging", ROOT / "resources",
-             ROOT / "installers" / "linux"]
-    return max(p.stat().st_mtime for t in trees for p in t.rglob("*") if p.is_file())
+def newest_recipe() -> float:
+    trees = [ROOT / "packaging", ROOT / "resources", ROOT / "installers" / "linux"]
+    files = [p for t in trees for p in t.rglob("*") if p.is_file()]
+    return max(p.stat().st_mtime for p in [*files, ROOT / "pyproject.toml"])
 
 
 def ensure_bundle() -> Path:
@@ -37,7 +38,7 @@ def ensure_bundle() -> Path:
     debs = list(INSTALLERS.glob(f"treechat_{__version__}_*.deb"))
     exe = DIST / "treechat"
     fresh = exe.exists() and debs and min(exe.stat().st_mtime,
-                                          debs[0].stat().st_mtime) > newest_source()
+                                          debs[0].stat().st_mtime) > newest_recipe()
     if not fresh:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
@@ -57,15 +58,15 @@ def seconds_to_first_paint(command: list[str], env: dict[str, str]) -> float:
     """From spawning the process to the smoke mode reporting the window's first paint."""
     from treechat.smoke import PAINTED_MARKER
 
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
     painted = None
-    for line in process.stderr:
-        if PAINTED_MARKER in line and painted is None:
-            painted = time.perf_counter() - started
-    process.wait(timeout=60)
+    started = time.perf_counter()
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as process:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if PAINTED_MARKER in line and painted is None:
+                painted = time.perf_counter() - started
+        process.wait(timeout=60)
     assert process.returncode == 0 and painted is not None, f"{command} failed"
     return painted
 
