@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -63,7 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     try:
         with _data_dir(args.data_dir) as data_dir:
-            return _run(args, data_dir)
+            try:
+                return _run(args, data_dir)
+            finally:
+                _close_log_files()
     except SmokeFailure as exc:
         print(f"treechat --smoke: FAILED: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -80,8 +84,30 @@ def _data_dir(explicit: str | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def _log_to(data_dir: Path) -> None:
+    """The app's log file in the data dir, and its warnings (a failed request in the
+    provider's own words) on stderr too, where the person running the check looks."""
+    from .logs import configure_logging
+
+    configure_logging(data_dir)
+    echo = logging.StreamHandler(sys.stderr)
+    echo.setLevel(logging.WARNING)
+    echo.setFormatter(logging.Formatter("treechat --smoke: %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("treechat").addHandler(echo)
+
+
+def _close_log_files() -> None:
+    # A temporary data dir is removed next; an open log file would keep it (on Windows).
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler):
+            handler.close()
+            root.removeHandler(handler)
+
+
 def _run(args: argparse.Namespace, data_dir: Path) -> int:
     started = time.perf_counter()
+    _log_to(data_dir)
     from PySide6.QtWidgets import QApplication
 
     from .app import create_window

@@ -73,6 +73,9 @@ def test_smoke_reports_a_failed_turn_and_exits_1(loopback: LoopbackProvider,
     assert done.returncode == 1
     assert "FAILED" in done.stderr
     assert "auth" in done.stderr
+    # the provider's own words reach the person running the check, and the log file
+    assert "invalid api key" in done.stderr
+    assert "invalid api key" in (tmp_path / "data" / "logs" / "treechat.log").read_text()
     assert done.stdout.strip() == ""
 
 
