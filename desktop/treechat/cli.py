@@ -86,13 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
-    from .logs import configure_logging
-
-    configure_logging(paths.data_dir(args.data_dir))
     if args.smoke is not None:
+        # before logging is set up: the check logs into its own (often temporary) data dir
         from .smoke import main as run_smoke
 
         return run_smoke([*(["--data-dir", args.data_dir] if args.data_dir else []), *args.smoke])
+    if args.smoke is None:  # a smoke run without --data-dir must leave no trace behind
+        from .logs import configure_logging
+
+        configure_logging(paths.data_dir(args.data_dir))
     if args.command is None:
         from .app import main as run_app
 
