@@ -91,10 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .smoke import main as run_smoke
 
         return run_smoke([*(["--data-dir", args.data_dir] if args.data_dir else []), *args.smoke])
-    if args.smoke is None:  # a smoke run without --data-dir must leave no trace behind
-        from .logs import configure_logging
+    from .logs import configure_logging
 
-        configure_logging(paths.data_dir(args.data_dir))
+    configure_logging(paths.data_dir(args.data_dir))
     if args.command is None:
         from .app import main as run_app
 
