@@ -211,3 +211,50 @@ async def test_edit_and_retry_are_refused_while_a_turn_runs(
     ]
     assert len(graph_users) == 1
     assert dag.version_of((await services.chat.sessions.view(session.id)).graph, user.id) == (1, 1)
+
+
+@pytest.mark.asyncio
+async def test_tool_results_age_in_later_requests_but_todos_never_do(
+    services: Services, provider: LoopbackProvider, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text(
+        "\n".join(f"line {i}: the quick brown fox jumps" for i in range(120))
+    )
+    services.chat.config.workspace = workspace
+    provider.reply_with_tool_calls(
+        [
+            {"name": "read_file", "arguments": {"path": "notes.txt"}},
+            {"name": "todo_create", "arguments": {"title": "Summarise the notes"}},
+        ]
+    )
+    provider.queue(Reply(text="Read it."))
+    session = await services.chat.sessions.create()
+    await services.chat.send(session.id, "read my notes")
+
+    def tool_messages() -> dict[str, str]:
+        body = provider.requests[-1].body["messages"]
+        calls = {
+            c["id"]: c["function"]["name"]
+            for m in body
+            if m["role"] == "assistant"
+            for c in m.get("tool_calls") or []
+        }
+        return {calls[m["tool_call_id"]]: str(m["content"]) for m in body if m["role"] == "tool"}
+
+    provider.queue(Reply(text="ok"))
+    await services.chat.send(session.id, "next")
+    fresh = tool_messages()
+    assert "line 119: the quick brown fox" in fresh["read_file"]
+
+    for i in range(8):
+        provider.queue(Reply(text=f"answer {i}"))
+        await services.chat.send(session.id, f"question {i}")
+    later = tool_messages()
+    assert "line 119" not in later["read_file"] and "aged" in later["read_file"]
+    assert later["todo_create"] == fresh["todo_create"]  # protected tools never age
+    # The graph still holds the whole result: aging only changes what is sent.
+    view = await services.chat.sessions.view(session.id)
+    (node,) = [n for n in view.graph if n.name == "read_file"]
+    assert "line 119: the quick brown fox" in node.text
