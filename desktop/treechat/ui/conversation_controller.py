@@ -136,6 +136,7 @@ class ConversationController(QObject):
         self._occupancies: dict[str, Occupancy] = {}  # the last record of each session
         self._context_dialog: ContextBreakdownDialog | None = None
         self._settings_dialog: SettingsDialog | None = None
+        self._import_dialog: Any = None  # ImportDialog, made on first use
         self._compacting = False
         self._sending = False  # between Enter and the turn being registered
         # Staged attachments (chips) for the next send, by session id: set by the history panels.
@@ -889,6 +890,35 @@ class ConversationController(QObject):
     @property
     def settings_dialog(self) -> SettingsDialog | None:
         return self._settings_dialog
+
+    # --- import --------------------------------------------------------------------
+
+    def open_import_dialog(self, path: str | None = None) -> None:
+        """File → Import…, or a dropped export file (`path`: start importing it at once)."""
+        from .import_dialog import ImportDialog
+
+        dialog = self._import_dialog
+        if dialog is None:
+            dialog = ImportDialog(self.services.store, self.tasks, parent=self.parts.window)
+            dialog.imported.connect(
+                lambda _summary: self.spawn(self.reload_sessions(), name="sessions"))
+            dialog.openRequested.connect(self._open_imported)
+            self._import_dialog = dialog
+        if not dialog.running:
+            dialog.reset()
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        if path:
+            dialog.start_import(path)
+
+    @property
+    def import_dialog(self) -> Any:
+        return self._import_dialog
+
+    def _open_imported(self, session_id: str) -> None:
+        self.parts.sessions.select(session_id)
+        self.spawn(self._open(session_id), name="open-session")
 
     def apply_settings(self, values: SettingsValues) -> None:
         from pathlib import Path

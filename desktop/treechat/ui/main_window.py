@@ -230,6 +230,7 @@ class MainWindow(QMainWindow):
         self.new_chat_action = self._action(
             file_menu, "New chat", (QKeySequence.StandardKey.New,)
         )
+        self.import_action = self._action(file_menu, "Import…", ("Ctrl+I",))
         self.settings_action = self._action(
             file_menu, "Settings…", ("Ctrl+,", QKeySequence.StandardKey.Preferences)
         )
@@ -296,6 +297,7 @@ class MainWindow(QMainWindow):
         c = controller
         self.new_chat_action.triggered.connect(c.new_chat)
         self.settings_action.triggered.connect(c.open_settings)
+        self.import_action.triggered.connect(lambda *_: c.open_import_dialog())
         self.stop_action.triggered.connect(c.stop)
         self.retry_action.triggered.connect(lambda *_: c.retry())
         self.previous_version_action.triggered.connect(lambda: c.step_version(-1))
@@ -308,7 +310,8 @@ class MainWindow(QMainWindow):
     def set_ready(self, ready: bool) -> None:
         self.sessions.setEnabled(ready)
         self.composer.setEnabled(ready)
-        for action in (self.new_chat_action, self.settings_action, self.stop_action,
+        for action in (self.new_chat_action, self.import_action, self.settings_action,
+                       self.stop_action,
                        self.retry_action, self.previous_version_action,
                        self.next_version_action, self.context_action, self.compact_action,
                        self.send_action):
