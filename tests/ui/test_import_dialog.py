@@ -1,12 +1,15 @@
 """The Import dialog on the real window and store: a real ChatGPT export lands in the session
 list with the right counts, a damaged file is refused with nothing written, and Cancel stops
-between conversations."""
+between conversations; an export dropped on the chat list is imported too."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication
 from tests.support.exports import big_chatgpt_export
 
 from .conftest import Desk
@@ -110,3 +113,37 @@ def test_cancel_after_the_first_conversation_keeps_only_finished_ones(
 
     desk.aio.run(scenario())
     assert counts(desk) == (1, 6)
+
+
+def drag_events(path: Path) -> tuple[QDragEnterEvent, QDropEvent, QMimeData]:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    at = QPointF(40, 80)
+    buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    enter = QDragEnterEvent(at.toPoint(), Qt.DropAction.CopyAction, mime, buttons, mods)
+    drop = QDropEvent(at, Qt.DropAction.CopyAction, mime, buttons, mods)
+    return enter, drop, mime
+
+
+def test_dropping_an_export_on_the_chat_list_imports_it(desk: Desk, tmp_path: Path) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("not an export", encoding="utf-8")
+
+    async def scenario() -> None:
+        target = desk.window.sessions
+        enter, _drop, _mime = drag_events(other)
+        QApplication.sendEvent(target, enter)
+        assert not enter.isAccepted()  # only .json and .zip files are taken
+
+        enter, drop, _mime = drag_events(CHATGPT)
+        QApplication.sendEvent(target, enter)
+        assert enter.isAccepted()
+        QApplication.sendEvent(target, drop)
+        dialog = desk.controller.import_dialog
+        assert dialog is not None and dialog.isVisible()
+        await desk.aio.until(lambda: dialog.summary is not None, what="the summary")
+        assert dialog.count_labels["sessions"].text() == "2"
+        await desk.aio.until(lambda: desk.window.sessions.model.session_count() == 2,
+                             what="two chats in the list")
+
+    desk.aio.run(scenario())

@@ -37,6 +37,7 @@ from ..store.search import search_sessions
 from .composer import Composer
 from .context_breakdown_dialog import ContextBreakdownDialog
 from .error_banner import ErrorBanner
+from .export_drop_filter import ExportDropFilter
 from .occupancy_format import CompactionState, headline
 from .session_list import SessionList
 from .settings_dialog import SettingsDialog, SettingsValues
@@ -137,6 +138,9 @@ class ConversationController(QObject):
         self._context_dialog: ContextBreakdownDialog | None = None
         self._settings_dialog: SettingsDialog | None = None
         self._import_dialog: Any = None  # ImportDialog, made on first use
+        self._export_drop = ExportDropFilter(self)
+        self._export_drop.fileDropped.connect(self.open_import_dialog)
+        self._export_drop.install(parts.sessions)
         self._compacting = False
         self._sending = False  # between Enter and the turn being registered
         # Staged attachments (chips) for the next send, by session id: set by the history panels.
