@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import paths
 
@@ -108,47 +107,30 @@ def _close_log_files() -> None:
 def _run(args: argparse.Namespace, data_dir: Path) -> int:
     started = time.perf_counter()
     _log_to(data_dir)
-    from PySide6.QtWidgets import QApplication
-
     from .app import create_window
+    from .ui.event_loop import close_event_loop, create_event_loop
+    from .ui.smoke_window import WindowDidNotPaint, open_painted
 
-    existing = QApplication.instance()
-    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0]])
-    app.setApplicationName(paths.APP_NAME)
-    window, _prefs, _theme = create_window(app, data_dir)
-    window.show()
-    _wait_for_paint(app, window)
+    try:
+        shown = open_painted(lambda app: create_window(app, data_dir)[0], PAINT_TIMEOUT)
+    except WindowDidNotPaint as exc:
+        raise SmokeFailure(str(exc)) from exc
     painted_ms = (time.perf_counter() - started) * 1000
     print(f"{PAINTED_MARKER} in {painted_ms:.0f} ms", file=sys.stderr, flush=True)
     if args.startup_only:
-        window.close()
+        shown.close()
         return 0
-
-    import qasync
-
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = create_event_loop(shown.app)
     try:
         result = loop.run_until_complete(_turn(args, data_dir))
     finally:
-        loop.close()
-        asyncio.set_event_loop(None)
-        window.close()
+        close_event_loop(loop)
+        shown.close()
     print(result.reply, flush=True)
     print(f"treechat --smoke: ok: {result.model} replied in {result.seconds:.1f} s "
           f"(window painted in {painted_ms:.0f} ms, store {data_dir})", file=sys.stderr,
           flush=True)
     return 0
-
-
-def _wait_for_paint(app: Any, window: Any) -> None:
-    from PySide6.QtCore import QEventLoop
-
-    deadline = time.monotonic() + PAINT_TIMEOUT
-    while not window.painted:
-        if time.monotonic() > deadline:
-            raise SmokeFailure(f"the main window did not paint within {PAINT_TIMEOUT:.0f} s")
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
 
 async def _turn(args: argparse.Namespace, data_dir: Path) -> TurnResult:
