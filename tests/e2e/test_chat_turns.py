@@ -258,3 +258,21 @@ async def test_tool_results_age_in_later_requests_but_todos_never_do(
     view = await services.chat.sessions.view(session.id)
     (node,) = [n for n in view.graph if n.name == "read_file"]
     assert "line 119: the quick brown fox" in node.text
+
+
+@pytest.mark.asyncio
+async def test_two_quick_sends_start_one_turn(
+    services: Services, provider: LoopbackProvider
+) -> None:
+    provider.queue(Reply(text="only once"))
+    session = await services.chat.sessions.create()
+    events = Events()
+    first, second = await asyncio.gather(
+        services.chat.send(session.id, "double-clicked", on_event=events),
+        services.chat.send(session.id, "double-clicked", on_event=events),
+    )
+    assert [first is None, second is None].count(True) == 1
+    assert [e.error.kind for e in events.of(TurnFailed)] == ["busy"]
+    assert len(provider.requests) == 1
+    view = await services.chat.sessions.view(session.id)
+    assert [n.output for n in view.path] == ["double-clicked", "only once"]

@@ -9,7 +9,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,12 +127,13 @@ class ChatService:
         self.make_id = make_id
         self.sessions = SessionService(store, clock=clock, make_id=make_id)
         self._running: dict[str, _Running] = {}
+        self._claimed: set[str] = set()  # sessions whose turn is being set up
         self._instructions: WorkspaceInstructions | None = None
 
     # --- public operations -------------------------------------------------------------
 
     def is_running(self, session_id: str) -> bool:
-        return session_id in self._running
+        return session_id in self._running or session_id in self._claimed
 
     async def send(
         self,
@@ -145,14 +146,15 @@ class ChatService:
         on_event: EventSink | None = None,
     ) -> Node | None:
         """Commit `text` under HEAD, then run a turn for it. Returns the final reply node."""
-        sink = on_event if on_event is not None else _ignore
-        if self.is_running(session_id):
-            return self._busy(session_id, sink)
         text = text.strip()
         if not text and not attachments:
             raise ValueError("nothing to send")
-        user = await self._commit_user(session_id, text, attachments)
-        return await self._start(session_id, user.id, user, model, api_base, sink)
+
+        async def commit() -> tuple[str | None, Node | None]:
+            user = await self._commit_user(session_id, text, attachments)
+            return user.id, user
+
+        return await self._guarded(session_id, commit, model, api_base, on_event)
 
     async def retry(
         self,
@@ -164,12 +166,12 @@ class ChatService:
         on_event: EventSink | None = None,
     ) -> Node | None:
         """A new reply beside `node_id` (an assistant) or to it (a user message)."""
-        sink = on_event if on_event is not None else _ignore
-        if self.is_running(session_id):
-            return self._busy(session_id, sink)
-        view = await self.sessions.view(session_id)
-        parent = dag.reply_parent(view.graph, node_id)
-        return await self._start(session_id, parent, None, model, api_base, sink)
+
+        async def locate() -> tuple[str | None, Node | None]:
+            view = await self.sessions.view(session_id)
+            return dag.reply_parent(view.graph, node_id), None
+
+        return await self._guarded(session_id, locate, model, api_base, on_event)
 
     async def edit(
         self,
@@ -182,11 +184,32 @@ class ChatService:
         on_event: EventSink | None = None,
     ) -> Node | None:
         """A different-content sibling of a user message, then a reply to it."""
+
+        async def fork() -> tuple[str | None, Node | None]:
+            user = await self.sessions.edit(session_id, node_id, text)
+            return user.id, user
+
+        return await self._guarded(session_id, fork, model, api_base, on_event)
+
+    async def _guarded(
+        self,
+        session_id: str,
+        before: Callable[[], Awaitable[tuple[str | None, Node | None]]],
+        model: str | None,
+        api_base: str | None,
+        on_event: EventSink | None,
+    ) -> Node | None:
+        """Claim the session, write what the turn starts from, run the turn. The claim is
+        taken before the first await, so a double-clicked send cannot start two turns."""
         sink = on_event if on_event is not None else _ignore
         if self.is_running(session_id):
             return self._busy(session_id, sink)
-        user = await self.sessions.edit(session_id, node_id, text)
-        return await self._start(session_id, user.id, user, model, api_base, sink)
+        self._claimed.add(session_id)
+        try:
+            parent, user = await before()
+            return await self._start(session_id, parent, user, model, api_base, sink)
+        finally:
+            self._claimed.discard(session_id)
 
     def stop(self, session_id: str) -> None:
         """Stop the running turn: the HTTP stream closes, the text so far is kept."""
