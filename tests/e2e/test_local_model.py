@@ -13,6 +13,7 @@ import httpx
 import psutil
 import pytest
 import pytest_asyncio
+from tests.support.processes import gone
 
 from treechat.providers.local_model import LocalModel
 
@@ -25,21 +26,6 @@ def litellm_module() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
-
-
-def gone(pid: int, within: float = 20.0) -> bool:
-    """True once `pid` no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        proc = psutil.Process(pid)
-        proc.wait(timeout=within)
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.TimeoutExpired:
-        try:
-            return proc.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-    return True
 
 
 @pytest_asyncio.fixture

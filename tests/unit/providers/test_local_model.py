@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from tests.support.processes import gone
 
 from treechat import paths
 from treechat.providers import local_model
@@ -22,21 +23,6 @@ from treechat.providers.local_model import (
     LocalModelError,
     find_gguf,
 )
-
-
-def gone(pid: int, within: float = 15.0) -> bool:
-    """True once `pid` no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        proc = psutil.Process(pid)
-        proc.wait(timeout=within)
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.TimeoutExpired:
-        try:
-            return proc.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-    return True
 
 
 @pytest.fixture(scope="module")
