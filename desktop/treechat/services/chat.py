@@ -649,7 +649,7 @@ class ChatService:
         """The model's window without starting anything: the bundled model reports its
         window only once running, so an estimate falls back to its configured size."""
         try:
-            catalog_default = self.models.default().id
+            catalog_default = (await asyncio.to_thread(self.models.default)).id
         except ModelUnavailable:
             catalog_default = None
         chosen = model or catalog_default

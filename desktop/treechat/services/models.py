@@ -126,7 +126,8 @@ class ModelCatalog:
     async def resolve(self, model_id: str | None, api_base: str | None = None) -> Endpoint:
         """How to reach `model_id` (the default when None); starts the bundled model on
         first use."""
-        chosen = model_id or self.default().id
+        # Keyring look-ups may cross D-Bus: keep them off the caller's (GUI) thread.
+        chosen = model_id or (await asyncio.to_thread(self.default)).id
         if chosen == BUNDLED_ID:
             return await self._bundled_endpoint()
         if self.local_servers is not None and api_base is None:
@@ -156,9 +157,14 @@ class ModelCatalog:
             if c.id == chosen and c.api_base:
                 api_base = api_base or c.api_base
         provider = llm.provider_of(chosen)
-        key = self.keys.get_key(provider) if self.keys is not None and provider else None
-        window, max_output = await asyncio.to_thread(
-            lambda: (llm.model_window(chosen), llm.max_output_tokens(chosen))
+        keys = self.keys
+        key = await asyncio.to_thread(keys.get_key, provider) if keys and provider else None
+        window, max_output, label = await asyncio.to_thread(
+            lambda: (
+                llm.model_window(chosen),
+                llm.max_output_tokens(chosen),
+                self.label_for(chosen),
+            )
         )
         if api_base is None and key is None and provider not in ("ollama", "ollama_chat"):
             raise ModelUnavailable(
@@ -167,7 +173,7 @@ class ModelCatalog:
             )
         return Endpoint(
             model=chosen,
-            label=self.label_for(chosen),
+            label=label,
             window=window,
             max_output=min(max_output, max(256, window // 4)),
             api_base=api_base,
