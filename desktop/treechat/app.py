@@ -43,15 +43,30 @@ def ui_prefs(data_dir: Path) -> QSettings:
     return QSettings(str(data_dir / "window.ini"), QSettings.Format.IniFormat)
 
 
+def open_shell(data_dir: Path) -> tuple[MainWindow, QSettings]:
+    """The window as it first paints: its outline, in the theme's colours."""
+    from .ui.main_window import MainWindow
+
+    prefs = ui_prefs(data_dir)
+    return MainWindow(prefs), prefs
+
+
+def finish_window(app: QApplication, window: MainWindow, prefs: QSettings) -> ThemeManager:
+    """Style the application and build the window's widgets in place of its outline."""
+    from .ui.theme import ThemeManager
+
+    theme = ThemeManager(app, str(prefs.value("theme", "system")))
+    window.build(dark=theme.colors.dark)
+    theme.changed.connect(lambda colors: prefs.setValue("theme/dark", colors.dark))
+    return theme
+
+
 def create_window(
     app: QApplication, data_dir: Path
 ) -> tuple[MainWindow, QSettings, ThemeManager]:
-    from .ui.main_window import MainWindow
-    from .ui.theme import ThemeManager
-
-    prefs = ui_prefs(data_dir)
-    theme = ThemeManager(app, str(prefs.value("theme", "system")))
-    window = MainWindow(prefs)
+    """The window with its widgets built, not yet shown."""
+    window, prefs = open_shell(data_dir)
+    theme = finish_window(app, window, prefs)
     return window, prefs, theme
 
 
@@ -88,10 +103,11 @@ def run(
     on_first_paint: Callable[[MainWindow], None] | None = None,
 ) -> int:
     """Open the window for `args.data_dir` (or hand over to the window already showing it).
-    `on_first_paint` is called once the window has painted, before the store is opened."""
+    `on_first_paint` is called once the window has painted, before its widgets are built and
+    the store is opened. The log file is set up after the paint as well."""
     from PySide6.QtWidgets import QApplication
 
-    from .ui.single_instance import SingleInstance, server_name
+    from .ui.single_instance import SingleInstance, may_be_running, server_name
 
     data_dir = paths.data_dir(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -105,12 +121,10 @@ def run(
     app.setQuitOnLastWindowClosed(False)
 
     instance = SingleInstance(server_name(data_dir))
-    if instance.hand_over():
+    if may_be_running(instance.name) and instance.hand_over():
         return 0
-    instance.listen()
 
-    window, prefs, theme = create_window(app, data_dir)
-    instance.activated.connect(window.bring_to_front)
+    window, prefs = open_shell(data_dir)
     close_requested: list[bool] = []
     window.closeRequested.connect(lambda: close_requested.append(True))
     _stop_on_signals(window)
@@ -118,6 +132,16 @@ def run(
     _wait_for_first_paint(app, window)
     if on_first_paint is not None:
         on_first_paint(window)
+    theme = finish_window(app, window, prefs)
+    # Listening waits for the paint too; a launch that started in between is told now.
+    if may_be_running(instance.name) and instance.hand_over():
+        window.close_now()
+        return 0
+    instance.listen()
+    instance.activated.connect(window.bring_to_front)
+    from .logs import configure_logging
+
+    configure_logging(data_dir)
 
     from .ui.event_loop import close_event_loop, create_event_loop
 

@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QDir
-
-from treechat.ui.single_instance import SingleInstance, server_name
+from treechat.ui.single_instance import SingleInstance, may_be_running, server_name
 
 from .conftest import Aio, Desk
 
@@ -64,7 +62,7 @@ def test_a_launch_for_another_folder_is_not_handed_over(tmp_path: Path, aio: Aio
 def test_a_stale_socket_does_not_block_the_next_start(tmp_path: Path) -> None:
     name = server_name(tmp_path)
     # what a crashed run leaves behind: the socket file, with nobody listening
-    stale = Path(QDir.tempPath()) / name
+    stale = Path(name)
     leftover = socket.socket(socket.AF_UNIX)
     leftover.bind(str(stale))
     leftover.close()
@@ -73,3 +71,16 @@ def test_a_stale_socket_does_not_block_the_next_start(tmp_path: Path) -> None:
     assert not fresh.hand_over()
     assert fresh.listen() and fresh.listening
     fresh.close()
+
+
+def test_a_start_knows_nobody_is_running_without_asking(tmp_path: Path) -> None:
+    name = server_name(tmp_path)
+    assert not may_be_running(name)  # no socket: the first start need not connect anywhere
+    first = SingleInstance(name)
+    assert first.listen()
+    try:
+        assert may_be_running(name)
+        assert SingleInstance(name).hand_over()
+    finally:
+        first.close()
+    assert not may_be_running(name)

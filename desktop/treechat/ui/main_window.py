@@ -1,35 +1,32 @@
 """The main window: chats on the left, the conversation and composer in the middle, a dock on
-the right for the history graph and commit timeline. Paints before any service exists; the
-composition root attaches the controller once the store is open."""
+the right for the history graph and commit timeline.
+
+It opens in two steps. `MainWindow()` is a shell that paints the window's outline (sidebar,
+header, composer card) in the theme's colours, using only what a bare Qt window loads; the
+app shows it, and once it has painted calls `build()`, which makes the real widgets in the
+same places. The composition root attaches the controller once the store is open."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QDockWidget,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QMainWindow,
-    QSplitter,
-    QStackedWidget,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
+from PySide6.QtWidgets import QMainWindow, QWidget
 
-from .composer import Composer
-from .session_list import SessionList
+from .window_shell import Outline, ShellView, outline_of, shell_colors
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QAction, QCloseEvent
+    from PySide6.QtWidgets import QDockWidget, QLabel, QSplitter, QStackedWidget, QTabWidget
+
     from ..services.sessions import SessionView
+    from .composer import Composer
     from .conversation_controller import ConversationController, WindowParts
     from .error_banner import ErrorBanner
+    from .session_list import SessionList
 
 DEFAULT_SIZE = (1180, 760)
+SIDEBAR_WIDTH = 270
 DOCK_WIDTH = 380
 SHORTCUTS_HELP = (
     ("Ctrl+N", "New chat"),
@@ -56,26 +53,67 @@ class MainWindow(QMainWindow):
         self._painted = False
         self._may_close = False
         self._close_pending = False
-
-        self.sessions = SessionList()
-        self.sessions.setMinimumWidth(220)
-        # The chat view (and the model code behind it) loads after the first paint: a new
-        # window shows the empty state anyway.
+        self._built = False
         self.chat: Any = None
-        self.composer = Composer()
-        # Hidden at first: the banner, the dock and the chat view are built after the first
-        # paint (each Qt class used costs start-up time the first time it is touched).
         self._banner: ErrorBanner | None = None
         self._dock: QDockWidget | None = None
         self._dock_tabs: QTabWidget | None = None
 
-        self.title = QLabel("New chat")
+        self.resize(*DEFAULT_SIZE)
+        geometry = prefs.value("window/geometry") if prefs is not None else None
+        if isinstance(geometry, QByteArray | bytes) and geometry:
+            self.restoreGeometry(QByteArray(geometry))
+        self.shell = ShellView(self._saved_outline(), shell_colors(prefs))
+        self.setCentralWidget(self.shell)
+
+    def _saved_outline(self) -> Outline | None:
+        """Where the widgets were when the window last closed, if it had this size."""
+        if self.prefs is None:
+            return None
+        outline = Outline.decode(self.prefs.value("window/outline"))
+        if outline is not None and outline.size == (self.width(), self.height()):
+            return outline
+        return None
+
+    @property
+    def built(self) -> bool:
+        return self._built
+
+    def build(self, dark: bool | None = None) -> None:
+        """Make the real widgets in place of the painted outline (once). `dark` says which
+        scheme the theme settled on, for the next start's outline."""
+        if self._built:
+            return
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import (
+            QFrame,
+            QHBoxLayout,
+            QLabel,
+            QSplitter,
+            QStackedWidget,
+            QVBoxLayout,
+        )
+
+        from .composer import Composer
+        from .session_list import SessionList
+
+        self._built = True
+        if dark is not None and self.prefs is not None:
+            self.prefs.setValue("theme/dark", dark)
+        self.sessions: SessionList = SessionList()
+        self.sessions.setMinimumWidth(220)
+        # The chat view (and the model code behind it) loads on first use: a new window
+        # shows the empty state anyway. The banner and the dock wait the same way.
+        self.composer: Composer = Composer()
+
+        self.title: QLabel = QLabel("New chat")
         self.title.setObjectName("ChatTitle")
         self.title.setAccessibleName("Chat title")
         self.subtitle = QLabel("")
         self.subtitle.setObjectName("ChatSubtitle")
         header = QFrame()
         header.setObjectName("ChatHeader")
+        self.header = header
         header_row = QHBoxLayout(header)
         header_row.setContentsMargins(20, 10, 16, 10)
         header_row.setSpacing(10)
@@ -83,7 +121,7 @@ class MainWindow(QMainWindow):
         header_row.addWidget(self.subtitle, 1)
 
         self.empty = self._empty_state()
-        self.stack = QStackedWidget()
+        self.stack: QStackedWidget = QStackedWidget()
         self.stack.addWidget(self.empty)
 
         self._banner_row = QHBoxLayout()
@@ -99,15 +137,16 @@ class MainWindow(QMainWindow):
         column.addLayout(self._banner_row)
         column.addWidget(self.composer)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter: QSplitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.setHandleWidth(1)
         self.splitter.addWidget(self.sessions)
         self.splitter.addWidget(center)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([270, DEFAULT_SIZE[0] - 270])
-        self.setCentralWidget(self.splitter)
+        self.splitter.setSizes([SIDEBAR_WIDTH, self.width() - SIDEBAR_WIDTH])
+        self.setCentralWidget(self.splitter)  # the outline goes
+        self.shell.deleteLater()
 
         self._build_actions()
         self.statusBar().setSizeGripEnabled(False)
@@ -115,12 +154,14 @@ class MainWindow(QMainWindow):
         self._status_timer.setSingleShot(True)
         self._status_timer.timeout.connect(lambda: self.statusBar().clearMessage())
         self.set_ready(False)
-        self.resize(*DEFAULT_SIZE)
         self.restore_geometry()
 
     # --- building ------------------------------------------------------------------
 
     def _empty_state(self) -> QWidget:
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
+
         page = QWidget()
         page.setObjectName("EmptyState")
         box = QVBoxLayout(page)
@@ -169,6 +210,9 @@ class MainWindow(QMainWindow):
     def dock(self) -> QDockWidget:
         """The right dock (Graph and Context tabs), made on first use."""
         if self._dock is None:
+            from PySide6.QtCore import Qt
+            from PySide6.QtWidgets import QDockWidget, QTabWidget
+
             dock = QDockWidget("Inspector", self)
             dock.setObjectName("InspectorDock")
             dock.setAccessibleName("Inspector")
@@ -203,6 +247,9 @@ class MainWindow(QMainWindow):
             self.toggle_dock_action.setChecked(not self._dock.isHidden())
 
     def _dock_placeholder(self, text: str) -> QWidget:
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QLabel, QVBoxLayout
+
         page = QWidget()
         label = QLabel(text)
         label.setObjectName("EmptyHint")
@@ -214,6 +261,9 @@ class MainWindow(QMainWindow):
 
     def _action(self, menu: Any, text: str, shortcuts: tuple[Any, ...] = (),
                 slot: Any = None) -> QAction:
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QAction, QKeySequence
+
         action = QAction(text, self)
         if shortcuts:
             action.setShortcuts([QKeySequence(s) for s in shortcuts])
@@ -225,6 +275,9 @@ class MainWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QKeySequence
+
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
         self.new_chat_action = self._action(
@@ -369,11 +422,9 @@ class MainWindow(QMainWindow):
     # --- geometry ------------------------------------------------------------------
 
     def restore_geometry(self) -> None:
+        """The dock's place and the sidebar's width (the window's size came with the shell)."""
         if self.prefs is None:
             return
-        geometry = self.prefs.value("window/geometry")
-        if isinstance(geometry, QByteArray | bytes) and geometry:
-            self.restoreGeometry(QByteArray(geometry))
         self._restore_state()
         split = self.prefs.value("window/splitter")
         if isinstance(split, QByteArray | bytes) and split:
@@ -388,8 +439,11 @@ class MainWindow(QMainWindow):
         if self.prefs is None:
             return
         self.prefs.setValue("window/geometry", self.saveGeometry())
-        self.prefs.setValue("window/state", self.saveState())
-        self.prefs.setValue("window/splitter", self.splitter.saveState())
+        if self._built:
+            self.prefs.setValue("window/state", self.saveState())
+            self.prefs.setValue("window/splitter", self.splitter.saveState())
+            if self.isVisible():
+                self.prefs.setValue("window/outline", outline_of(self).encode())
         self.prefs.sync()
 
     # --- events --------------------------------------------------------------------

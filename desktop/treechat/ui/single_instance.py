@@ -1,27 +1,47 @@
 """One window per data folder: the first launch listens on a local socket; a later launch
-with the same folder asks it to come to the front and exits instead of opening the store."""
+with the same folder asks it to come to the front and exits instead of opening the store.
+
+Qt's network module loads only when needed: on Unix the socket is a file at a known path, so a
+launch that finds no file knows nobody is running and starts listening after its window has
+painted."""
 
 from __future__ import annotations
 
-import getpass
-import hashlib
+import os
+import sys
+import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+if TYPE_CHECKING:
+    from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 ACTIVATE = b"activate\n"
 CONNECT_TIMEOUT_MS = 500
 
 
 def server_name(data_dir: Path) -> str:
-    """A socket name private to this user and this data folder."""
-    try:
-        user = getpass.getuser()
-    except Exception:  # no user name in the environment: the folder alone still separates
-        user = ""
-    digest = hashlib.sha256(f"{user}\0{Path(data_dir).resolve()}".encode()).hexdigest()
-    return f"treechat-{digest[:20]}"
+    """The socket for this user and this data folder: on Unix an absolute path in the user's
+    runtime folder (or the temp folder, with the user id in the name); on Windows a pipe name
+    with the user's name in it."""
+    folder = str(Path(data_dir).resolve()).encode()
+    digest = f"{zlib.crc32(folder):08x}{zlib.adler32(folder):08x}"
+    if sys.platform == "win32":
+        user = os.environ.get("USERNAME", "")
+        return f"treechat-{user}-{digest}"
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        return os.path.join(runtime, f"treechat-{digest}")
+    temp = os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(temp, f"treechat-{os.getuid()}-{digest}")
+
+
+def may_be_running(name: str) -> bool:
+    """False when no instance can be listening on `name` (no socket file on Unix), so there
+    is nobody to hand over to; True when it has to be asked."""
+    return not os.path.isabs(name) or os.path.exists(name)
 
 
 class SingleInstance(QObject):
@@ -37,6 +57,8 @@ class SingleInstance(QObject):
 
     def hand_over(self) -> bool:
         """True if a running instance took the request (this launch should exit)."""
+        from PySide6.QtNetwork import QLocalSocket
+
         socket = QLocalSocket()
         socket.connectToServer(self.name)
         if not socket.waitForConnected(CONNECT_TIMEOUT_MS):
@@ -50,6 +72,8 @@ class SingleInstance(QObject):
         return True
 
     def listen(self) -> bool:
+        from PySide6.QtNetwork import QLocalServer
+
         server = QLocalServer(self)
         server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         if not server.listen(self.name):

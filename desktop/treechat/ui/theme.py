@@ -4,10 +4,14 @@ following the system's colour scheme when the user has not picked one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
 
 MODES = ("system", "light", "dark")
 
@@ -95,6 +99,8 @@ def level_color(fraction: float, colors: Colors) -> str:
 
 
 def system_is_dark() -> bool:
+    from PySide6.QtCore import Qt
+
     hints = QGuiApplication.styleHints()
     return hints.colorScheme() == Qt.ColorScheme.Dark
 

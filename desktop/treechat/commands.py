@@ -1,0 +1,328 @@
+"""The headless subcommands of `treechat`: they work on the same store and engine as the
+window, and are imported only when one is asked for (the window's start-up skips them)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import __version__, paths
+from .store.database import Store, StoreError, default_store_path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand `args.command`; store and lookup failures become one line."""
+    handler = COMMANDS[args.command]
+    try:
+        return handler(args)
+    except StoreError as exc:
+        print(f"treechat: {exc}", file=sys.stderr)
+        return 2
+    except LookupError as exc:
+        print(f"treechat: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    return default_store_path(paths.data_dir(args.data_dir))
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    from .services.recovery import open_and_recover
+
+    return open_and_recover(store_path(args))
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        sessions = store.call(lambda r: r.list_sessions(include_hidden=args.all))
+        counts = store.call(lambda r: r.node_counts_by_session())
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": s.id,
+                        "title": s.title,
+                        "head": s.head,
+                        "model": s.model,
+                        "created_at": s.created_at,
+                        "updated_at": s.updated_at,
+                        "forked_from": s.forked_from,
+                        "hidden": s.hidden,
+                        "nodes": counts.get(s.id, 0),
+                    }
+                    for s in sessions
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    if not sessions:
+        print("No sessions yet.")
+        return 0
+    for s in sessions:
+        when = datetime.fromtimestamp(s.updated_at).strftime("%Y-%m-%d %H:%M")
+        print(f"{s.id[:12]}  {when}  {counts.get(s.id, 0):>6} nodes  {s.title}")
+    return 0
+
+
+def find_session_id(store: Store, ref: str) -> str:
+    session = store.call(lambda r: r.find_session(ref))
+    if session is None:
+        raise LookupError(f"no session matches {ref!r} (see `treechat sessions`)")
+    return session.id
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .core.imports import FORMAT_NAMES, ImportFileError
+    from .services.importing import ImportProgress, import_file
+
+    live = sys.stderr.isatty()
+
+    def report(progress: ImportProgress) -> None:
+        if live and progress.total:
+            print(
+                f"\rimporting {progress.done}/{progress.total}", end="", file=sys.stderr, flush=True
+            )
+
+    with open_store(args) as store:
+        try:
+            summary = asyncio.run(import_file(store, Path(args.file), progress=report))
+        except ImportFileError as exc:
+            print(f"treechat: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if live:
+                print(file=sys.stderr)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "format": summary.source_format,
+                    "conversations": summary.conversations,
+                    "sessions": summary.sessions,
+                    "nodes": summary.nodes,
+                    "branches": summary.branches,
+                    "session_ids": list(summary.session_ids),
+                    "skipped": [
+                        {
+                            "conversation": s.conversation,
+                            "source_id": s.source_id,
+                            "reason": s.reason,
+                        }
+                        for s in summary.skipped
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
+    if summary.nodes or summary.sessions:
+        print(
+            f"Imported from {name}: {_count(summary.sessions, 'new session')}, "
+            f"{_count(summary.nodes, 'node')}, {_count(summary.branches, 'branch')} "
+            f"({_count(summary.conversations, 'conversation')} read)."
+        )
+    else:
+        print(
+            f"Nothing new: {_count(summary.conversations, 'conversation')} in this {name} "
+            "export, all imported before."
+        )
+    if summary.skipped:
+        print(f"Skipped {len(summary.skipped)}:")
+        for s in summary.skipped:
+            where = s.conversation if s.conversation not in ("", s.source_id) else ""
+            print(f"  {where + ': ' if where else ''}{s.source_id}: {s.reason}")
+    return 0
+
+
+def _count(n: int, word: str) -> str:
+    plural = word + ("es" if word.endswith("ch") else "s")
+    return f"{n} {word if n == 1 else plural}"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .services.importing import export_session
+
+    with open_store(args) as store:
+        session_id = find_session_id(store, args.session)
+        text = asyncio.run(
+            export_session(store, session_id, fmt=args.format, all_branches=args.all_branches)
+        )
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    path = store_path(args)
+    print(f"treechat {__version__}")
+    print(f"store:          {path}")
+    started = time.perf_counter()
+    with open_store(args) as store:
+        version = store.call(lambda r: r.schema_version())
+        nodes = store.call(lambda r: r.node_count())
+        sessions = store.call(lambda r: len(r.list_sessions(include_hidden=True)))
+    print(f"schema version: {version}")
+    print(f"sessions:       {sessions}")
+    print(f"nodes:          {nodes}")
+    print(f"opened in:      {(time.perf_counter() - started) * 1000:.0f} ms")
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from .services.bootstrap import build_services
+    from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+
+    services = build_services(paths.data_dir(args.data_dir), detect_local_servers=False)
+    failed: list[TurnFailed] = []
+    finished: list[TurnFinished] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TextDelta):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, TurnStarted):
+            print(f"[{event.model}]", file=sys.stderr, flush=True)
+        elif isinstance(event, TurnFailed):
+            failed.append(event)
+        elif isinstance(event, TurnFinished):
+            finished.append(event)
+
+    async def run() -> str:
+        chat = services.chat
+        try:
+            if args.new:
+                session = await chat.sessions.create(model=args.model or "")
+                session_id = session.id
+            else:
+                session_id = find_session_id(services.store, args.session)
+            await chat.send(
+                session_id, args.text, model=args.model, api_base=args.api_base, on_event=on_event
+            )
+            return session_id
+        finally:
+            await services.close()
+
+    try:
+        session_id = asyncio.run(run())
+    finally:
+        services.close_store()
+    sys.stdout.write("\n")
+    if failed:
+        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
+        return 1
+    if finished:
+        node = finished[0].node
+        usage = node.metadata.get("usage") or {}
+        parts = [f"session {session_id[:12]}"]
+        if usage:
+            parts.append(
+                f"{usage.get('prompt_tokens', 0)} prompt tokens "
+                f"({usage.get('cache_read', 0)} cached)"
+            )
+            parts.append(f"{usage.get('output_tokens', 0)} output")
+            if usage.get("cost_usd") is not None:
+                parts.append(f"${usage['cost_usd']:.6f}")
+        if node.interrupted:
+            parts.append("interrupted")
+        print("[" + " · ".join(parts) + "]", file=sys.stderr)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from .services.bootstrap import build_services
+
+    services = build_services(paths.data_dir(args.data_dir), detect_local_servers=False)
+    try:
+        session_id = find_session_id(services.store, args.session)
+
+        async def run() -> Any:
+            try:
+                return await services.chat.occupancy(session_id, model=args.model)
+            finally:
+                await services.close()
+
+        occupancy = asyncio.run(run())
+    finally:
+        services.close_store()
+    record = occupancy.as_dict()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    print(
+        f"{record['total_used']:,} / {record['window']:,} tokens "
+        f"({100 * record['total_used'] / max(record['window'], 1):.1f}%), {record['basis']}"
+        + (f", calibration {record['calibration']:.3f}" if record.get("calibration") else "")
+    )
+    for name, tokens in record.get("breakdown", {}).items():
+        share = 100 * tokens / max(record["window"], 1)
+        print(f"  {name:<14} {tokens:>9,}  {share:5.1f}%")
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from .store.usage import ledger
+
+    with open_store(args) as store:
+        session_id = find_session_id(store, args.session) if args.session else None
+        rows = store.call(lambda r: ledger(r, session_id))
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "model": r.model,
+                        "requests": r.requests,
+                        "input_tokens": r.input_tokens,
+                        "cache_read": r.cache_read,
+                        "cache_write": r.cache_write,
+                        "output_tokens": r.output_tokens,
+                        "cost_usd": r.cost_usd,
+                        "unpriced_requests": r.unpriced_requests,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    if not rows:
+        print("No requests recorded yet.")
+        return 0
+    print(
+        f"{'model':<36} {'requests':>8} {'input':>10} {'cache read':>10} "
+        f"{'cache write':>11} {'output':>9} {'cost':>11}"
+    )
+    for r in rows:
+        cost = f"${r.cost_usd:.4f}" + ("*" if r.unpriced_requests else "")
+        print(
+            f"{r.model:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
+            f"{r.cache_write:>11,} {r.output_tokens:>9,} {cost:>11}"
+        )
+    if any(r.unpriced_requests for r in rows):
+        print("* some requests were to models with no known price; they count as $0.")
+    return 0
+
+
+COMMANDS = {
+    "sessions": cmd_sessions,
+    "import": cmd_import,
+    "export": cmd_export,
+    "doctor": cmd_doctor,
+    "send": cmd_send,
+    "context": cmd_context,
+    "ledger": cmd_ledger,
+}
