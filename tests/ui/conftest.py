@@ -143,14 +143,15 @@ def choices_for(provider: LoopbackProvider) -> tuple[ModelChoice, ...]:
 
 
 def open_desk(
-    qapp: QApplication, aio: Aio, data_dir: Path, provider: LoopbackProvider
+    qapp: QApplication, aio: Aio, data_dir: Path, provider: LoopbackProvider,
+    keys: KeyStore | None = None,
 ) -> Desk:
     services = build_services(
         data_dir,
         bundled=False,
         detect_local_servers=False,
         extra_models=choices_for(provider),
-        keys=KeyStore(environ={}),
+        keys=keys if keys is not None else KeyStore(environ={}),
     )
     services.models.default_model = MODEL
     window, prefs, theme = create_window(qapp, data_dir)

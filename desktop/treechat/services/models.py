@@ -106,7 +106,12 @@ class ModelCatalog:
         return await asyncio.to_thread(self.choices_now)
 
     def default(self) -> ModelChoice:
-        choices = self.choices_now()
+        """The default model among those available now (reads the keyring: not for the GUI
+        thread; there, use `default_among` with the choices fetched by `choices()`)."""
+        return self.default_among(self.choices_now())
+
+    def default_among(self, choices: Sequence[ModelChoice]) -> ModelChoice:
+        """The configured default if set, else the first of `choices`."""
         for c in choices:
             if c.id == self.default_model:
                 return c

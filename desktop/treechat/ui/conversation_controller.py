@@ -416,10 +416,12 @@ class ConversationController(QObject):
     # --- models --------------------------------------------------------------------
 
     def _default_model(self) -> str | None:
+        """The default among the choices `refresh_models()` fetched: working it out afresh
+        would read the keyring here, on the GUI thread."""
         try:
-            return self.services.models.default().id
+            return self.services.models.default_among(self.choices).id
         except ModelUnavailable:
-            return None
+            return self.services.models.default_model or None
 
     async def refresh_models(self) -> None:
         self.choices = await self.services.models.choices()
