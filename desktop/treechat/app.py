@@ -169,10 +169,6 @@ async def _serve(
 
     from PySide6.QtCore import QTimer
 
-    from .providers import llm
-    from .services.bootstrap import build_services
-    from .store.database import StoreError
-
     closed = asyncio.Event()
     if close_requested:
         closed.set()
@@ -188,25 +184,38 @@ async def _serve(
     controller: ConversationController | None = None
     loop = asyncio.get_running_loop()
     # The list first: a quick read of the store, while the services (the tokenizer above
-    # all) take their time to load.
+    # all) take their time to load. Both import their modules (DuckDB among them) on worker
+    # threads: an import on this thread would hold the window still.
     listed = await loop.run_in_executor(None, _peek_sessions, data_dir)
     if listed is not None and not closed.is_set():
         window.sessions.set_sessions(listed, time.time())
-    try:
-        services = await loop.run_in_executor(None, build_services, data_dir)
-    except StoreError as exc:
-        window.show_store_error(str(exc))
+    services, error = await loop.run_in_executor(None, _build_services, data_dir)
+    if error:
+        window.show_store_error(error)
         code = 2
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
         await controller.start(args.session)
         # litellm takes seconds to import; the window is up and filled by now
+        from .providers import llm
+
         llm.start_warmup()
     await closed.wait()
     heartbeat.stop()
     await _shutdown(controller, services)
     window.close_now()
     return code
+
+
+def _build_services(data_dir: Path) -> tuple[Services | None, str]:
+    """The services, or why the store could not be opened."""
+    from .services.bootstrap import build_services
+    from .store.database import StoreError
+
+    try:
+        return build_services(data_dir), ""
+    except StoreError as exc:
+        return None, str(exc)
 
 
 def _peek_sessions(data_dir: Path) -> tuple[Session, ...] | None:
