@@ -41,8 +41,13 @@ def painted(window):
         if c is not None and window.sessions.model.session_count() == 3:
             seen["listed"] = [window.sessions.model.index(r).data()
                               for r in range(window.sessions.model.rowCount())]
-            timer.stop()
-            window.close()
+        elif window.built and window._banner is not None and window.banner.isVisible():
+            seen["title"] = window.empty_title.text()
+            seen["banner"] = window.banner.message.text()
+        else:
+            return
+        timer.stop()
+        window.close()
 
     timer.timeout.connect(poll)
     timer.start(50)
@@ -61,33 +66,6 @@ def seed(data_dir: Path, n: int = 3) -> None:
     store.close()
 
 
-REFUSED = """
-import argparse, json, sys
-from PySide6.QtCore import QTimer
-from treechat import app
-
-seen = {}
-
-def painted(window):
-    timer = QTimer(window)
-
-    def poll():
-        if window.built and window._banner is not None and window.banner.isVisible():
-            seen["title"] = window.empty_title.text()
-            seen["banner"] = window.banner.findChild(type(window.empty_title),
-                                                     "ErrorMessage").text()
-            timer.stop()
-            window.close()
-
-    timer.timeout.connect(poll)
-    timer.start(50)
-
-args = argparse.Namespace(data_dir=sys.argv[1], session=None)
-code = app.run(args, on_first_paint=painted)
-print(json.dumps({"code": code, **seen}))
-"""
-
-
 def test_a_store_it_cannot_open_is_reported_in_the_window_and_left_alone(
     tmp_path: Path,
 ) -> None:
@@ -97,7 +75,7 @@ def test_a_store_it_cannot_open_is_reported_in_the_window_and_left_alone(
     path.write_bytes(b"this is not a database, but someone's file" * 100)
     before = path.read_bytes()
     proc = subprocess.run(
-        [sys.executable, "-c", REFUSED, str(data_dir)], cwd=ROOT, env=ENV,
+        [sys.executable, "-c", DRIVER, str(data_dir)], cwd=ROOT, env=ENV,
         capture_output=True, text=True, timeout=240, check=False,
     )
     assert proc.returncode == 0, proc.stderr
