@@ -15,7 +15,7 @@ import shiboken6
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QAbstractItemView, QApplication
 from pytestqt.qtbot import QtBot
 
 from treechat.core import dag
@@ -587,7 +587,10 @@ def test_very_long_messages_keep_inside_the_column(
     viewport_width = chat.list.viewport().width()
     assert x >= 0 and x + column <= viewport_width
     for key in (u.id, a.id, m.id):
-        row = chat.model.rows[chat.model.index_of(key)]
+        index = chat.model.index_of(key)
+        # rows off screen carry an estimate of their height until they come into view
+        chat.list.scrollTo(chat.model.index(index), QAbstractItemView.ScrollHint.PositionAtTop)
+        row = chat.model.rows[index]
         layout = chat.delegate.layout(row)
         assert layout.body is not None
         assert layout.body.natural_width <= column + 0.5
@@ -681,6 +684,84 @@ def test_open_2000_messages_lays_out_lazily(
     first = chat.row_rect(chat.row_keys()[0])
     assert first.top() <= 0 < first.bottom()
     assert chat.delegate.is_measured(chat.model.rows[0])
+
+
+def on_screen(chat: ChatView) -> list[int]:
+    """Indexes of the rows the viewport shows, top to bottom."""
+    viewport = QRectF(chat.list.viewport().rect())
+    return [i for i in range(len(chat.model.rows))
+            if viewport.intersects(QRectF(chat.list.visualRect(chat.model.index(i))))]
+
+
+def assert_exact_and_in_order(chat: ChatView) -> None:
+    """Every row on screen has its laid-out height, and the rows touch without overlapping."""
+    shown = on_screen(chat)
+    assert shown
+    bottom = None
+    for i in shown:
+        rect = chat.list.visualRect(chat.model.index(i))
+        row = chat.model.rows[i]
+        assert chat.delegate.is_measured(row), f"row {i} painted with a guessed height"
+        assert rect.height() == int(chat.delegate.layout(row).height + 0.999)
+        if bottom is not None:
+            assert rect.top() == bottom + 1
+        bottom = rect.bottom()
+
+
+def open_long(runner: asyncio.Runner, service: SessionService, chat: ChatView, count: int,
+              height: int) -> None:
+    """A session of `count` messages shown in a view `height` pixels tall."""
+    session_id = runner.run(build_long(service, count))
+    chat.resize(900, height)
+    QApplication.processEvents()
+    chat.set_view(load(runner, service, session_id))
+
+
+def test_a_long_session_opens_on_its_last_message_measuring_only_the_screen(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView
+) -> None:
+    open_long(runner, service, chat, 600, 700)
+    viewport = chat.list.viewport().rect()
+    last = chat.list.visualRect(chat.model.index(599))
+    assert chat.at_bottom() and last.bottom() < viewport.bottom() + 1
+    assert last.bottom() > viewport.bottom() - 40  # only the end margin below it
+    assert_exact_and_in_order(chat)
+    # what is off screen keeps its estimate until it is needed
+    assert chat.measured_count() <= len(on_screen(chat)) + 2
+    assert not chat.delegate.is_measured(chat.model.rows[0])
+
+
+def test_scrolling_up_measures_rows_as_they_come_and_nothing_jumps(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView
+) -> None:
+    open_long(runner, service, chat, 400, 600)
+    bar = chat.list.verticalScrollBar()
+    for _ in range(60):  # wheel steps up through several screens of unmeasured rows
+        top = chat.list.indexAt(QPoint(chat.list.viewport().width() // 2, 0)).row()
+        before = chat.list.visualRect(chat.model.index(top)).top()
+        bar.setValue(bar.value() - bar.singleStep())
+        # the row that was at the top moved by exactly one step, however the heights
+        # around it were corrected
+        assert chat.list.visualRect(chat.model.index(top)).top() == before + bar.singleStep()
+        assert_exact_and_in_order(chat)
+    assert not chat.at_bottom()
+    bar.setValue(bar.maximum() // 2)  # a jump lands on exact rows too
+    assert_exact_and_in_order(chat)
+
+
+def test_rows_off_screen_are_measured_once_the_view_is_quiet(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView, qtbot: QtBot
+) -> None:
+    open_long(runner, service, chat, 120, 600)
+    rows = chat.model.rows
+    assert chat.measured_count() < len(rows)
+    qtbot.waitUntil(lambda: chat.measured_count() == len(rows), timeout=30_000)
+    # the scroll bar now spans the real length, and the view stayed on the last message
+    heights = sum(int(chat.delegate.layout(r).height + 0.999) for r in rows)
+    bar = chat.list.verticalScrollBar()
+    assert bar.maximum() + chat.list.viewport().height() == heights
+    assert chat.at_bottom()
+    assert_exact_and_in_order(chat)
 
 
 def bare_list_open_ms(texts: list[str]) -> float:

@@ -43,7 +43,7 @@ def load_view(repo: Repository, session_id: str) -> SessionView:
     session = repo.get_session(session_id)
     if session is None:
         raise GraphError(f"no session {session_id!r}")
-    graph = Graph(repo.session_nodes(session_id))
+    graph = Graph(repo.session_nodes(session_id, session))
     notes = repo.annotations(graph.nodes.keys()) if len(graph) else ()
     head = session.head if session.head in graph else None
     return SessionView(

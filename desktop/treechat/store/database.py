@@ -23,6 +23,11 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 T = TypeVar("T")
 
 STORE_FILENAME = "treechat.duckdb"
+# DuckDB answers a filter on an indexed column by fetching each matching row through the
+# index when up to 2,048 rows match, one row at a time: reading a 2,000-message session that
+# way takes tens of milliseconds, a scan of the whole table a few. The index stays for
+# look-ups of a single node or session.
+INDEX_SCAN_MAX_ROWS = 8
 
 
 class StoreError(RuntimeError):
@@ -86,6 +91,8 @@ class Store:
         except duckdb.Error as exc:
             raise _classify_open_error(path, exc) from None
         try:
+            con.execute(f"SET index_scan_max_count = {INDEX_SCAN_MAX_ROWS}")
+            con.execute("SET index_scan_percentage = 0")
             version = _schema_version(con) if existed else 0
             if version > SCHEMA_VERSION:
                 raise StoreTooNewError(

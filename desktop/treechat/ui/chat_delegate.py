@@ -51,11 +51,11 @@ from PySide6.QtWidgets import (
 from .chat_model import ChatRow, RowKind
 from .markdown import (
     DocumentCache,
+    HeightEstimate,
     MarkdownTheme,
     RenderedText,
     draw_check_icon,
     draw_copy_icon,
-    estimate_height,
     is_dark,
     mix,
     render_markdown,
@@ -88,6 +88,7 @@ TOOL_RESULT_LINES = 60
 TOOL_RESULT_CHARS = 20_000
 
 ActionHandler = Callable[[str, str], None]
+Estimators = tuple[HeightEstimate, HeightEstimate]  # bubble text, reply text
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +201,9 @@ class ChatDelegate(QStyledItemDelegate):
         self._rows = rows
         self.busy = False
         self._width = 600
-        self._hints: list[int] | None = None
+        self._hints: list[QSize] | None = None
         self._column: tuple[int, tuple[float, float]] | None = None
+        self._estimators_for: tuple[tuple[int, str], Estimators] | None = None
         self._hints_rows: list[ChatRow] | None = None
         self.typing_phase = 0
         self.wait_until = 0.0  # a rate-limited turn's retry unlocks at this monotonic time
@@ -342,31 +344,39 @@ class ChatDelegate(QStyledItemDelegate):
     def has_pending(self) -> bool:
         return bool(self._pending)
 
-    def estimate(self, row: ChatRow) -> int:
-        key = self.height_key(row)
-        guess = self._estimates.get(key)
-        if guess is None:
-            guess = self._estimate(row)
-            self._estimates[key] = guess
-        return guess
+    def _estimators(self) -> Estimators:
+        """(bubble text, reply text) estimates at the current width and theme."""
+        key = (self._width, self.theme.key)
+        cached = self._estimators_for
+        if cached is None or cached[0] != key:
+            col = self.column()[1]
+            cached = self._estimators_for = (key, (
+                HeightEstimate(col * BUBBLE_SHARE - 2 * BUBBLE_PAD_X, self.theme),
+                HeightEstimate(col, self.theme)))
+        return cached[1]
 
     def _estimate(self, row: ChatRow) -> int:
-        col = self.column()[1]
+        """The row's height with only its text's height guessed: the chrome around the text
+        adds up as in `_build`, so a row whose text is guessed right is exact."""
         if row.kind == RowKind.USER:
-            text_h = estimate_height(row.text, col * BUBBLE_SHARE - 2 * BUBBLE_PAD_X, self.theme)
-            text_h = self._fold(row, text_h)[0]
-            return int(ROW_GAP + text_h + 2 * BUBBLE_PAD_Y + FOOTER_H + 4)
-        if row.kind in (RowKind.ASSISTANT, RowKind.STREAM):
-            h = self._fold(row, estimate_height(row.text, col, self.theme))[0] + ROW_GAP
-            if row.starts_turn:
-                h += HEADER_H + TURN_GAP - ROW_GAP
-            if row.ends_turn:
-                h += FOOTER_H
-            return int(h)
-        if row.kind in (RowKind.TOOL, RowKind.SYSTEM):
-            h = CARD_H + 6 + (HEADER_H + TURN_GAP if row.starts_turn else 0)
-            return int(h + (200 if row.expanded else 0))
-        return 48
+            shown, fold = self._fold(row, self._estimators()[0].of(row.text))
+            h = ROW_GAP + 8 + shown + 2 * BUBBLE_PAD_Y + FOOTER_H + (MORE_H if fold else 0)
+        elif row.kind in (RowKind.ASSISTANT, RowKind.STREAM):
+            if row.kind == RowKind.STREAM and not row.text:
+                shown, fold = 22.0, ""
+            else:
+                shown, fold = self._fold(row, self._estimators()[1].of(row.text))
+            h = (TURN_GAP + HEADER_H + 2 if row.starts_turn else ROW_GAP) + shown
+            h += MORE_H + 2 if fold else 0
+            h += 6 + FOOTER_H if row.kind == RowKind.ASSISTANT and row.ends_turn else 8
+        elif row.kind in (RowKind.TOOL, RowKind.SYSTEM):
+            h = (TURN_GAP + HEADER_H + 4 if row.starts_turn else 4) + CARD_H
+            h += (10 if row.ends_turn else 4) + (200 if row.expanded else 0)
+        else:
+            h = 48
+        if row.at_end:
+            h += END_MARGIN
+        return int(h + 0.999)
 
     def column(self) -> tuple[float, float]:
         """(x, width) of the centred reading column."""
@@ -624,14 +634,16 @@ class ChatDelegate(QStyledItemDelegate):
     # --- Qt delegate interface -----------------------------------------------------------
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
-        # called for every row on every layout pass: one list lookup, nothing more
+        # called for every row on every layout pass: one list lookup, nothing more (the
+        # sizes are made once per pass, not per call)
         hints = self._hints
         rows = self._rows()
         if hints is None or len(hints) != len(rows) or self._hints_rows is not rows:
-            hints = self._hints = [self.row_height(row) for row in rows]
+            width, height = self._width, self.row_height
+            hints = self._hints = [QSize(width, height(row)) for row in rows]
             self._hints_rows = rows
         r = index.row()
-        return QSize(self.width, hints[r] if 0 <= r < len(hints) else 0)
+        return hints[r] if 0 <= r < len(hints) else QSize(self._width, 0)
 
     def invalidate_hints(self) -> None:
         self._hints = None
@@ -640,7 +652,7 @@ class ChatDelegate(QStyledItemDelegate):
         """Patch one row's hint (the streaming reply grows; nothing else moved)."""
         hints, rows = self._hints, self._rows()
         if hints is not None and self._hints_rows is rows and 0 <= row < len(hints):
-            hints[row] = height
+            hints[row] = QSize(self._width, height)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         rows = self._rows()

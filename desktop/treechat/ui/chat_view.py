@@ -43,11 +43,12 @@ from .chat_model import ChatModel, ChatRow, RowKind
 # out the reply gets slow, so a long reply never starves the event loop).
 STREAM_INTERVAL_MS = 33
 STREAM_INTERVAL_MAX_MS = 120
-# Rows off screen are measured in the background, in slices of this many milliseconds,
-# once scrolling has paused this long.
-BACKGROUND_SLICE_MS = 30
+# Rows off screen are measured in the background, in slices of this many milliseconds with
+# as long a pause between them (input, painting and the store's worker get their turn),
+# once scrolling has paused, or a session has been open, this long.
+BACKGROUND_SLICE_MS = 12
 IDLE_AFTER_SCROLL_S = 0.3
-APPLY_EVERY_SLICES = 12  # background heights go live about every 0.5 s (one relayout)
+APPLY_EVERY_SLICES = 20  # background heights go live about every 0.5 s (one relayout)
 STICK_SLACK = 6
 
 
@@ -203,7 +204,7 @@ class ChatView(QWidget):
         self._stick = True
         self._settling = False
         self._busy = False
-        self._last_scroll = 0.0
+        self._quiet_since = 0.0  # when the user last scrolled or a session opened
         self._background_middle = -1
         self._background_distance = 0
         self._background_slices = 0
@@ -249,6 +250,7 @@ class ChatView(QWidget):
         if new_session:
             self._stream_parts.clear()
             self._flush_timer.stop()
+            self.hold_background()
         elif self.model.streaming:
             # text still buffered belongs to what streamed so far: if this view committed
             # it as a node, it must go with the rest, not reappear in the continuing reply
@@ -386,12 +388,20 @@ class ChatView(QWidget):
         return ChatView._Guard(self)
 
     def _capture_anchor(self) -> _Anchor:
+        """The first row that starts on screen (or the one filling it): a row cut by the top
+        edge may be the one whose height is corrected next, and what is read below it
+        must not move when it is."""
         if self._stick:
             return _Anchor(bottom=True)
         index = self.list.indexAt(QPoint(self._probe_x(), 0))
         if not index.isValid():
             return _Anchor(bottom=self._stick)
-        return _Anchor(row=index.row(), offset=self.list.visualRect(index).top())
+        rect = self.list.visualRect(index)
+        if rect.top() < 0 and index.row() + 1 < self.model.rowCount():
+            below = self.list.visualRect(self.model.index(index.row() + 1))
+            if below.top() < self.list.viewport().height():
+                return _Anchor(row=index.row() + 1, offset=below.top())
+        return _Anchor(row=index.row(), offset=rect.top())
 
     def _probe_x(self) -> int:
         return max(1, self.list.viewport().width() // 2)
@@ -415,15 +425,15 @@ class ChatView(QWidget):
             self._restore_anchor(anchor)
 
     def _prepare_bottom(self) -> None:
-        """Measure the last screenful before the first layout, so opening at the bottom
-        needs one layout pass and paints exact rows straight away."""
+        """Measure the rows the bottom of the list shows before the first layout, so opening
+        at the bottom needs one layout pass and paints exact rows straight away. The rows
+        above keep their estimates until scrolling or the background reaches them."""
         if not self.isVisible():
             return
         self.delegate.width = self._layout_width()
-        rows = self.model.rows
-        want = self.list.viewport().height() * 2.2  # the screen and the one above it
-        total = 0.0
-        for row in reversed(rows):
+        want = self.list.viewport().height()
+        total = 0
+        for row in reversed(self.model.rows):
             if not self.delegate.is_measured(row):
                 self.delegate.measure(row)
             total += self.delegate.row_height(row)
@@ -450,9 +460,9 @@ class ChatView(QWidget):
         self._schedule_background()
 
     def _measure_near_viewport(self) -> bool:
-        """Make rows on screen and within a screen of it exact; True if any height moved.
-        When some are missing, measure three screens each way, so that scrolling on costs
-        a relayout every few screens instead of every step."""
+        """Make the rows on screen exact; True if any height moved. When some are missing,
+        measure three screens each way too, so that scrolling on costs a relayout every few
+        screens instead of every step."""
         rows = self.model.rows
         if not rows:
             return False
@@ -461,7 +471,7 @@ class ChatView(QWidget):
         last_index = self.list.indexAt(QPoint(self._probe_x(), max(0, height - 1)))
         first = first_index.row() if first_index.isValid() else 0
         last = last_index.row() if last_index.isValid() else len(rows) - 1
-        if all(self.delegate.is_measured(rows[i]) for i in self._span(first, last, height)):
+        if all(self.delegate.is_measured(rows[i]) for i in range(first, last + 1)):
             return False
         changed = False
         for i in self._span(first, last, height * 3):
@@ -489,6 +499,15 @@ class ChatView(QWidget):
             return False
         return self.delegate.measure(row)[1]
 
+    def hold_background(self) -> None:
+        """Measure nothing off screen for a moment: another session is about to be shown
+        (measuring these rows would be wasted, and slow its loading down) or just was (what
+        it shows is measured; the rest starts again from the screen once all is quiet)."""
+        self._quiet_since = time.monotonic()
+        self._background_middle = -1
+        self._background_distance = 0
+        self._background.start(int(IDLE_AFTER_SCROLL_S * 1000))
+
     def _schedule_background(self) -> None:
         if not self._background.isActive():
             self._background.start(60)
@@ -497,7 +516,7 @@ class ChatView(QWidget):
         """Measure rows far from the screen a slice at a time, nearest first, and put the
         heights to use in batches, so the scroll bar converges on the true length and
         scrolling rarely waits for layout."""
-        if time.monotonic() - self._last_scroll < IDLE_AFTER_SCROLL_S:
+        if time.monotonic() - self._quiet_since < IDLE_AFTER_SCROLL_S:
             self._background.start(int(IDLE_AFTER_SCROLL_S * 1000))
             return
         rows = self.model.rows
@@ -524,14 +543,14 @@ class ChatView(QWidget):
         if apply and self.delegate.apply_pending():
             self._relayout()
         if remaining:
-            self._background.start(10)
+            self._background.start(BACKGROUND_SLICE_MS)
         else:
             self._background_distance = 0
 
     def _scrolled(self, value: int) -> None:
         if self._settling:
             return
-        self._last_scroll = time.monotonic()
+        self._quiet_since = time.monotonic()
         bar = self.list.verticalScrollBar()
         self._stick = value >= bar.maximum() - STICK_SLACK
         anchor = self._capture_anchor()

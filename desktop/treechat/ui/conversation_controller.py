@@ -251,6 +251,7 @@ class ConversationController(QObject):
     async def _open(self, session_id: str) -> None:
         self._open_token += 1
         token = self._open_token
+        self.parts.chat.hold_background()
         cached = self._views.get(session_id)
         if cached is not None and not self.chat_service.is_running(session_id):
             # Back to a chat seen this run: show it at once, then check it against the store.

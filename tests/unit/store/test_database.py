@@ -6,6 +6,7 @@ import hashlib
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -87,6 +88,41 @@ def test_bulk_append_keeps_every_field(store: Store) -> None:
     assert tool.reads == ("n1", "n2") and tool.caller == "n99" and tool.predecessor is None
     assert tool.metadata == {"tool_call_id": "c1", "ok": True}
     assert [n.seq for n in sorted(loaded.values(), key=lambda n: n.seq)] == list(range(1, 102))
+
+
+def test_every_kind_of_content_reads_back_as_written(store: Store) -> None:
+    texts = ['quotes " and \\ backslashes', "lines\nand\ttabs", "ünïcødé ✓ 😀", "", "null"]
+    nodes = [
+        Node(id=f"n{i}", seq=0, created_at=float(i), session_id="s1", role="user",
+             output=text, predecessor=f"n{i - 1}" if i else None,
+             metadata={"nested": {"list": [1, None, "x"]}, "i": i} if i % 2 else {})
+        for i, text in enumerate(texts)
+    ]
+    nodes.append(Node(id="a", seq=0, created_at=9.0, session_id="s1", role="assistant",
+                      output={"text": "structured", "parts": [1, 2.5, True, None]},
+                      predecessor="n4", name="gpt"))
+    nodes.append(Node(id="t", seq=0, created_at=10.0, session_id="s1", role="tool",
+                      input="plain arguments", output=None, caller="a"))
+    store.call(lambda r: r.append_nodes(nodes))
+    loaded = store.call(lambda r: r.session_nodes("s1"))
+    assert [replace(n, seq=0) for n in loaded] == nodes
+    assert store.call(lambda r: r.get_nodes(["t", "n1"])) == (loaded[1], loaded[-1])
+
+
+def test_a_session_is_read_in_one_scan_and_a_node_through_the_index(store: Store) -> None:
+    # fetching each of a long session's rows through the index is many times slower than
+    # scanning the table; a single node is still looked up by its key
+    store.call(lambda r: r.create_session(Session("s2", "Other", None, "m", 1.0)))
+    store.call(lambda r: r.append_nodes([msg(f"n{i}", f"n{i - 1}" if i else None)
+                                         for i in range(200)]))
+    store.call(lambda r: r.append_nodes([msg(f"o{i}", None, session="s2") for i in range(50)]))
+
+    def plan(sql: str, value: str) -> str:
+        rows = store.call(lambda r: r.con.execute("EXPLAIN ANALYZE " + sql, [value]).fetchall())
+        return "\n".join(str(row[-1]) for row in rows)
+
+    assert "Index Scan" not in plan("SELECT id FROM nodes WHERE session_id = ?", "s1")
+    assert "Index Scan" in plan("SELECT id FROM nodes WHERE id = ?", "n7")
 
 
 def test_the_file_itself_refuses_predecessor_and_caller_together(store: Store) -> None:
