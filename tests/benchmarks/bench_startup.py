@@ -50,7 +50,10 @@ SESSIONS = 1000
 MESSAGES = 2000
 COLD_OPENS = 4
 LIST_SESSIONS = 5000
-ENV = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+# Bytecode is cached as on a user's machine (the warm-up launch writes it), even where the
+# shell says not to write any: otherwise every launch would compile our modules again.
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+       "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 BARE = """
@@ -243,6 +246,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
         asyncio.set_event_loop(None)
     assert shown == MESSAGES
     open_ms = statistics.median(opens[:COLD_OPENS]) * 1000
+    first_open_ms = opens[0] * 1000  # the first session opened after start-up
     reopen_ms = statistics.median(opens[COLD_OPENS:]) * 1000
     occupancy_ms = statistics.median(occupancy[:COLD_OPENS]) * 1000
 
@@ -285,6 +289,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             "sessions_listed_ms": listed_s * 1000,
             "open_2000_messages_ms": open_ms,
             "reopen_2000_messages_ms": reopen_ms,
+            "first_open_after_start_ms": first_open_ms,
             "ring_after_open_ms": occupancy_ms,
             "rss_mb_after_open": rss_mb,
             "list_5000_sessions_query_ms": list_query_ms,
@@ -300,6 +305,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             ("ratio widgets painted ours / bare", ready_s / bare_s),
             ("open a 2,000-message session from the store, shown and painted", open_ms),
             ("back to a 2,000-message session opened before", reopen_ms),
+            ("the first of those opens, right after start-up", first_open_ms),
             ("open to ring filled (occupancy computed, first open)", occupancy_ms),
             ("RSS after opening, MB", rss_mb),
             ("5,000 sessions: read from the store, ms", list_query_ms),

@@ -38,6 +38,7 @@ from .composer import Composer
 from .context_breakdown_dialog import ContextBreakdownDialog
 from .error_banner import ErrorBanner
 from .export_drop_filter import ExportDropFilter
+from .markdown import warm_up_highlighting
 from .occupancy_format import CompactionState, headline
 from .session_list import SessionList
 from .settings_dialog import SettingsDialog, SettingsValues
@@ -201,6 +202,8 @@ class ConversationController(QObject):
             await self._open(target)
         else:
             self._show(None)
+        # the first code block on screen should not wait for pygments' lexers to be built
+        self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
 
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
@@ -310,10 +313,12 @@ class ConversationController(QObject):
         """Make `view` what the window shows (None: the empty state of a new chat)."""
         previous = self.current_session_id
         self.current_view = view
+        # The page first: a chat view shown only afterwards would lay its rows out twice,
+        # at a stale width and again when it gets its size.
+        self.parts.show_view(view)
         if view is not None:
             self._remember(view)
             self.parts.chat.set_view(view)
-        self.parts.show_view(view)
         running = view is not None and self.chat_service.is_running(view.session.id)
         self.parts.chat.set_busy(running)
         self.parts.composer.set_running(running)

@@ -3,8 +3,9 @@ hit-area each, cached per (node id, width) so painting a scrolled row never re-l
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -633,6 +634,22 @@ def highlight(code: str, language: str, dark: bool) -> list[tuple[int, int, QTex
         offset += length
     # the lexer sees a final newline the document does not have
     return [(o, min(n, len(code) - o), f) for o, n, f in runs if o < len(code)]
+
+
+WARM_LANGUAGES = ("python", "bash", "javascript", "json")
+
+
+def warm_up_highlighting(languages: Sequence[str] = WARM_LANGUAGES) -> None:
+    """Load pygments and the commonest lexers (the Python one takes ~80 ms to build), so the
+    first code block on screen does not pay for them. Safe off the GUI thread: no Qt here."""
+    for language in languages:
+        _lexer(language)
+    with contextlib.suppress(ImportError):
+        from pygments import lex  # noqa: F401
+        from pygments.styles import get_style_by_name
+
+        for name in ("default", "github-dark"):
+            get_style_by_name(name)
 
 
 @lru_cache(maxsize=64)

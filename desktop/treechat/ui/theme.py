@@ -3,11 +3,10 @@ following the system's colour scheme when the user has not picked one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 if TYPE_CHECKING:
     from PySide6.QtCore import Qt
@@ -16,9 +15,9 @@ if TYPE_CHECKING:
 MODES = ("system", "light", "dark")
 
 
-@dataclass(frozen=True, slots=True)
-class Colors:
-    """Named colours of one scheme; widgets derive them from their palette (`colors_of`)."""
+class Colors(NamedTuple):
+    """Named colours of one scheme; widgets derive them from their palette (`colors_of`).
+    (A named tuple: the window's first frame imports this, and a dataclass costs more.)"""
 
     dark: bool
     window: str
@@ -264,6 +263,8 @@ class ThemeManager(QObject):
     changed = Signal(object)  # Colors
 
     def __init__(self, app: QApplication, mode: str = "system") -> None:
+        from PySide6.QtGui import QFont
+
         super().__init__(app)
         self._app = app
         self._mode = mode if mode in MODES else "system"
