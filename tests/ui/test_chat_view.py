@@ -764,6 +764,31 @@ def test_rows_off_screen_are_measured_once_the_view_is_quiet(
     assert_exact_and_in_order(chat)
 
 
+def test_resizing_many_times_forgets_old_widths_and_rows_stay_exact(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView, qtbot: QtBot,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from treechat.ui import chat_delegate
+
+    monkeypatch.setattr(chat_delegate, "HEIGHTS_KEPT", 50)
+    open_long(runner, service, chat, 120, 600)
+    rows = chat.model.rows
+    qtbot.waitUntil(lambda: chat.measured_count() == len(rows), timeout=30_000)
+    for width in range(700, 1000, 10):  # a window dragged wider, a pixel step at a time
+        chat.resize(width, 600)
+        QApplication.processEvents()
+        assert_exact_and_in_order(chat)
+    # heights for widths long gone are dropped; the current width's come back exact
+    assert chat.delegate.remembered_heights() <= 50 + 2 * len(rows)
+    chat.resize(700, 600)
+    QApplication.processEvents()
+    assert_exact_and_in_order(chat)
+    qtbot.waitUntil(lambda: chat.measured_count() == len(rows), timeout=30_000)
+    heights = sum(int(chat.delegate.layout(r).height + 0.999) for r in rows)
+    bar = chat.list.verticalScrollBar()
+    assert bar.maximum() + chat.list.viewport().height() == heights
+
+
 def bare_list_open_ms(texts: list[str]) -> float:
     """The same texts in a plain QListView (word-wrapped, no delegate): the baseline a
     loaded machine slows down just as much, so the ratio means something."""

@@ -66,6 +66,7 @@ SIDE_MARGIN = 24.0
 MAX_COLUMN = 800.0
 ROW_GAP = 8.0
 END_MARGIN = 18.0
+HEIGHTS_KEPT = 20_000  # row heights remembered across widths before the others go
 TURN_GAP = 14.0
 BUBBLE_PAD_X = 14.0
 BUBBLE_PAD_Y = 9.0
@@ -274,6 +275,19 @@ class ChatDelegate(QStyledItemDelegate):
         if value != self._width:
             self._width = value
             self._hints = None
+            self._forget_other_widths()
+
+    def remembered_heights(self) -> int:
+        """How many row heights (measured or estimated, any width) are held."""
+        return len(self._heights) + len(self._estimates)
+
+    def _forget_other_widths(self) -> None:
+        """Heights are kept per width; a window dragged wider and narrower would pile up
+        one set per pixel. Past a bound, only those for the current width stay."""
+        for table in (self._heights, self._estimates):
+            if len(table) > HEIGHTS_KEPT:
+                for key in [k for k in table if k[1] != self._width]:
+                    del table[key]
 
     def height_key(self, row: ChatRow) -> tuple[Any, ...]:
         return (row.layout_key, self.width)
