@@ -1,6 +1,6 @@
 """Regenerates the screenshots in this folder: a store with a few dozen chats (one long chat
 with code, tool calls and a retried reply), the window in light and dark, the empty state and
-the /context dialog. Run under a display (Xvfb works):
+the /context dialog, and the first frame of the next start. Run under a display (Xvfb works):
 
     xvfb-run -s "-screen 0 1600x1000x24" .venv/bin/python docs/screenshots/capture.py
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from treechat.app import connect_services, create_window
+from treechat.app import connect_services, create_window, open_shell
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
@@ -179,10 +179,15 @@ async def scenario(app: QApplication, data_dir: Path, long_id: str) -> None:
     assert controller.settings_dialog is not None
     await shoot(controller.settings_dialog, "settings")
     controller.settings_dialog.close()
+    window.save_geometry()  # as when the user closes it: the next start outlines this
     await controller.close()
     await services.close()
     services.close_store()
     window.close_now()
+    shell, _prefs = open_shell(data_dir)  # the next start's first frame, before its widgets
+    shell.show()
+    await shoot(shell, "first-frame", aio_wait=0.2)
+    shell.close_now()
 
 
 def main() -> int:
