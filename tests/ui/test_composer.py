@@ -128,3 +128,13 @@ def test_model_picker(qtbot: QtBot) -> None:
     assert composer.picker.accessibleName() == "Model"
     assert composer.input.accessibleName() == "Message"
     assert composer.ring.accessibleName() == "Context usage"
+
+
+def test_the_picker_says_what_it_is_waiting_for(qtbot: QtBot) -> None:
+    composer = make(qtbot)
+    assert composer.picker.placeholderText() == "Models…"  # before the list arrives
+    composer.set_models([], None)
+    assert composer.picker.currentIndex() == -1
+    assert composer.picker.placeholderText() == "No models"
+    composer.set_models([ModelChoice("openai/gpt-4o", "GPT-4o", "openai")], None)
+    assert composer.picker.placeholderText() == "Choose a model"

@@ -65,6 +65,7 @@ class Composer(QWidget):
         self.picker.setToolTip("Model for this chat")
         self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.picker.setMinimumContentsLength(8)
+        self.picker.setPlaceholderText("Models…")  # until the list of models arrives
         self.picker.currentIndexChanged.connect(self._picked)
 
         self.ring = OccupancyRing()
@@ -160,6 +161,7 @@ class Composer(QWidget):
         self.picker.blockSignals(True)
         try:
             self.models.clear()
+            self.picker.setPlaceholderText("Choose a model" if choices else "No models")
             for choice in choices:
                 item = QStandardItem(choice.label)
                 item.setData(choice.id, MODEL_ID_ROLE)
