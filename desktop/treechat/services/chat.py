@@ -41,7 +41,7 @@ from .events import (
     TurnStarted,
 )
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
-from .sessions import SessionService, new_id
+from .sessions import SessionService, SessionView, new_id
 
 log = logging.getLogger(__name__)
 
@@ -219,9 +219,13 @@ class ChatService:
             running.task.cancel()
 
     async def occupancy(
-        self, session_id: str, *, model: str | None = None, api_base: str | None = None
+        self, session_id: str, *, model: str | None = None, api_base: str | None = None,
+        view: SessionView | None = None,
     ) -> Any:
-        view = await self.sessions.view(session_id)
+        """What the next request would carry; `view` is the session as the caller shows it
+        (read from the store when not given)."""
+        if view is None or view.session.id != session_id:
+            view = await self.sessions.view(session_id)
         endpoint = await self._endpoint_for_estimate(model or view.session.model or None, api_base)
         measured = measured_from(
             await self.store.run(lambda r: ledger.last_measurement(r, session_id))

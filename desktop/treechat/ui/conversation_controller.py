@@ -465,7 +465,8 @@ class ConversationController(QObject):
             return
         self._occupancy_token += 1
         token = self._occupancy_token
-        occ = await self.chat_service.occupancy(view.session.id, model=self.selected_model())
+        occ = await self.chat_service.occupancy(view.session.id, model=self.selected_model(),
+                                                view=view)
         if token == self._occupancy_token and self.current_session_id == view.session.id:
             self._set_occupancy(occ)
 
