@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import date, datetime
+from datetime import time as dt_time
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -21,6 +23,10 @@ from .conftest import MODEL, Aio, Desk, Seed, chat_session
 NOW = time.time()
 HOUR = 3600.0
 DAY = 86_400.0
+# today's two chats stay on today's side of midnight, whenever the tests run
+SINCE_MIDNIGHT = NOW - datetime.combine(date.fromtimestamp(NOW), dt_time.min).timestamp()
+MORNING = NOW - min(2 * HOUR, SINCE_MIDNIGHT * 2 / 3)
+LATEST = NOW - min(60.0, SINCE_MIDNIGHT / 3)
 
 
 def listed(widget: SessionList) -> list[str]:
@@ -37,8 +43,8 @@ def listed(widget: SessionList) -> list[str]:
 def three_days(store: Store) -> None:
     chat_session(store, "old", "Last week's plan", NOW - 9 * DAY, ["plan?", "a plan"])
     chat_session(store, "y", "Yesterday's question", NOW - DAY - HOUR, ["why?", "because"])
-    chat_session(store, "t1", "Morning chat", NOW - 2 * HOUR, ["hello", "hi"])
-    chat_session(store, "t2", "Latest chat", NOW - 60, ["latest", "reply"])
+    chat_session(store, "t1", "Morning chat", MORNING, ["hello", "hi"])
+    chat_session(store, "t2", "Latest chat", LATEST, ["latest", "reply"])
 
 
 def test_newest_first_grouped_by_day(desk_with: Callable[[Seed | None], Desk]) -> None:
