@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow, QWidget
 
-from .window_shell import Outline, ShellView, outline_of, shell_colors
+from .window_shell import SIDEBAR_WIDTH, Outline, ShellView, outline_of, shell_colors
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction, QCloseEvent
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from .session_list import SessionList
 
 DEFAULT_SIZE = (1180, 760)
-SIDEBAR_WIDTH = 270
 DOCK_WIDTH = 380
 SHORTCUTS_HELP = (
     ("Ctrl+N", "New chat"),
