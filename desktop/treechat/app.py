@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from .core.model import Session
     from .services.bootstrap import Services
+    from .store.database import Store
     from .ui.conversation_controller import ConversationController
     from .ui.main_window import MainWindow
     from .ui.theme import ThemeManager
@@ -53,11 +54,17 @@ def open_shell(data_dir: Path) -> tuple[MainWindow, QSettings]:
 
 def finish_window(app: QApplication, window: MainWindow, prefs: QSettings) -> ThemeManager:
     """Style the application and build the window's widgets in place of its outline."""
-    from .ui.theme import ThemeManager
+    from .ui.theme import Colors, ThemeManager
+    from .ui.window_shell import LAST_SCHEME
 
     theme = ThemeManager(app, str(prefs.value("theme", "system")))
-    window.build(dark=theme.colors.dark)
-    theme.changed.connect(lambda colors: prefs.setValue("theme/dark", colors.dark))
+    window.build()
+
+    def remember(colors: Colors) -> None:  # for the next start's outline
+        prefs.setValue(LAST_SCHEME, colors.dark)
+
+    remember(theme.colors)
+    theme.changed.connect(remember)
     return theme
 
 
@@ -107,7 +114,7 @@ def run(
     the store is opened. The log file is set up after the paint as well."""
     from PySide6.QtWidgets import QApplication
 
-    from .ui.single_instance import SingleInstance, may_be_running, server_name
+    from .ui.single_instance import SingleInstance, server_name
 
     data_dir = paths.data_dir(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -121,7 +128,7 @@ def run(
     app.setQuitOnLastWindowClosed(False)
 
     instance = SingleInstance(server_name(data_dir))
-    if may_be_running(instance.name) and instance.hand_over():
+    if instance.hand_over():
         return 0
 
     window, prefs = open_shell(data_dir)
@@ -134,7 +141,7 @@ def run(
         on_first_paint(window)
     theme = finish_window(app, window, prefs)
     # Listening waits for the paint too; a launch that started in between is told now.
-    if may_be_running(instance.name) and instance.hand_over():
+    if instance.hand_over():
         window.close_now()
         return 0
     instance.listen()
@@ -183,16 +190,17 @@ async def _serve(
     services: Services | None = None
     controller: ConversationController | None = None
     loop = asyncio.get_running_loop()
-    # The list first: a quick read of the store, while the services (the tokenizer above
-    # all) take their time to load. Both import their modules (DuckDB among them) on worker
-    # threads: an import on this thread would hold the window still.
-    listed = await loop.run_in_executor(None, _peek_sessions, data_dir)
-    if listed is not None and not closed.is_set():
-        window.sessions.set_sessions(listed, time.time())
-    services, error = await loop.run_in_executor(None, _build_services, data_dir)
-    if error:
+    # The store and its list first, while the services (the tokenizer above all) take their
+    # time to load. Both import their modules (DuckDB among them) on worker threads: an
+    # import on this thread would hold the window still.
+    store, listed, error = await loop.run_in_executor(None, _open_store, data_dir)
+    if store is None:
         window.show_store_error(error)
         code = 2
+    else:
+        if not closed.is_set():
+            window.sessions.set_sessions(listed, time.time())
+        services = await loop.run_in_executor(None, _build_services, data_dir, store)
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
         await controller.start(args.session)
@@ -207,30 +215,28 @@ async def _serve(
     return code
 
 
-def _build_services(data_dir: Path) -> tuple[Services | None, str]:
-    """The services, or why the store could not be opened."""
-    from .services.bootstrap import build_services
-    from .store.database import StoreError
+def _open_store(data_dir: Path) -> tuple[Store | None, tuple[Session, ...], str]:
+    """The store (a crash's drafts recovered) and the sessions it lists, or why it could not
+    be opened."""
+    from .services.recovery import open_and_recover
+    from .store.database import StoreError, default_store_path
 
     try:
-        return build_services(data_dir), ""
+        store = open_and_recover(default_store_path(data_dir))
     except StoreError as exc:
-        return None, str(exc)
+        return None, (), str(exc)
+    return store, store.call(lambda r: r.list_sessions()), ""
 
 
-def _peek_sessions(data_dir: Path) -> tuple[Session, ...] | None:
-    """The visible sessions, read with a short-lived connection before the services exist
-    (None when the store cannot be opened: building the services reports why)."""
-    from .store.database import Store, StoreError, default_store_path
+def _build_services(data_dir: Path, store: Store) -> Services:
+    """The services on the open `store` (closed again if they cannot be built)."""
+    from .services.bootstrap import build_services
 
     try:
-        store = Store.open(default_store_path(data_dir))
-    except StoreError:
-        return None
-    try:
-        return store.call(lambda r: r.list_sessions())
-    finally:
+        return build_services(data_dir, store=store)
+    except BaseException:
         store.close()
+        raise
 
 
 async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:

@@ -45,9 +45,12 @@ def build_services(
     detect_local_servers: bool = True,
     extra_models: tuple[ModelChoice, ...] = (),
     keys: KeyStore | None = None,
+    store: Store | None = None,
 ) -> Services:
-    """Open the store (recovering crashed drafts) and wire the services on top of it."""
-    store = open_and_recover(default_store_path(data_dir))
+    """Open the store (recovering crashed drafts), unless it is given open, and wire the
+    services on top of it."""
+    if store is None:
+        store = open_and_recover(default_store_path(data_dir))
     settings: dict[str, Any] = store.call(
         lambda r: {
             k: r.get_setting(k)

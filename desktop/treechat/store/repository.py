@@ -61,12 +61,7 @@ def nodes_from_rows(rows: Sequence[Sequence[Any]]) -> list[Node]:
         inputs, outputs, metadata = (_load_all(rows, c) for c in JSON_COLUMNS)
     except TypeError:  # a value that is not JSON text: decode row by row
         return [node_from_row(r) for r in rows]
-    return [
-        Node(id=r[0], seq=int(r[1]), created_at=float(r[2]), session_id=r[3], role=r[4],
-             name=r[5] or "", input=i, output=o, predecessor=r[8], caller=r[9],
-             reads=tuple(r[10] or ()), metadata=m or {})
-        for r, i, o, m in zip(rows, inputs, outputs, metadata, strict=True)
-    ]
+    return [_node(*decoded) for decoded in zip(rows, inputs, outputs, metadata, strict=True)]
 
 
 def _load_all(rows: Sequence[Sequence[Any]], column: int) -> list[Any]:
@@ -76,6 +71,11 @@ def _load_all(rows: Sequence[Sequence[Any]], column: int) -> list[Any]:
 
 
 def node_from_row(row: Sequence[Any]) -> Node:
+    return _node(row, *(_load(row[c]) for c in JSON_COLUMNS))
+
+
+def _node(row: Sequence[Any], node_input: Any, node_output: Any, metadata: Any) -> Node:
+    """A node from its row, the JSON columns given decoded."""
     return Node(
         id=row[0],
         seq=int(row[1]),
@@ -83,12 +83,12 @@ def node_from_row(row: Sequence[Any]) -> Node:
         session_id=row[3],
         role=row[4],
         name=row[5] or "",
-        input=_load(row[6]),
-        output=_load(row[7]),
+        input=node_input,
+        output=node_output,
         predecessor=row[8],
         caller=row[9],
         reads=tuple(row[10] or ()),
-        metadata=_load(row[11]) or {},
+        metadata=metadata or {},
     )
 
 

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow, QWidget
 
-from .window_shell import SIDEBAR_WIDTH, Outline, ShellView, outline_of, shell_colors
+from .window_shell import (
+    OUTLINE_KEY,
+    SIDEBAR_WIDTH,
+    Outline,
+    ShellView,
+    outline_of,
+    shell_colors,
+)
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction, QCloseEvent
@@ -62,25 +69,16 @@ class MainWindow(QMainWindow):
         geometry = prefs.value("window/geometry") if prefs is not None else None
         if isinstance(geometry, QByteArray | bytes) and geometry:
             self.restoreGeometry(QByteArray(geometry))
-        self.shell = ShellView(self._saved_outline(), shell_colors(prefs))
+        saved = prefs.value(OUTLINE_KEY) if prefs is not None else None
+        self.shell = ShellView(Outline.decode(saved), shell_colors(prefs))
         self.setCentralWidget(self.shell)
-
-    def _saved_outline(self) -> Outline | None:
-        """Where the widgets were when the window last closed, if it had this size."""
-        if self.prefs is None:
-            return None
-        outline = Outline.decode(self.prefs.value("window/outline"))
-        if outline is not None and outline.size == (self.width(), self.height()):
-            return outline
-        return None
 
     @property
     def built(self) -> bool:
         return self._built
 
-    def build(self, dark: bool | None = None) -> None:
-        """Make the real widgets in place of the painted outline (once). `dark` says which
-        scheme the theme settled on, for the next start's outline."""
+    def build(self) -> None:
+        """Make the real widgets in place of the painted outline (once)."""
         if self._built:
             return
         from PySide6.QtCore import Qt
@@ -97,8 +95,6 @@ class MainWindow(QMainWindow):
         from .session_list import SessionList
 
         self._built = True
-        if dark is not None and self.prefs is not None:
-            self.prefs.setValue("theme/dark", dark)
         self.sessions: SessionList = SessionList()
         self.sessions.setMinimumWidth(220)
         # The chat view (and the model code behind it) loads on first use: a new window
@@ -144,8 +140,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([SIDEBAR_WIDTH, self.width() - SIDEBAR_WIDTH])
-        self.setCentralWidget(self.splitter)  # the outline goes
-        self.shell.deleteLater()
+        self.setCentralWidget(self.splitter)  # Qt deletes the outline
 
         self._build_actions()
         self.statusBar().setSizeGripEnabled(False)
@@ -442,7 +437,7 @@ class MainWindow(QMainWindow):
             self.prefs.setValue("window/state", self.saveState())
             self.prefs.setValue("window/splitter", self.splitter.saveState())
             if self.isVisible():
-                self.prefs.setValue("window/outline", outline_of(self).encode())
+                self.prefs.setValue(OUTLINE_KEY, outline_of(self).encode())
         self.prefs.sync()
 
     # --- events --------------------------------------------------------------------

@@ -645,7 +645,6 @@ def warm_up_highlighting(languages: Sequence[str] = WARM_LANGUAGES) -> None:
     for language in languages:
         _lexer(language)
     with contextlib.suppress(ImportError):
-        from pygments import lex  # noqa: F401
         from pygments.styles import get_style_by_name
 
         for name in ("default", "github-dark"):

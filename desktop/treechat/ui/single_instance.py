@@ -57,6 +57,8 @@ class SingleInstance(QObject):
 
     def hand_over(self) -> bool:
         """True if a running instance took the request (this launch should exit)."""
+        if not may_be_running(self.name):
+            return False
         from PySide6.QtNetwork import QLocalSocket
 
         socket = QLocalSocket()

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 Box = tuple[int, int, int, int]  # x, y, width, height in window coordinates
 
+OUTLINE_KEY = "window/outline"  # in the window's settings, saved with its geometry
+LAST_SCHEME = "theme/dark"  # whether the scheme the window last settled on was dark
 SIDEBAR_WIDTH = 270
 MENU_HEIGHT = 21
 STATUS_HEIGHT = 20
@@ -108,7 +110,7 @@ def shell_colors(prefs: QSettings | None) -> Colors:
     mode = str(prefs.value("theme", "system")) if prefs is not None else "system"
     if mode in MODES and mode != "system":
         return DARK if mode == "dark" else LIGHT
-    last = prefs.value("theme/dark") if prefs is not None else None
+    last = prefs.value(LAST_SCHEME) if prefs is not None else None
     if last is not None:
         return DARK if str(last).lower() == "true" else LIGHT
     window = QGuiApplication.palette().color(QPalette.ColorRole.Window)
