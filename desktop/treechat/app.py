@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from .core.model import Session
     from .services.bootstrap import Services
     from .store.database import Store
-    from .ui.conversation_controller import ConversationController
-    from .ui.main_window import MainWindow
-    from .ui.theme import ThemeManager
+    from .ui.common.theme import ThemeManager
+    from .ui.controllers.conversation import ConversationController
+    from .ui.shell.main_window import MainWindow
 
 PAINT_WAIT_S = 5.0
 
@@ -46,7 +46,7 @@ def ui_prefs(data_dir: Path) -> QSettings:
 
 def open_shell(data_dir: Path) -> tuple[MainWindow, QSettings]:
     """The window as it first paints: its outline, in the theme's colours."""
-    from .ui.main_window import MainWindow
+    from .ui.shell.main_window import MainWindow
 
     prefs = ui_prefs(data_dir)
     return MainWindow(prefs), prefs
@@ -54,8 +54,8 @@ def open_shell(data_dir: Path) -> tuple[MainWindow, QSettings]:
 
 def finish_window(app: QApplication, window: MainWindow, prefs: QSettings) -> ThemeManager:
     """Style the application and build the window's widgets in place of its outline."""
-    from .ui.theme import Colors, ThemeManager
-    from .ui.window_shell import LAST_SCHEME
+    from .ui.common.theme import Colors, ThemeManager
+    from .ui.shell.outline import LAST_SCHEME
 
     theme = ThemeManager(app, str(prefs.value("theme", "system")))
     window.build()
@@ -81,12 +81,12 @@ def connect_services(
     window: MainWindow, services: Services, prefs: QSettings | None, theme: ThemeManager | None
 ) -> ConversationController:
     """Hand the services to a controller that drives the window's widgets."""
-    from .ui.conversation_controller import ConversationController, load_compaction_settings
+    from .ui.controllers.conversation import ConversationController, load_compaction_settings
 
     load_compaction_settings(services)
     controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme)
     window.attach(controller)
-    from .ui.history_panels import install_history_panels
+    from .ui.controllers.history import install_history_panels
 
     install_history_panels(window, services, controller)
     return controller
@@ -114,7 +114,7 @@ def run(
     the store is opened. The log file is set up after the paint as well."""
     from PySide6.QtWidgets import QApplication
 
-    from .ui.single_instance import SingleInstance, server_name
+    from .ui.shell.single_instance import SingleInstance, server_name
 
     data_dir = paths.data_dir(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,7 @@ def run(
 
     configure_logging(data_dir)
 
-    from .ui.event_loop import close_event_loop, create_event_loop
+    from .ui.shell.event_loop import close_event_loop, create_event_loop
 
     loop = create_event_loop(app)
     try:

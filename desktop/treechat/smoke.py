@@ -108,8 +108,8 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
     started = time.perf_counter()
     _log_to(data_dir)
     from .app import create_window
-    from .ui.event_loop import close_event_loop, create_event_loop
-    from .ui.smoke_window import WindowDidNotPaint, open_painted
+    from .ui.shell.event_loop import close_event_loop, create_event_loop
+    from .ui.shell.smoke_window import WindowDidNotPaint, open_painted
 
     try:
         shown = open_painted(lambda app: create_window(app, data_dir)[0], PAINT_TIMEOUT)

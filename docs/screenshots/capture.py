@@ -24,7 +24,7 @@ from treechat.services.bootstrap import build_services
 from treechat.services.events import TurnError
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
-from treechat.ui.event_loop import close_event_loop, create_event_loop
+from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 
 OUT = Path(__file__).resolve().parent
 DAY = 86_400.0

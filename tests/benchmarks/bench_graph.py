@@ -19,8 +19,8 @@ from treechat.core.dag import Graph, active_path
 from treechat.core.layout import layout_graph
 from treechat.core.model import Node, Session
 from treechat.services.sessions import SessionView
-from treechat.ui.graph_items import DX, DY, R
-from treechat.ui.history_graph import HistoryGraphView
+from treechat.ui.graph.items import DX, DY, R
+from treechat.ui.graph.view import HistoryGraphView
 
 pytestmark = [pytest.mark.bench, pytest.mark.qt_log_ignore("This plugin does not support")]
 

@@ -39,7 +39,7 @@ from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.store.search import search_sessions
-from treechat.ui.session_list import SessionList
+from treechat.ui.sessions.list import SessionList
 
 pytestmark = pytest.mark.bench
 

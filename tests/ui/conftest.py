@@ -31,10 +31,10 @@ from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
-from treechat.ui.conversation_controller import ConversationController
-from treechat.ui.event_loop import close_event_loop, create_event_loop
-from treechat.ui.main_window import MainWindow
-from treechat.ui.theme import ThemeManager
+from treechat.ui.common.theme import ThemeManager
+from treechat.ui.controllers.conversation import ConversationController
+from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
+from treechat.ui.shell.main_window import MainWindow
 
 T = TypeVar("T")
 

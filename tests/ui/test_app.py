@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from treechat.app import create_window
 from treechat.core.model import Session
 from treechat.store.database import Store, default_store_path
-from treechat.ui.single_instance import server_name
+from treechat.ui.shell.single_instance import server_name
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

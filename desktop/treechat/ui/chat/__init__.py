@@ -1,0 +1,1 @@
+"""The conversation: the chat list (model, delegate, view), the message editor and reader."""

@@ -1,0 +1,1 @@
+"""The shared ground of every view: theme colours and background tasks."""

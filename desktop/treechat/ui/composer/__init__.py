@@ -1,0 +1,1 @@
+"""The message box under the chat: input, model picker, send/stop, attach chips."""

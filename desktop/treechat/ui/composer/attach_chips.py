@@ -1,0 +1,113 @@
+"""Attach chips above the message box: each names a staged attach (source, head, token cost)
+and can be removed before sending, which cancels it without a trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPolygonF
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+
+from ..common.theme import colors_of
+
+
+class _Diamond(QWidget):
+    """The attach mark, the same diamond the history graph uses for attach nodes."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFixedSize(12, 12)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        dark = colors_of(self.palette()).dark
+        painter.setBrush(QColor("#a98bfa" if dark else "#8b5cf6"))
+        painter.drawPolygon(QPolygonF([QPointF(6, 0.5), QPointF(11.5, 6), QPointF(6, 11.5),
+                                       QPointF(0.5, 6)]))
+
+
+def format_tokens(tokens: int) -> str:
+    if tokens >= 10_000:
+        return f"{tokens / 1000:.0f}k tokens"
+    if tokens >= 1000:
+        return f"{tokens / 1000:.1f}k tokens"
+    return f"{tokens} token{'s' if tokens != 1 else ''}"
+
+
+class AttachChip(QFrame):
+    """One staged attach: “Source” · head preview · token cost · ×."""
+
+    removeRequested = Signal(object)  # the StagedAttach
+
+    def __init__(self, staged: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.staged = staged
+        self.setObjectName("AttachChip")
+        self.setAccessibleName(f"Attached: {staged.source_title}")
+        self.setToolTip(
+            f"Attached from “{staged.source_title}” at: {staged.head_preview}\n"
+            f"{format_tokens(staged.tokens)} will be sent once with the next message."
+        )
+        colors = colors_of(self.palette())
+        self.setStyleSheet(
+            f"#AttachChip {{ background: {colors.accent_soft}; border: 1px solid "
+            f"{colors.border}; border-radius: 11px; }}"
+            f"#AttachChip QLabel {{ background: transparent; }}"
+        )
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 2, 2, 2)
+        row.setSpacing(6)
+        row.addWidget(_Diamond())
+        self.source = QLabel(staged.source_title or "Untitled")
+        self.source.setObjectName("AttachChipSource")
+        font = self.source.font()
+        font.setBold(True)
+        self.source.setFont(font)
+        self.head = QLabel()
+        self.head.setObjectName("AttachChipHead")
+        metrics = self.head.fontMetrics()
+        self.head.setText(metrics.elidedText(staged.head_preview, Qt.TextElideMode.ElideRight, 180))
+        self.cost = QLabel(format_tokens(staged.tokens))
+        self.cost.setObjectName("AttachChipCost")
+        self.cost.setStyleSheet(f"color: {colors.muted};")
+        self.remove_button = QToolButton()
+        self.remove_button.setObjectName("AttachChipRemove")
+        self.remove_button.setText("×")
+        self.remove_button.setAutoRaise(True)
+        self.remove_button.setAccessibleName("Remove attachment")
+        self.remove_button.setToolTip("Remove: nothing will be attached")
+        self.remove_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.remove_button.clicked.connect(lambda: self.removeRequested.emit(self.staged))
+        for w in (self.source, self.head, self.cost, self.remove_button):
+            row.addWidget(w)
+
+
+class AttachChipBar(QWidget):
+    """The chips staged for the next message of the current chat; hidden when empty."""
+
+    removeRequested = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("AttachChipBar")
+        self._row = QHBoxLayout(self)
+        self._row.setContentsMargins(0, 0, 0, 2)
+        self._row.setSpacing(6)
+        self._row.addStretch(1)
+        self.chips: list[AttachChip] = []
+        self.setVisible(False)
+
+    def set_staged(self, staged: list[Any]) -> None:
+        for chip in self.chips:
+            self._row.removeWidget(chip)
+            chip.deleteLater()
+        self.chips = []
+        for item in staged:
+            chip = AttachChip(item, self)
+            chip.removeRequested.connect(self.removeRequested)
+            self._row.insertWidget(len(self.chips), chip)
+            self.chips.append(chip)
+        self.setVisible(bool(self.chips))

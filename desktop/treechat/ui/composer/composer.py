@@ -1,0 +1,256 @@
+"""The composer at the bottom of the chat: a growing text field, the model picker, the
+occupancy ring and a Send button that turns into Stop while a reply is written.
+
+What is typed stays in the field until the window has taken it; `/context` and `/compact`
+are commands, not messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..occupancy.ring import OccupancyRing
+from .input import ComposerInput
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QResizeEvent, QShowEvent
+
+    from ...core.occupancy import Occupancy
+    from ...services.models import ModelChoice
+
+COMMANDS = {"/context": "context", "/compact": "compact"}
+HINT = "Enter to send · Shift+Enter for a new line"
+SHORT_HINT = "Shift+Enter: new line"
+MODEL_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class Composer(QWidget):
+    sendRequested = Signal(str)
+    stopRequested = Signal()
+    commandRequested = Signal(str)  # "context" | "compact"
+    modelChanged = Signal(str)
+    contextRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Composer")
+        self._running = False
+
+        self.card = QFrame()
+        self.card.setObjectName("ComposerCard")
+        self.input = ComposerInput()
+        self.input.submitted.connect(self.submit)
+        self.input.escapePressed.connect(self._escape)
+        self.input.textChanged.connect(self._update_send)
+        self.input.focusChanged.connect(self._focus_changed)
+
+        self.models = QStandardItemModel(self)
+        self.picker = QComboBox()
+        self.picker.setObjectName("ModelPicker")
+        self.picker.setModel(self.models)
+        self.picker.setAccessibleName("Model")
+        self.picker.setToolTip("Model for this chat")
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.picker.setMinimumContentsLength(8)
+        self.picker.setPlaceholderText("Models…")  # until the list of models arrives
+        self.picker.currentIndexChanged.connect(self._picked)
+
+        self.ring = OccupancyRing()
+        self.ring.clicked.connect(self.contextRequested)
+
+        self.hint = QLabel(HINT)
+        self.hint.setObjectName("ComposerHint")
+        self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("SendButton")
+        self.send_button.setAccessibleName("Send")
+        self.send_button.setToolTip("Send (Enter)")
+        self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.send_button.clicked.connect(self._send_clicked)
+
+        footer = QHBoxLayout()
+        footer.setContentsMargins(0, 0, 0, 0)
+        footer.setSpacing(6)
+        footer.addWidget(self.picker)
+        footer.addWidget(self.ring)
+        footer.addWidget(self.hint, 1)
+        footer.addWidget(self.send_button)
+        inner = QVBoxLayout(self.card)
+        inner.setContentsMargins(12, 10, 10, 8)
+        inner.setSpacing(6)
+        inner.addWidget(self.input)
+        inner.addLayout(footer)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 4, 16, 14)
+        outer.addWidget(self.card)
+        self._update_send()
+
+    # --- text ----------------------------------------------------------------------
+
+    def text(self) -> str:
+        return self.input.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        self.input.setPlainText(text)
+        cursor = self.input.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.input.setTextCursor(cursor)
+
+    def clear_if(self, text: str) -> None:
+        """Empty the field if it still holds exactly `text` (the user may have typed on)."""
+        if self.text() == text:
+            self.input.clear()
+
+    def restore(self, text: str) -> None:
+        """Put back text that did not reach the model, without losing anything typed since."""
+        current = self.text()
+        if current == text:
+            return
+        self.set_text(text if not current.strip() else f"{text}\n\n{current}")
+
+    def focus_input(self) -> None:
+        self.input.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def submit(self) -> None:
+        raw = self.text()
+        text = raw.strip()
+        if not text:
+            return
+        command = COMMANDS.get(text.lower())
+        if command is not None:
+            self.input.clear()
+            self.commandRequested.emit(command)
+            return
+        if self._running:
+            return  # the text stays; sending waits for the reply to end or be stopped
+        self.sendRequested.emit(raw)
+
+    # --- state ---------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def set_running(self, running: bool) -> None:
+        self._running = running
+        self.send_button.setProperty("stop", running)
+        self.send_button.style().unpolish(self.send_button)
+        self.send_button.style().polish(self.send_button)
+        self._update_send()
+
+    def set_occupancy(self, occupancy: Occupancy | None) -> None:
+        self.ring.set_occupancy(occupancy)
+
+    def set_models(self, choices: Sequence[ModelChoice], current: str | None) -> None:
+        """Fill the picker; `current` is selected (added as a greyed entry if unknown)."""
+        self.picker.blockSignals(True)
+        try:
+            self.models.clear()
+            self.picker.setPlaceholderText("Choose a model" if choices else "No models")
+            for choice in choices:
+                item = QStandardItem(choice.label)
+                item.setData(choice.id, MODEL_ID_ROLE)
+                item.setToolTip(
+                    f"{choice.id}" + (f" at {choice.api_base}" if choice.api_base else "")
+                    + (" (local)" if choice.local else "")
+                )
+                item.setEnabled(choice.available)
+                self.models.appendRow(item)
+            if current and current not in {c.id for c in choices}:
+                item = QStandardItem(f"{current} (not available)")
+                item.setData(current, MODEL_ID_ROLE)
+                self.models.appendRow(item)
+            self.select_model(current)
+        finally:
+            self.picker.blockSignals(False)
+
+    def select_model(self, model_id: str | None) -> None:
+        self.picker.blockSignals(True)
+        try:
+            for row in range(self.models.rowCount()):
+                if self.models.item(row).data(MODEL_ID_ROLE) == model_id:
+                    self.picker.setCurrentIndex(row)
+                    return
+            if self.models.rowCount() and self.picker.currentIndex() < 0:
+                self.picker.setCurrentIndex(0)
+        finally:
+            self.picker.blockSignals(False)
+
+    def current_model(self) -> str | None:
+        row = self.picker.currentIndex()
+        if row < 0:
+            return None
+        value = self.models.item(row).data(MODEL_ID_ROLE)
+        return str(value) if value else None
+
+    def model_ids(self) -> list[str]:
+        return [str(self.models.item(r).data(MODEL_ID_ROLE)) for r in range(self.models.rowCount())]
+
+    # --- internals -----------------------------------------------------------------
+
+    def _picked(self, row: int) -> None:
+        if row >= 0:
+            value = self.models.item(row).data(MODEL_ID_ROLE)
+            if value:
+                self.modelChanged.emit(str(value))
+
+    def _send_clicked(self) -> None:
+        if self._running:
+            self.stopRequested.emit()
+        else:
+            self.submit()
+
+    def _escape(self) -> None:
+        if self._running:
+            self.stopRequested.emit()
+
+    def _update_send(self) -> None:
+        if self._running:
+            self.send_button.setText("Stop")
+            self.send_button.setAccessibleName("Stop")
+            self.send_button.setToolTip("Stop the reply (Esc)")
+            self.send_button.setEnabled(True)
+        else:
+            self.send_button.setText("Send")
+            self.send_button.setAccessibleName("Send")
+            self.send_button.setToolTip("Send (Enter)")
+            self.send_button.setEnabled(bool(self.text().strip()))
+        self.hint.setVisible(not self._running and not self.text())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_hint()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        """The long hint where it fits, a short one where it does not, none when cramped."""
+        room = self.hint.width()
+        fm = self.hint.fontMetrics()
+        for text in (HINT, SHORT_HINT, ""):
+            if fm.horizontalAdvance(text) <= room:
+                if self.hint.text() != text:
+                    self.hint.setText(text)
+                return
+
+    def _focus_changed(self, focused: bool) -> None:
+        self.card.setProperty("focused", focused)
+        self.card.style().unpolish(self.card)
+        self.card.style().polish(self.card)

@@ -1,0 +1,354 @@
+"""Mounts the history graph and the commit timeline in the window's dock, attach chips in the
+composer, and wires their gestures to the services: checkout, retry, edit, branch, pin, hide,
+drag-to-attach (from the graph or the session list) and merge."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt
+from PySide6.QtGui import QDrag, QDragEnterEvent, QDropEvent, QMouseEvent
+from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
+
+from ...core.model import GraphError
+from ...services.attach import AttachService, StagedAttach
+from ..composer.attach_chips import AttachChipBar
+from ..dialogs.merge import MergeDialog
+from ..graph.timeline import CommitTimeline
+from ..graph.view import HistoryGraphPanel, label_for, node_mime, read_node_mime
+
+log = logging.getLogger(__name__)
+
+GRAPH_TAB = 0
+CONTEXT_TAB = 1
+
+
+class _DropTarget(QObject):
+    """Accepts dragged nodes and sessions on the composer."""
+
+    def __init__(self, panels: HistoryPanels) -> None:
+        super().__init__(panels)
+        self.panels = panels
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove):
+            drag: QDragEnterEvent = event  # type: ignore[assignment]
+            if read_node_mime(drag.mimeData()) is not None:
+                drag.acceptProposedAction()
+                return True
+        elif kind == QEvent.Type.Drop:
+            drop: QDropEvent = event  # type: ignore[assignment]
+            source = read_node_mime(drop.mimeData())
+            if source is not None:
+                drop.acceptProposedAction()
+                self.panels.stage(*source)
+                return True
+        return False
+
+
+class _SessionDragSource(QObject):
+    """Lets a session be dragged out of the session list (its HEAD is what gets attached)."""
+
+    def __init__(self, panels: HistoryPanels, list_view: Any, id_role: int) -> None:
+        super().__init__(panels)
+        self.view = list_view
+        self.id_role = id_role
+        self._press: tuple[QPoint, QModelIndex] | None = None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.MouseButtonPress:
+            press: QMouseEvent = event  # type: ignore[assignment]
+            if press.button() == Qt.MouseButton.LeftButton:
+                pos = press.position().toPoint()
+                self._press = (pos, self.view.indexAt(pos))
+        elif kind == QEvent.Type.MouseButtonRelease:
+            self._press = None
+        elif kind == QEvent.Type.MouseMove and self._press is not None:
+            move: QMouseEvent = event  # type: ignore[assignment]
+            start, index = self._press
+            far = (move.position().toPoint() - start).manhattanLength()
+            if far >= QApplication.startDragDistance() and index.isValid():
+                self._press = None
+                session_id = index.data(self.id_role)
+                if session_id:
+                    drag = QDrag(self.view)
+                    drag.setMimeData(node_mime(str(session_id), ""))
+                    drag.exec(Qt.DropAction.CopyAction)
+                    return True
+        return False
+
+
+class HistoryPanels(QObject):
+    """Owns the Graph and Context tabs and the attach chips of one window."""
+
+    def __init__(self, window: Any, services: Any, controller: Any) -> None:
+        super().__init__(window)
+        self.window = window
+        self.services = services
+        self.controller = controller
+        self.attach = AttachService(services.chat)
+        self.graph = HistoryGraphPanel()
+        self.timeline = CommitTimeline()
+        self.chips = AttachChipBar()
+        self.staged: dict[str, list[StagedAttach]] = {}  # by session id; "" = new chat
+        self.view: Any = None
+        self._stale = False
+        self._timeline_token = 0
+        self._merge_dialog: MergeDialog | None = None
+        self._mount()
+        self._connect()
+
+    # --- mounting ------------------------------------------------------------------
+
+    def _mount(self) -> None:
+        tabs = self.window.dock_tabs
+        for index, widget, title in ((GRAPH_TAB, self.graph, "Graph"),
+                                     (CONTEXT_TAB, self.timeline, "Context")):
+            old = tabs.widget(index)
+            tabs.removeTab(index)
+            tabs.insertTab(index, widget, title)
+            if old is not None:
+                old.deleteLater()
+        tabs.setCurrentIndex(GRAPH_TAB)
+        composer = self.window.composer
+        composer.card.layout().insertWidget(0, self.chips)
+        self.drop_target = _DropTarget(self)
+        targets: list[QWidget] = [composer, composer.card, composer.input]
+        viewport = getattr(composer.input, "viewport", None)
+        if viewport is not None:
+            targets.append(viewport())
+        for widget in targets:
+            widget.setAcceptDrops(True)
+            widget.installEventFilter(self.drop_target)
+        sessions = self.window.sessions
+        from ..sessions.model import SESSION_ID_ROLE
+
+        self.session_drag = _SessionDragSource(self, sessions.view, SESSION_ID_ROLE)
+        sessions.view.viewport().installEventFilter(self.session_drag)
+
+    def _connect(self) -> None:
+        c = self.controller
+        c.sessionOpened.connect(self.show_view)
+        if hasattr(c, "viewChanged"):
+            c.viewChanged.connect(self.show_view)
+        c.busyChanged.connect(self.graph.set_busy)
+        c.take_attachments = self.take_attachments
+        v = self.graph.view
+        v.checkoutRequested.connect(self.checkout)
+        v.retryRequested.connect(c.retry)
+        v.editRequested.connect(self.edit)
+        v.branchRequested.connect(c.branch)
+        v.pinRequested.connect(c.pin)
+        v.hideRequested.connect(self.hide)
+        v.attachRequested.connect(lambda node_id: self.stage(self.session_id or "", node_id))
+        v.mergeRequested.connect(self.open_merge)
+        self.timeline.itemSelected.connect(self.focus_node)
+        self.timeline.commitSelected.connect(self.focus_node)
+        self.chips.removeRequested.connect(self.unstage)
+        self.window.dock_tabs.currentChanged.connect(self._tab_changed)
+        self.window.dock.visibilityChanged.connect(self._dock_visibility)
+
+    # --- following the window ------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self.view.session.id if self.view is not None else None
+
+    def show_view(self, view: Any) -> None:
+        session_changed = (view.session.id if view is not None else None) != self.session_id
+        self.view = view
+        if session_changed:
+            self._show_chips()
+        if not self.window.dock.isVisible():
+            # Nothing to draw for a closed dock: opening a session stays as fast as without
+            # the graph, and the dock catches up when it opens.
+            self._stale = True
+            return
+        self._stale = False
+        self._draw(view)
+
+    def _dock_visibility(self, visible: bool) -> None:
+        if visible and self._stale:
+            self._stale = False
+            self._draw(self.view)
+
+    def _draw(self, view: Any) -> None:
+        if view is None:
+            self.graph.clear()
+            self.timeline.set_commit(None)
+            self.timeline.set_history(())
+        else:
+            self.graph.show_view(view)
+            if self.timeline_visible():
+                self.refresh_timeline()
+
+    def restyle(self) -> None:
+        self.graph.view.restyle()
+
+    def timeline_visible(self) -> bool:
+        tabs = self.window.dock_tabs
+        return tabs.currentWidget() is self.timeline and self.window.dock.isVisible()
+
+    def _tab_changed(self, index: int) -> None:
+        if self.window.dock_tabs.widget(index) is self.timeline:
+            self.refresh_timeline()
+
+    def refresh_timeline(self) -> None:
+        view = self.view
+        if view is None or view.head is None:
+            self.timeline.set_commit(None)
+            self.timeline.set_history(())
+            return
+        self._timeline_token += 1
+        token = self._timeline_token
+
+        async def work() -> None:
+            commit = await self.services.engine.commit_for(view.session.id, view.head,
+                                                           now=time.time())
+            history = await self.attach.commit_history(view.session.id, view.head)
+            if token == self._timeline_token:
+                self.timeline.set_commit(commit, frozenset(view.pinned))
+                self.timeline.set_history(history)
+
+        self.controller.spawn(work(), name="timeline")
+
+    def focus_node(self, node_id: str) -> None:
+        """Show where a timeline item came from in the graph."""
+        scene = self.graph.view.graph_scene
+        if node_id in scene.nodes:
+            scene.set_focused(node_id)
+            self.graph.view.center_on_node(node_id)
+
+    # --- graph gestures ------------------------------------------------------------
+
+    def _after(self, coro: Any, name: str) -> None:
+        async def work() -> None:
+            try:
+                updated = await coro
+            except GraphError as exc:
+                self.controller.parts.status(str(exc))
+                return
+            if updated is not None and updated.session.id == self.controller.current_session_id:
+                self.controller.show_updated(updated)
+
+        self.controller.spawn(work(), name=name)
+
+    def checkout(self, node_id: str) -> None:
+        """Show the branch through `node_id`: HEAD moves, nothing is sent."""
+        sid = self.session_id
+        if sid is not None:
+            self._after(self.controller.sessions.checkout(sid, node_id), "checkout")
+
+    def hide(self, node_id: str) -> None:
+        sid = self.session_id
+        if sid is not None:
+            self._after(self.controller.sessions.annotate(sid, node_id, "hidden"), "hide")
+
+    def edit(self, node_id: str) -> None:
+        view = self.view
+        if view is None or node_id not in view.graph:
+            return
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("Edit message")
+        dialog.setLabelText("A new version of the message is sent; the old one stays.")
+        dialog.setOption(QInputDialog.InputDialogOption.UsePlainTextEditForTextInput)
+        dialog.setTextValue(view.graph.get(node_id).text)
+        dialog.textValueSelected.connect(lambda text: self.controller.edit(node_id, text))
+        dialog.open()
+
+    # --- attach --------------------------------------------------------------------
+
+    def _key(self) -> str:
+        return self.session_id or ""
+
+    def stage(self, source_session: str, node_id: str | None) -> None:
+        """Resolve a dropped node or session and show it as a chip for the next send."""
+        if not source_session:
+            return
+        key = self._key()
+
+        async def work() -> None:
+            try:
+                staged = await self.attach.stage(source_session, node_id)
+            except GraphError as exc:
+                self.controller.parts.status(str(exc))
+                return
+            chips = self.staged.setdefault(key, [])
+            if any(s.source_head == staged.source_head for s in chips):
+                return
+            chips.append(staged)
+            if key == self._key():
+                self._show_chips()
+            self.controller.parts.status(
+                f"Attached “{staged.source_title}”: sent once with your next message")
+
+        self.controller.spawn(work(), name="stage-attach")
+
+    def unstage(self, staged: StagedAttach) -> None:
+        for chips in self.staged.values():
+            if staged in chips:
+                chips.remove(staged)
+        self._show_chips()
+
+    def _show_chips(self) -> None:
+        self.chips.set_staged(list(self.staged.get(self._key(), ())))
+
+    def staged_for(self, session_id: str | None) -> list[StagedAttach]:
+        return list(self.staged.get(session_id or "", ()))
+
+    def take_attachments(self, session_id: str) -> list[Any]:
+        """Hand the chips of the chat being sent to (or of the new chat it came from) to the
+        send, and clear them: an attach is expanded once."""
+        taken = self.staged.pop(session_id, None) or self.staged.pop("", None) or []
+        self._show_chips()
+        return [s.attachment for s in taken]
+
+    # --- merge ---------------------------------------------------------------------
+
+    def open_merge(self, heads: list[str]) -> None:
+        view = self.view
+        if view is None or len(heads) < 2:
+            return
+        labels = []
+        for h in heads:
+            node = view.graph.find(h)
+            text = label_for(node) if node is not None else h
+            labels.append((h, text[:70] or h))
+        base = view.head if view.head in heads else heads[0]
+        dialog = MergeDialog(labels, self.window, base=base)
+        dialog.mergeAccepted.connect(self.merge)
+        self._merge_dialog = dialog
+        dialog.open()
+
+    def merge(self, base: str, heads: list[str], instruction: str) -> None:
+        sid = self.session_id
+        if sid is None:
+            return
+        c = self.controller
+
+        async def work() -> None:
+            try:
+                plan = await self.attach.start_merge(sid, heads, base=base,
+                                                     instruction=instruction)
+            except GraphError as exc:
+                c.parts.status(str(exc))
+                return
+            self.graph.view.select(())
+            c.show_updated(await c.sessions.view(sid))
+            model = c.selected_model()
+            c.run_external_turn(lambda sink: self.attach.continue_merge(
+                plan, model=model, on_event=sink))
+
+        c.spawn(work(), name="merge")
+
+
+def install_history_panels(window: Any, services: Any, controller: Any) -> HistoryPanels:
+    """Mount the graph, the timeline and the attach chips in `window` and wire them."""
+    panels = HistoryPanels(window, services, controller)
+    window.history_panels = panels
+    return panels
+

@@ -1,0 +1,1 @@
+"""One module per dialog: settings, import, context breakdown, merge."""

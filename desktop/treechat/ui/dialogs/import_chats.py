@@ -1,0 +1,425 @@
+"""Import chats from another app's export: pick a file, follow the progress (cancel stops
+between conversations), then a summary of what was added and what was skipped, and why."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QFileDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...core.imports import FORMAT_NAMES, ImportFileError
+from ...services.importing import ImportProgress, ImportSummary, import_file
+
+if TYPE_CHECKING:
+    from ...store.database import Store
+    from ..common.tasks import BackgroundTasks
+
+log = logging.getLogger(__name__)
+
+FILE_FILTER = "Chat exports (*.json *.zip);;All files (*)"
+INTRO = (
+    "Bring your chats from ChatGPT, Claude, LibreChat or Open WebUI, every branch kept. "
+    "Choose the conversations.json file of a data export, or the zip it came in."
+)
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+class ImportDialog(QDialog):
+    """Non-modal. `imported` carries the summary once an import stops (finished or
+    cancelled); `openRequested` a session id the user asked to open."""
+
+    imported = Signal(object)  # ImportSummary
+    openRequested = Signal(str)
+
+    def __init__(self, store: Store, tasks: BackgroundTasks,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Import chats")
+        self.setModal(False)
+        self.setAccessibleName("Import chats")
+        self.resize(560, 440)
+        self._store = store
+        self._tasks = tasks
+        self._task: asyncio.Task[None] | None = None
+        self._cancel: asyncio.Event | None = None
+        self._file_dialog: QFileDialog | None = None
+        self._summary: ImportSummary | None = None
+        self.last_dir = str(Path.home())
+
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self._choose_page())
+        self.pages.addWidget(self._progress_page())
+        self.pages.addWidget(self._result_page())
+
+        self.choose_button = QPushButton("Choose file…")
+        self.choose_button.setDefault(True)
+        self.choose_button.clicked.connect(self.choose_file)
+        self.open_button = QPushButton("Open first chat")
+        self.open_button.setAccessibleName("Open the first imported chat")
+        self.open_button.clicked.connect(self._open_first)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setAccessibleName("Cancel the import")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.close)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.choose_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(self.close_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 18, 20, 16)
+        layout.setSpacing(10)
+        layout.addWidget(self.pages, 1)
+        layout.addLayout(buttons)
+        self._show_choose()
+
+    # --- pages ---------------------------------------------------------------------
+
+    def _choose_page(self) -> QWidget:
+        page = QWidget()
+        title = QLabel("Import chats")
+        title.setObjectName("DialogHeadline")
+        self._enlarge(title)
+        intro = QLabel(INTRO)
+        intro.setWordWrap(True)
+        hint = QLabel("Importing the same file again adds only what is new. You can also "
+                      "drop an export file onto the chat list.")
+        hint.setObjectName("DialogMuted")
+        hint.setWordWrap(True)
+        box = QVBoxLayout(page)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(10)
+        box.addWidget(title)
+        box.addWidget(intro)
+        box.addWidget(hint)
+        box.addStretch(1)
+        return page
+
+    def _progress_page(self) -> QWidget:
+        page = QWidget()
+        self.progress_headline = QLabel("Reading the file…")
+        self.progress_headline.setObjectName("DialogHeadline")
+        self._enlarge(self.progress_headline)
+        self.file_label = QLabel("")
+        self.file_label.setObjectName("DialogMuted")
+        self.file_label.setWordWrap(True)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setAccessibleName("Import progress")
+        self.progress_bar.setRange(0, 0)  # busy until the number of conversations is known
+        self.progress_bar.setTextVisible(False)
+        self.current_title = QLabel("")
+        self.current_title.setAccessibleName("Conversation being imported")
+        self.current_title.setWordWrap(True)
+        self.current_title.setTextFormat(Qt.TextFormat.PlainText)
+        box = QVBoxLayout(page)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(10)
+        box.addWidget(self.progress_headline)
+        box.addWidget(self.file_label)
+        box.addSpacing(6)
+        box.addWidget(self.progress_bar)
+        box.addWidget(self.current_title)
+        box.addStretch(1)
+        return page
+
+    def _result_page(self) -> QWidget:
+        page = QWidget()
+        self.headline = QLabel("")
+        self.headline.setObjectName("DialogHeadline")
+        self.headline.setAccessibleName("Import result")
+        self.headline.setWordWrap(True)
+        self._enlarge(self.headline)
+        self.detail = QLabel("")
+        self.detail.setObjectName("DialogMuted")
+        self.detail.setWordWrap(True)
+
+        # The error reuses the banner's look (theme.py styles #ErrorBanner by level).
+        self.error_box = QFrame()
+        self.error_box.setObjectName("ErrorBanner")
+        self.error_box.setProperty("level", "error")
+        self.error_text = QLabel("")
+        self.error_text.setObjectName("ErrorMessage")
+        self.error_text.setAccessibleName("Import error")
+        self.error_text.setWordWrap(True)
+        self.error_text.setTextFormat(Qt.TextFormat.PlainText)
+        self.error_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        error_row = QVBoxLayout(self.error_box)
+        error_row.setContentsMargins(14, 10, 14, 10)
+        error_row.addWidget(self.error_text)
+
+        self.counts = QWidget()
+        grid = QGridLayout(self.counts)
+        grid.setContentsMargins(0, 4, 0, 4)
+        grid.setHorizontalSpacing(18)
+        grid.setVerticalSpacing(4)
+        self.count_labels: dict[str, QLabel] = {}
+        for row, (key, text) in enumerate((
+            ("format", "Format"), ("sessions", "New chats"), ("nodes", "Messages"),
+            ("branches", "Branches"), ("skipped", "Skipped"),
+        )):
+            name = QLabel(text)
+            name.setObjectName("DialogMuted")
+            value = QLabel("")
+            value.setAccessibleName(text)
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            grid.addWidget(name, row, 0)
+            grid.addWidget(value, row, 1)
+            self.count_labels[key] = value
+        grid.setColumnStretch(1, 1)
+
+        self.skipped_title = QLabel("Skipped")
+        self.skipped_title.setObjectName("DialogHeadline")
+        self.skipped_model = QStandardItemModel(0, 3, self)
+        self.skipped_model.setHorizontalHeaderLabels(["Conversation", "Item", "Reason"])
+        self.skipped_table = QTableView()
+        self.skipped_table.setAccessibleName("Skipped items")
+        self.skipped_table.setModel(self.skipped_model)
+        self.skipped_table.verticalHeader().setVisible(False)
+        self.skipped_table.setShowGrid(False)
+        # cells line up with the header's padding (theme.py pads QHeaderView sections 8px)
+        self.skipped_table.setStyleSheet("QTableView::item { padding: 2px 4px; }")
+        self.skipped_table.verticalHeader().setDefaultSectionSize(26)
+        self.skipped_table.setWordWrap(False)
+        self.skipped_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.skipped_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        header = self.skipped_table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+
+        box = QVBoxLayout(page)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(8)
+        box.addWidget(self.headline)
+        box.addWidget(self.detail)
+        box.addWidget(self.error_box)
+        box.addWidget(self.counts)
+        box.addWidget(self.skipped_title)
+        box.addWidget(self.skipped_table, 1)
+        self.result_stretch = QWidget()
+        box.addWidget(self.result_stretch, 1)
+        return page
+
+    @staticmethod
+    def _enlarge(label: QLabel) -> None:
+        font = label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        label.setFont(font)
+
+    def _buttons(self, *, choose: bool, cancel: bool, open_chat: bool) -> None:
+        self.choose_button.setVisible(choose)
+        self.cancel_button.setVisible(cancel)
+        self.cancel_button.setEnabled(cancel)
+        self.open_button.setVisible(open_chat)
+        self.close_button.setVisible(not cancel)
+        default = self.open_button if open_chat else self.choose_button
+        default.setDefault(True)
+        (self.choose_button if open_chat else self.open_button).setDefault(False)
+
+    def _show_choose(self) -> None:
+        self.pages.setCurrentIndex(0)
+        self.choose_button.setText("Choose file…")
+        self._buttons(choose=True, cancel=False, open_chat=False)
+
+    # --- choosing a file -----------------------------------------------------------
+
+    def choose_file(self) -> None:
+        """A file dialog opened with open(): nothing waits for it; picking starts the import."""
+        if self.running:
+            return
+        if self._file_dialog is None:
+            dialog = QFileDialog(self, "Import chats", self.last_dir, FILE_FILTER)
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+            dialog.fileSelected.connect(self.start_import)
+            self._file_dialog = dialog
+        self._file_dialog.open()
+
+    @property
+    def file_dialog(self) -> QFileDialog | None:
+        return self._file_dialog
+
+    # --- importing -----------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def summary(self) -> ImportSummary | None:
+        return self._summary
+
+    def start_import(self, path: str | Path) -> bool:
+        """Import `path` unless an import is already running (then False)."""
+        if self.running or not str(path):
+            return False
+        file = Path(path)
+        self.last_dir = str(file.parent)
+        self._summary = None
+        self._cancel = asyncio.Event()
+        self.progress_headline.setText("Reading the file…")
+        self.file_label.setText(file.name)
+        self.progress_bar.setRange(0, 0)
+        self.current_title.setText("")
+        self.cancel_button.setText("Cancel")
+        self.pages.setCurrentIndex(1)
+        self._buttons(choose=False, cancel=True, open_chat=False)
+        self._task = self._tasks.spawn(self._run(file, self._cancel), name="import")
+        return True
+
+    async def _run(self, path: Path, cancel: asyncio.Event) -> None:
+        try:
+            summary = await import_file(self._store, path, progress=self._progress,
+                                        cancel=cancel)
+        except ImportFileError as exc:
+            self._show_error(str(exc))
+            return
+        except Exception as exc:  # a whole conversation is rolled back; say what happened
+            log.exception("import of %s failed", path)
+            self._show_error(f"The import stopped: {exc}. Chats imported before this "
+                             "point are kept; importing the file again adds the rest.")
+            self.imported.emit(None)
+            return
+        self._show_summary(summary)
+        self.imported.emit(summary)
+
+    def _progress(self, p: ImportProgress) -> None:
+        if p.stage == "reading":
+            return
+        self.progress_headline.setText(
+            f"Importing {_count(p.total, 'conversation')}…" if p.total else "Importing…")
+        if p.done:
+            self.current_title.setText(f"{p.done} of {p.total}: {p.title or 'Untitled'}")
+        self.progress_bar.setRange(0, max(p.total, 1))
+        self.progress_bar.setValue(p.done)
+
+    def cancel(self) -> None:
+        """Stop after the conversation being written (each is all-or-nothing)."""
+        if self._cancel is None or not self.running:
+            return
+        self._cancel.set()
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Cancelling…")
+        self.progress_headline.setText("Stopping after this conversation…")
+
+    # --- results -------------------------------------------------------------------
+
+    def _show_error(self, message: str) -> None:
+        self.headline.setText("This file can't be imported")
+        self.detail.setText("Nothing was written.")
+        self.error_text.setText(message)
+        self.error_box.show()
+        self.counts.hide()
+        self.skipped_title.hide()
+        self.skipped_table.hide()
+        self.result_stretch.show()
+        self.pages.setCurrentIndex(2)
+        self.choose_button.setText("Choose another file…")
+        self._buttons(choose=True, cancel=False, open_chat=False)
+
+    def _show_summary(self, summary: ImportSummary) -> None:
+        self._summary = summary
+        name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
+        imported = len(summary.session_ids)
+        if summary.cancelled:
+            self.headline.setText("Import cancelled")
+            self.detail.setText(
+                f"{imported} of {_count(summary.conversations, 'conversation')} imported "
+                "completely; the rest were not touched. Import the file again to add them.")
+        elif summary.nodes or summary.sessions:
+            self.headline.setText(f"Imported {_count(imported, 'chat')}")
+            self.detail.setText(
+                f"{_count(summary.conversations, 'conversation')} read from the {name} export.")
+        else:
+            self.headline.setText("Nothing new to import")
+            self.detail.setText(
+                f"All {_count(summary.conversations, 'conversation')} in this export were "
+                "imported before.")
+        values = {
+            "format": name,
+            "sessions": f"{summary.sessions:,}",
+            "nodes": f"{summary.nodes:,}",
+            "branches": f"{summary.branches:,}",
+            "skipped": f"{len(summary.skipped):,}",
+        }
+        for key, text in values.items():
+            self.count_labels[key].setText(text)
+        self.skipped_model.removeRows(0, self.skipped_model.rowCount())
+        for item in summary.skipped:
+            row = [QStandardItem(item.conversation or "—"), QStandardItem(item.source_id or "—"),
+                   QStandardItem(item.reason)]
+            for cell in row:
+                cell.setToolTip(item.reason)
+            self.skipped_model.appendRow(row)
+        self.skipped_table.resizeColumnsToContents()
+        for column, cap in ((0, 180), (1, 120)):
+            self.skipped_table.setColumnWidth(
+                column, min(self.skipped_table.columnWidth(column), cap))
+        has_skipped = bool(summary.skipped)
+        self.error_box.hide()
+        self.counts.show()
+        self.skipped_title.setVisible(has_skipped)
+        self.skipped_table.setVisible(has_skipped)
+        self.result_stretch.setVisible(not has_skipped)
+        self.pages.setCurrentIndex(2)
+        self.choose_button.setText("Import another file…")
+        self._buttons(choose=True, cancel=False, open_chat=bool(summary.session_ids))
+
+    def skipped_rows(self) -> list[tuple[str, str, str]]:
+        """The skipped table as the user reads it: (conversation, item, reason)."""
+        m = self.skipped_model
+        return [tuple(m.item(r, c).text() for c in range(3))  # type: ignore[misc]
+                for r in range(m.rowCount())]
+
+    def _open_first(self) -> None:
+        if self._summary is not None and self._summary.session_ids:
+            self.openRequested.emit(self._summary.session_ids[0])
+            self.close()
+
+    # --- closing -------------------------------------------------------------------
+
+    def reject(self) -> None:
+        # Esc while importing cancels (between conversations) instead of hiding the dialog.
+        if self.running:
+            self.cancel()
+            return
+        super().reject()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.running:
+            self.cancel()
+            event.ignore()
+            return
+        super().closeEvent(event)
+
+    def reset(self) -> None:
+        """Back to the first page for another import (keeps the last folder)."""
+        if not self.running:
+            self._show_choose()

@@ -1,0 +1,318 @@
+"""Settings: API keys per provider (kept in the system keychain, shown masked, with a test
+that makes one tiny request), the default model, the workspace folder, when the context is
+compacted, and the theme. Opened with `open()`, never `exec()`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..common.tasks import BackgroundTasks
+
+if TYPE_CHECKING:
+    from ...providers.keys import KeyStore
+    from ...services.models import ModelChoice
+
+PROVIDER_NAMES = {
+    "anthropic": "Anthropic",
+    "openai": "OpenAI",
+    "gemini": "Google Gemini",
+    "mistral": "Mistral",
+    "deepseek": "DeepSeek",
+    "openrouter": "OpenRouter",
+}
+
+KEYCHAIN_INTRO = (
+    "API keys are stored in your system keychain, never in Treechat's files. "
+    "Leave a field empty to keep the saved key."
+)
+NO_KEYCHAIN_INTRO = (
+    "No system keychain is available, so keys you enter are kept for this session only. "
+    "Install or unlock a keychain (Secret Service, KWallet, macOS Keychain) to keep them."
+)
+SOURCE_PLACEHOLDERS = {
+    "keyring": "Saved in the keychain (type to replace)",
+    "environment": "From the environment (type to override)",
+    "memory": "Kept for this session only",
+    "none": "Not set",
+}
+
+KeyTester = Callable[[str, str], Awaitable[str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsValues:
+    default_model: str | None
+    workspace: str | None
+    summarize_trigger: float  # share of the history budget (0..1)
+    emergency_trigger: float
+    theme: str  # system | light | dark
+
+
+async def try_key(provider: str, key: str, *, api_base: str | None = None) -> str | None:
+    """Make the smallest possible request with `key`; None when it worked, else the
+    provider's reason in plain words."""
+    from ...providers import stream
+    from ...services.models import CLOUD_MODELS
+
+    model = next((m for p, m, _ in CLOUD_MODELS if p == provider), f"{provider}/default")
+    request = stream.TurnRequest(
+        model=model,
+        messages=({"role": "user", "content": "Reply with OK."},),
+        api_base=api_base,
+        api_key=key,
+        max_tokens=1,
+        timeout=30.0,
+        phase="key_test",
+    )
+    result = await stream.stream_turn(request)
+    return None if result.error is None else result.error.message
+
+
+class SettingsDialog(QDialog):
+    saved = Signal(object)  # SettingsValues
+    keysChanged = Signal()
+
+    def __init__(
+        self,
+        keys: KeyStore,
+        providers: Sequence[str],
+        choices: Sequence[ModelChoice],
+        values: SettingsValues,
+        *,
+        tasks: BackgroundTasks,
+        tester: KeyTester = try_key,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setAccessibleName("Settings")
+        self.resize(640, 540)
+        self._keys = keys
+        self._tasks = tasks
+        self._tester = tester
+        self._providers = list(providers)
+        self.key_fields: dict[str, QLineEdit] = {}
+        self.key_status: dict[str, QLabel] = {}
+        self.test_buttons: dict[str, QPushButton] = {}
+
+        tabs = QTabWidget()
+        tabs.addTab(self._providers_page(), "Providers")
+        tabs.addTab(self._general_page(choices, values), "General")
+
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self._save)
+        buttons.rejected.connect(self.reject)
+        self.save_button = buttons.button(QDialogButtonBox.StandardButton.Save)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 14, 16, 14)
+        layout.addWidget(tabs, 1)
+        layout.addWidget(buttons)
+        self._tasks.spawn(self._load_statuses(), name="settings-key-status")
+
+    # --- pages ---------------------------------------------------------------------
+
+    def _providers_page(self) -> QWidget:
+        page = QWidget()
+        grid = QGridLayout(page)
+        grid.setContentsMargins(12, 14, 12, 12)
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(6)
+        self.intro = QLabel(KEYCHAIN_INTRO)
+        self.intro.setObjectName("DialogMuted")
+        self.intro.setWordWrap(True)
+        grid.addWidget(self.intro, 0, 0, 1, 3)
+        grid.setRowMinimumHeight(0, 44)
+        row = 1
+        for provider in self._providers:
+            name = PROVIDER_NAMES.get(provider, provider.title())
+            label = QLabel(name)
+            label.setMinimumWidth(110)
+            field = QLineEdit()
+            field.setEchoMode(QLineEdit.EchoMode.Password)
+            field.setPlaceholderText("Not set")
+            field.setAccessibleName(f"{name} API key")
+            field.setClearButtonEnabled(True)
+            test = QPushButton("Test")
+            test.setAccessibleName(f"Test {name} key")
+            test.setToolTip("Send one tiny request with this key")
+            test.clicked.connect(lambda _=False, p=provider: self._test(p))
+            status = QLabel("")
+            status.setObjectName("DialogMuted")
+            status.setWordWrap(True)
+            status.setAccessibleName(f"{name} key status")
+            grid.addWidget(label, row, 0)
+            grid.addWidget(field, row, 1)
+            grid.addWidget(test, row, 2)
+            grid.addWidget(status, row + 1, 1, 1, 2)
+            grid.setRowMinimumHeight(row + 1, 18)
+            self.key_fields[provider] = field
+            self.key_status[provider] = status
+            self.test_buttons[provider] = test
+            row += 2
+        grid.setRowStretch(row, 1)
+        grid.setColumnStretch(1, 1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(page)
+        return scroll
+
+    def _general_page(self, choices: Sequence[ModelChoice], values: SettingsValues) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(12, 14, 12, 12)
+        form.setVerticalSpacing(10)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+        self.default_model = QComboBox()
+        self.default_model.setObjectName("SettingsCombo")
+        self.default_model.setAccessibleName("Default model")
+        for choice in choices:
+            self.default_model.addItem(choice.label, choice.id)
+        if values.default_model and self.default_model.findData(values.default_model) < 0:
+            self.default_model.addItem(values.default_model, values.default_model)
+        found = self.default_model.findData(values.default_model)
+        self.default_model.setCurrentIndex(max(0, found))
+        form.addRow("Default model", self.default_model)
+
+        self.workspace = QLineEdit(values.workspace or "")
+        self.workspace.setPlaceholderText("No folder: file tools are off")
+        self.workspace.setAccessibleName("Workspace folder")
+        browse = QPushButton("Choose…")
+        browse.setAccessibleName("Choose workspace folder")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.workspace, 1)
+        row.addWidget(browse)
+        form.addRow("Workspace folder", row)
+
+        self.summarize_at = QSpinBox()
+        self.summarize_at.setRange(30, 95)
+        self.summarize_at.setSuffix(" %")
+        self.summarize_at.setValue(round(values.summarize_trigger * 100))
+        self.summarize_at.setAccessibleName("Compact at percent of history budget")
+        self.summarize_at.setToolTip("Summarize older messages when the history reaches this "
+                                     "share of its budget")
+        form.addRow("Compact at", self.summarize_at)
+        self.emergency_at = QSpinBox()
+        self.emergency_at.setRange(50, 99)
+        self.emergency_at.setSuffix(" %")
+        self.emergency_at.setValue(round(values.emergency_trigger * 100))
+        self.emergency_at.setAccessibleName("Force compaction at percent of the window")
+        self.emergency_at.setToolTip("Compact harder when the whole request reaches this share "
+                                     "of what the model can read")
+        form.addRow("Force compaction at", self.emergency_at)
+
+        self.theme = QComboBox()
+        self.theme.setObjectName("SettingsCombo")
+        self.theme.setAccessibleName("Theme")
+        for label, mode in (("Follow the system", "system"), ("Light", "light"), ("Dark", "dark")):
+            self.theme.addItem(label, mode)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(values.theme)))
+        form.addRow("Theme", self.theme)
+        return page
+
+    # --- values --------------------------------------------------------------------
+
+    def values(self) -> SettingsValues:
+        summarize = self.summarize_at.value() / 100
+        emergency = max(self.emergency_at.value() / 100, summarize + 0.05)
+        workspace = self.workspace.text().strip()
+        return SettingsValues(
+            default_model=self.default_model.currentData(),
+            workspace=workspace or None,
+            summarize_trigger=summarize,
+            emergency_trigger=min(0.99, emergency),
+            theme=str(self.theme.currentData()),
+        )
+
+    def _browse(self) -> None:
+        chooser = QFileDialog(self, "Workspace folder", self.workspace.text())
+        chooser.setFileMode(QFileDialog.FileMode.Directory)
+        chooser.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        chooser.fileSelected.connect(self.workspace.setText)
+        chooser.open()
+
+    def _save(self) -> None:
+        entered = {p: f.text().strip() for p, f in self.key_fields.items() if f.text().strip()}
+        self.save_button.setEnabled(False)
+        self._tasks.spawn(self._save_keys_then_close(entered), name="settings-save")
+
+    async def _save_keys_then_close(self, entered: dict[str, str]) -> None:
+        try:
+            for provider, key in entered.items():
+                status = await asyncio.to_thread(self._keys.set_key, provider, key)
+                self.key_status[provider].setText(status.message)
+                self.key_fields[provider].clear()
+            if entered:
+                self.keysChanged.emit()
+            self.saved.emit(self.values())
+            self.accept()
+        finally:
+            self.save_button.setEnabled(True)
+
+    async def _load_statuses(self) -> None:
+        keychain, statuses = await asyncio.to_thread(
+            lambda: (self._keys.keychain_available,
+                     {p: self._keys.status(p) for p in self._providers})
+        )
+        if not keychain:
+            self.intro.setText(NO_KEYCHAIN_INTRO)
+        for provider, status in statuses.items():
+            field = self.key_fields[provider]
+            field.setPlaceholderText(SOURCE_PLACEHOLDERS.get(status.source, "Not set"))
+            if status.source == "environment":
+                self.key_status[provider].setText(status.message)
+
+    def _test(self, provider: str) -> None:
+        self.test_buttons[provider].setEnabled(False)
+        self.key_status[provider].setText("Testing…")
+        self._tasks.spawn(self._run_test(provider), name=f"settings-test-{provider}")
+
+    async def _run_test(self, provider: str) -> None:
+        try:
+            key = self.key_fields[provider].text().strip()
+            if not key:
+                key = await asyncio.to_thread(self._keys.get_key, provider) or ""
+            if not key:
+                self.key_status[provider].setText("Enter a key to test it.")
+                return
+            error = await self._tester(provider, key)
+            self.key_status[provider].setText(
+                "The key works." if error is None else f"Did not work: {error}"
+            )
+        except Exception as exc:  # a broken network stack should not take the dialog down
+            self.key_status[provider].setText(f"Could not test the key: {exc}")
+        finally:
+            self.test_buttons[provider].setEnabled(True)
+
+    def status_text(self, provider: str) -> str:
+        return self.key_status[provider].text()
+
+    def __repr__(self) -> str:  # never show keys, even by accident
+        return "<SettingsDialog>"

@@ -1,0 +1,1 @@
+"""The history graph (scene, items, view, gestures, minimap, panel) and the commit timeline."""

@@ -1,0 +1,1 @@
+"""How full the context window is: the ring, the usage bar and their wording."""

@@ -1,0 +1,95 @@
+"""The composer's occupancy ring: how full the model's window is (total_used / window),
+coloured by level, with the numbers and their basis in the tooltip. Clicking opens /context."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QAbstractButton, QWidget
+
+from ..common.theme import colors_of, level_color
+from . import format as fmt
+
+if TYPE_CHECKING:
+    from ...core.occupancy import Occupancy
+
+RING = 18
+STROKE = 3.0
+
+
+class OccupancyRing(QAbstractButton):
+    """Reads one `Occupancy` record; the breakdown dialog is handed the very same one."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._occupancy: Occupancy | None = None
+        self.setObjectName("OccupancyRing")
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        self.setAccessibleName("Context usage")
+        self._refresh_text()
+
+    @property
+    def occupancy(self) -> Occupancy | None:
+        return self._occupancy
+
+    @property
+    def fraction(self) -> float:
+        occ = self._occupancy
+        return 0.0 if occ is None else min(1.0, max(0.0, occ.fraction))
+
+    def label(self) -> str:
+        """The short figure painted beside the ring."""
+        occ = self._occupancy
+        return "–" if occ is None else fmt.percent(occ.fraction)
+
+    def set_occupancy(self, occupancy: Occupancy | None) -> None:
+        self._occupancy = occupancy
+        self._refresh_text()
+        self.updateGeometry()
+        self.update()
+
+    def _refresh_text(self) -> None:
+        occ = self._occupancy
+        if occ is None:
+            self.setToolTip("Context usage appears once a chat is open")
+            self.setAccessibleDescription("No chat open")
+        else:
+            self.setToolTip(fmt.tooltip(occ))
+            self.setAccessibleDescription(f"{fmt.headline(occ)}, {occ.basis}")
+
+    def sizeHint(self) -> QSize:
+        fm = QFontMetrics(self.font())
+        return QSize(RING + 10 + fm.horizontalAdvance("100%"), max(RING + 8, fm.height() + 8))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        colors = colors_of(self.palette())
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self.underMouse() or self.hasFocus():
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(colors.hover))
+            p.drawRoundedRect(QRectF(self.rect()), 7, 7)
+        top = (self.height() - RING) / 2
+        ring = QRectF(4 + STROKE / 2, top + STROKE / 2, RING - STROKE, RING - STROKE)
+        track = QPen(QColor(colors.border))
+        track.setWidthF(STROKE)
+        p.setPen(track)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawEllipse(ring)
+        fraction = self.fraction
+        if self._occupancy is not None and fraction > 0:
+            arc = QPen(QColor(level_color(fraction, colors)))
+            arc.setWidthF(STROKE)
+            arc.setCapStyle(Qt.PenCapStyle.RoundCap)
+            p.setPen(arc)
+            # Qt angles are 1/16 degree, counter-clockwise from 3 o'clock: start at 12,
+            # run clockwise.
+            p.drawArc(ring, 90 * 16, -max(1, round(fraction * 360 * 16)))
+        p.setPen(QColor(colors.muted))
+        text_rect = QRectF(4 + RING + 6, 0, self.width() - RING - 10, self.height())
+        p.drawText(text_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                   self.label())
+        p.end()

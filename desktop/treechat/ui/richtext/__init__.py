@@ -1,0 +1,1 @@
+"""Markdown and code rendered into text documents, highlighted, cached and measured."""

@@ -1,0 +1,132 @@
+"""Paints session list rows: day headers, session titles with a rounded selection, a dot while
+a reply is being written, a fork mark on branched sessions and the snippet of a search hit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+
+from ..common.theme import colors_of
+from .roles import FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
+
+Index = QModelIndex | QPersistentModelIndex
+
+H_MARGIN = 8
+H_PAD = 10
+
+
+class SessionListDelegate(QStyledItemDelegate):
+    """Every row of a mode has the same height, so the view can use uniform item sizes and
+    stay fast with thousands of sessions."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.with_snippets = False
+
+    def row_height(self, option_font: QFont) -> int:
+        fm = QFontMetrics(option_font)
+        if self.with_snippets:
+            return fm.height() * 2 + 20
+        return fm.height() + 16
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
+        return QSize(200, self.row_height(option.font))
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        colors = colors_of(option.palette)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRect(option.rect)
+        if index.data(KIND_ROLE) == "header":
+            font = QFont(option.font)
+            font.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
+            font.setWeight(QFont.Weight.DemiBold)
+            painter.setFont(font)
+            painter.setPen(QColor(colors.muted))
+            text_rect = rect.adjusted(H_MARGIN + H_PAD, 0, -H_MARGIN, -4)
+            painter.drawText(
+                text_rect,
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom),
+                str(index.data()).upper(),
+            )
+            painter.restore()
+            return
+
+        card = QRectF(rect.adjusted(H_MARGIN, 1, -H_MARGIN, -1))
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        hovered = bool(option.state & QStyle.StateFlag.State_MouseOver)
+        if selected or hovered:
+            path = QPainterPath()
+            path.addRoundedRect(card, 7, 7)
+            fill = QColor(colors.accent_soft if selected else colors.hover)
+            painter.fillPath(path, fill)
+        if option.state & QStyle.StateFlag.State_HasFocus and selected:
+            pen = QPen(QColor(colors.accent))
+            pen.setWidthF(1.0)
+            painter.setPen(pen)
+            painter.drawRoundedRect(card.adjusted(0.5, 0.5, -0.5, -0.5), 7, 7)
+
+        left = int(card.left()) + H_PAD
+        right = int(card.right()) - H_PAD
+        running = bool(index.data(RUNNING_ROLE))
+        if running:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(colors.accent))
+            painter.drawEllipse(QPointF(right - 3, card.center().y()), 3.5, 3.5)
+            right -= 14
+        if index.data(FORKED_ROLE):
+            self._draw_fork(painter, QPointF(left + 5, card.center().y()), colors.muted)
+            left += 16
+
+        fm = QFontMetrics(option.font)
+        title = fm.elidedText(str(index.data()), Qt.TextElideMode.ElideRight, right - left)
+        snippet = str(index.data(SNIPPET_ROLE) or "")
+        painter.setFont(option.font)
+        painter.setPen(QColor(colors.text))
+        if self.with_snippets:
+            top = int(card.top()) + 8
+            painter.drawText(
+                QRect(left, top, right - left, fm.height()),
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                title,
+            )
+            painter.setPen(QColor(colors.muted))
+            small = QFont(option.font)
+            small.setPointSizeF(max(7.0, small.pointSizeF() * 0.9))
+            painter.setFont(small)
+            sfm = QFontMetrics(small)
+            painter.drawText(
+                QRect(left, top + fm.height() + 2, right - left, sfm.height()),
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                sfm.elidedText(snippet or "title matches", Qt.TextElideMode.ElideRight,
+                               right - left),
+            )
+        else:
+            painter.drawText(
+                QRect(left, rect.top(), right - left, rect.height()),
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                title,
+            )
+        painter.restore()
+
+    @staticmethod
+    def _draw_fork(painter: QPainter, at: QPointF, color: str) -> None:
+        pen = QPen(QColor(color))
+        pen.setWidthF(1.4)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        x, y = at.x(), at.y()
+        painter.drawLine(QPointF(x - 3, y - 5), QPointF(x - 3, y + 5))
+        path = QPainterPath(QPointF(x - 3, y + 1))
+        path.cubicTo(QPointF(x - 3, y - 2), QPointF(x + 3, y - 1), QPointF(x + 3, y - 5))
+        painter.drawPath(path)
+        painter.drawEllipse(QPointF(x + 3, y - 5), 1.3, 1.3)
+        painter.drawEllipse(QPointF(x - 3, y + 5), 1.3, 1.3)
+
+    def updateEditorGeometry(
+        self, editor: QWidget, option: QStyleOptionViewItem, index: Index
+    ) -> None:
+        editor.setGeometry(option.rect.adjusted(H_MARGIN, 2, -H_MARGIN, -2))

@@ -1,0 +1,329 @@
+"""The left column: New chat, a search field and the session list (newest first, grouped by
+day). Selecting a row opens it; F2 renames, Delete deletes, typing searches every branch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .roles import SESSION_ID_ROLE
+
+if TYPE_CHECKING:
+    from ...core.model import Session
+    from .delegate import SessionListDelegate
+    from .model import SessionListModel
+
+SEARCH_DELAY_MS = 160
+
+
+class SessionList(QFrame):
+    """Shows sessions and search results; tells the window what the user picked or asked."""
+
+    sessionSelected = Signal(str)
+    sessionActivated = Signal(str)  # Enter on a row: go to the composer
+    newChatRequested = Signal()
+    renameRequested = Signal(str, str)
+    deleteRequested = Signal(str)
+    searchRequested = Signal(str)  # debounced; "" when the field is cleared
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Sidebar")
+        self.setAccessibleName("Chats")
+        self._quiet = False
+        self._query = ""
+
+        title = QLabel("Chats")
+        title.setObjectName("SidebarTitle")
+        self.new_button = QPushButton("New chat")
+        self.new_button.setObjectName("NewChatButton")
+        self.new_button.setAccessibleName("New chat")
+        self.new_button.setToolTip("Start a new chat (Ctrl+N)")
+        self.new_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.new_button.clicked.connect(self.newChatRequested)
+
+        self.search = QLineEdit()
+        self.search.setObjectName("SessionSearch")
+        self.search.setPlaceholderText("Search all chats…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search chats")
+        self.search.setToolTip("Search titles and every message on every branch (Ctrl+K)")
+        self.search.textChanged.connect(self._search_edited)
+        self.search.installEventFilter(self)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer.timeout.connect(self._emit_search)
+
+        # The list itself (model, delegate, view) is made when the first sessions arrive,
+        # after the window has painted.
+        self._model: SessionListModel | None = None
+        self._delegate: SessionListDelegate | None = None
+        self._view: QListView | None = None
+
+        self.empty = QLabel("No chats yet.\nStart one with New chat.")
+        self.empty.setObjectName("EmptyHint")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+
+        top = QHBoxLayout()
+        top.setContentsMargins(14, 12, 10, 4)
+        top.addWidget(title)
+        top.addStretch(1)
+        top.addWidget(self.new_button)
+        search_row = QHBoxLayout()
+        search_row.setContentsMargins(10, 6, 10, 6)
+        search_row.addWidget(self.search)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(top)
+        layout.addLayout(search_row)
+        layout.addWidget(self.empty, 1)
+        self._layout = layout
+        self.empty.setText("")
+
+    # --- the list, made on first use ------------------------------------------------
+
+    @property
+    def model(self) -> SessionListModel:
+        self._ensure_list()
+        assert self._model is not None
+        return self._model
+
+    @property
+    def delegate(self) -> SessionListDelegate:
+        self._ensure_list()
+        assert self._delegate is not None
+        return self._delegate
+
+    @property
+    def view(self) -> QListView:
+        self._ensure_list()
+        assert self._view is not None
+        return self._view
+
+    def _ensure_list(self) -> None:
+        if self._view is not None:
+            return
+        from .delegate import SessionListDelegate
+        from .model import SessionListModel
+
+        model = SessionListModel(self)
+        model.renameRequested.connect(self.renameRequested)
+        delegate = SessionListDelegate(self)
+        view = QListView()
+        view.setObjectName("SessionListView")
+        view.setAccessibleName("Chat list")
+        view.setModel(model)
+        view.setItemDelegate(delegate)
+        view.setUniformItemSizes(True)
+        view.setMouseTracking(True)
+        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
+        view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._context_menu)
+        view.selectionModel().currentChanged.connect(self._current_changed)
+        view.activated.connect(self._activated)
+        view.installEventFilter(self)
+        self._model, self._delegate, self._view = model, delegate, view
+        self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
+        self.empty.setText("No chats yet.\nStart one with New chat.")
+        self._update_empty()
+
+    # --- contents ------------------------------------------------------------------
+
+    def set_sessions(self, sessions: Sequence[Session], now: float) -> None:
+        keep = self.current_session_id()
+        self.model.set_sessions(sessions, now)
+        if self.model.searching is False and self._query:
+            self._query = ""
+        self.delegate.with_snippets = False
+        self._restore(keep)
+
+    def show_results(self, query: str, hits: Sequence[tuple[Session, str]]) -> None:
+        """Show search hits for `query` (ignored if the field has moved on since)."""
+        if query != self._normalized(self.search.text()):
+            return
+        keep = self.current_session_id()
+        self._query = query
+        self.delegate.with_snippets = True
+        self.model.set_results(hits)
+        self._restore(keep)
+        self.empty.setText(f"No chats match “{query}”.")
+
+    def show_all(self, now: float | None = None) -> None:
+        keep = self.current_session_id()
+        self._query = ""
+        self.delegate.with_snippets = False
+        self.model.show_all(now)
+        self._restore(keep)
+
+    def upsert(self, session: Session, now: float | None = None) -> None:
+        keep = self.current_session_id()
+        self.model.upsert(session, now)
+        self._restore(keep)
+
+    def remove(self, session_id: str) -> None:
+        keep = self.current_session_id()
+        self.model.remove(session_id)
+        self._restore(None if keep == session_id else keep)
+
+    def set_running(self, session_id: str, running: bool) -> None:
+        self.model.set_running(session_id, running)
+
+    def session(self, session_id: str) -> Session | None:
+        return self.model.session(session_id)
+
+    # --- selection -----------------------------------------------------------------
+
+    def current_session_id(self) -> str | None:
+        index = self.view.currentIndex()
+        value = index.data(SESSION_ID_ROLE) if index.isValid() else None
+        return str(value) if value else None
+
+    def select(self, session_id: str | None) -> None:
+        """Make `session_id` the current row without reporting it as a new pick."""
+        self._restore(session_id)
+
+    def _restore(self, session_id: str | None) -> None:
+        self._quiet = True
+        try:
+            index = self.model.index_of(session_id) if session_id else QModelIndex()
+            selection = self.view.selectionModel()
+            if index.isValid():
+                selection.setCurrentIndex(
+                    index, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                )
+                self.view.scrollTo(index)
+            else:
+                selection.clear()
+        finally:
+            self._quiet = False
+        self._update_empty()
+
+    def _current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self._quiet or not current.isValid():
+            return
+        session_id = current.data(SESSION_ID_ROLE)
+        if session_id:
+            self.sessionSelected.emit(str(session_id))
+
+    def _activated(self, index: QModelIndex) -> None:
+        session_id = index.data(SESSION_ID_ROLE)
+        if session_id:
+            self.sessionActivated.emit(str(session_id))
+
+    def begin_rename(self, session_id: str | None = None) -> None:
+        index = self.model.index_of(session_id) if session_id else self.view.currentIndex()
+        if index.isValid():
+            self.view.setCurrentIndex(index)
+            self.view.edit(index)
+
+    def _delete_current(self) -> None:
+        session_id = self.current_session_id()
+        if session_id:
+            self.deleteRequested.emit(session_id)
+
+    def _context_menu(self, pos: Any) -> None:
+        index = self.view.indexAt(pos)
+        session_id = index.data(SESSION_ID_ROLE) if index.isValid() else None
+        if not session_id:
+            return
+        menu = QMenu(self)
+        menu.addAction("Rename", lambda: self.begin_rename(str(session_id)))
+        menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    # --- search --------------------------------------------------------------------
+
+    def focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    @staticmethod
+    def _normalized(text: str) -> str:
+        return " ".join(text.split())
+
+    def _search_edited(self, _text: str) -> None:
+        self._search_timer.start()
+
+    def _emit_search(self) -> None:
+        query = self._normalized(self.search.text())
+        if not query:
+            if self.model.searching:
+                self.show_all()
+            self.empty.setText("No chats yet.\nStart one with New chat.")
+        self.searchRequested.emit(query)
+
+    def flush_search(self) -> None:
+        """Run a pending search now instead of after the typing pause."""
+        if self._search_timer.isActive():
+            self._search_timer.stop()
+            self._emit_search()
+
+    # --- keyboard ------------------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            key = event.key()
+            if watched is self.search:
+                if key in (Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                    self.flush_search()
+                    self._focus_list()
+                    return True
+                if key == Qt.Key.Key_Escape and self.search.text():
+                    self.search.clear()
+                    self.flush_search()
+                    return True
+            elif watched is self.view:
+                if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and (
+                    self.view.state() != QAbstractItemView.State.EditingState
+                ):
+                    self._delete_current()
+                    return True
+                if key == Qt.Key.Key_Up and self._at_first_row():
+                    self.focus_search()
+                    return True
+                if key in (Qt.Key.Key_Home, Qt.Key.Key_End):
+                    # the first row is a day header, which cannot be current
+                    target = (self.model.first_session_index() if key == Qt.Key.Key_Home
+                              else self.model.last_session_index())
+                    if target.isValid():
+                        self.view.setCurrentIndex(target)
+                    return True
+        return super().eventFilter(watched, event)
+
+    def _at_first_row(self) -> bool:
+        current = self.view.currentIndex()
+        first = self.model.first_session_index()
+        return not current.isValid() or current.row() == first.row()
+
+    def _focus_list(self) -> None:
+        self.view.setFocus(Qt.FocusReason.TabFocusReason)
+        if not self.view.currentIndex().isValid():
+            first = self.model.first_session_index()
+            if first.isValid():
+                self.view.setCurrentIndex(first)
+
+    def _update_empty(self) -> None:
+        has_rows = self.model.rowCount() > 0
+        self.view.setVisible(has_rows)
+        self.empty.setVisible(not has_rows)

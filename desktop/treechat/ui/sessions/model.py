@@ -1,0 +1,279 @@
+"""The session list as an item model: sessions newest first under day headers, or search hits
+with a snippet of the matching message. One row per entry, painted by the delegate."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+
+from ...core.model import Session
+from .roles import (
+    FORKED_ROLE,
+    KIND_ROLE,
+    RUNNING_ROLE,
+    SESSION_ID_ROLE,
+    SNIPPET_ROLE,
+    UPDATED_ROLE,
+)
+
+__all__ = [
+    "FORKED_ROLE",
+    "KIND_ROLE",
+    "RUNNING_ROLE",
+    "SESSION_ID_ROLE",
+    "SNIPPET_ROLE",
+    "UPDATED_ROLE",
+    "SessionListModel",
+    "day_label",
+    "group_by_day",
+]
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    session: Session
+    snippet: str = ""
+
+
+Row = Header | Entry
+
+
+def day_label(when: float, now: float) -> str:
+    """A day as people say it: Today, Yesterday, a weekday within the week, else a date."""
+    day = dt.datetime.fromtimestamp(when).date()
+    today = dt.datetime.fromtimestamp(now).date()
+    delta = (today - day).days
+    if delta <= 0:
+        return "Today"
+    if delta == 1:
+        return "Yesterday"
+    if delta < 7:
+        return day.strftime("%A")
+    if day.year == today.year:
+        return f"{day.day} {day.strftime('%B')}"
+    return f"{day.day} {day.strftime('%B')} {day.year}"
+
+
+def group_by_day(sessions: Sequence[Session], now: float) -> list[Row]:
+    """Sessions newest first with a header before each day's first one."""
+    rows: list[Row] = []
+    last: str | None = None
+    for s in sorted(sessions, key=lambda s: (-(s.updated_at or s.created_at), s.id)):
+        label = day_label(s.updated_at or s.created_at, now)
+        if label != last:
+            rows.append(Header(label))
+            last = label
+        rows.append(Entry(s))
+    return rows
+
+
+class SessionListModel(QAbstractListModel):
+    """Rows for the session list. Headers are neither selectable nor enabled, so keyboard
+    navigation steps over them."""
+
+    renameRequested = Signal(str, str)  # session id, new title
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._sessions: dict[str, Session] = {}
+        self._rows: list[Row] = []
+        self._row_of: dict[str, int] = {}
+        self._searching = False
+        self._running: set[str] = set()
+        self._now = 0.0
+
+    # --- contents ------------------------------------------------------------------
+
+    @property
+    def searching(self) -> bool:
+        return self._searching
+
+    def set_sessions(self, sessions: Sequence[Session], now: float) -> None:
+        """Show every session, grouped by day (leaves search mode)."""
+        self._sessions = {s.id: s for s in sessions}
+        self._now = now
+        self._searching = False
+        self._reset(group_by_day(list(self._sessions.values()), now))
+
+    def set_results(self, hits: Sequence[tuple[Session, str]]) -> None:
+        """Show search hits (session, snippet) in the order given, without headers."""
+        self._searching = True
+        self._reset([Entry(s, snippet) for s, snippet in hits])
+
+    def show_all(self, now: float | None = None) -> None:
+        if now is not None:
+            self._now = now
+        self._searching = False
+        self._reset(group_by_day(list(self._sessions.values()), self._now))
+
+    def upsert(self, session: Session, now: float | None = None) -> None:
+        """Add or refresh one session; it moves to where its new time puts it."""
+        if now is not None:
+            self._now = now
+        old = self._sessions.get(session.id)
+        self._sessions[session.id] = session
+        row = self._row_of.get(session.id)
+        if session.hidden:
+            self.remove(session.id)
+            return
+        if self._searching:
+            if row is not None:
+                current = self._rows[row]
+                assert isinstance(current, Entry)
+                self._rows[row] = Entry(session, current.snippet)
+                idx = self.index(row)
+                self.dataChanged.emit(idx, idx)
+            return
+        same_place = (
+            old is not None
+            and row is not None
+            and (old.updated_at or old.created_at) == (session.updated_at or session.created_at)
+        )
+        if same_place:
+            assert row is not None
+            self._rows[row] = Entry(session)
+            idx = self.index(row)
+            self.dataChanged.emit(idx, idx)
+            return
+        self._reset(group_by_day(list(self._sessions.values()), self._now))
+
+    def remove(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        if session_id not in self._row_of:
+            return
+        if self._searching:
+            row = self._row_of[session_id]
+            self.beginRemoveRows(QModelIndex(), row, row)
+            del self._rows[row]
+            self._reindex()
+            self.endRemoveRows()
+            return
+        self._reset(group_by_day(list(self._sessions.values()), self._now))
+
+    def set_running(self, session_id: str, running: bool) -> None:
+        if running:
+            self._running.add(session_id)
+        else:
+            self._running.discard(session_id)
+        row = self._row_of.get(session_id)
+        if row is not None:
+            idx = self.index(row)
+            self.dataChanged.emit(idx, idx, [RUNNING_ROLE])
+
+    def session(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def index_of(self, session_id: str) -> QModelIndex:
+        row = self._row_of.get(session_id)
+        return QModelIndex() if row is None else self.index(row)
+
+    def session_at(self, index: Index) -> Session | None:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        return row.session if isinstance(row, Entry) else None
+
+    def first_session_index(self) -> QModelIndex:
+        for i, row in enumerate(self._rows):
+            if isinstance(row, Entry):
+                return self.index(i)
+        return QModelIndex()
+
+    def last_session_index(self) -> QModelIndex:
+        for i in range(len(self._rows) - 1, -1, -1):
+            if isinstance(self._rows[i], Entry):
+                return self.index(i)
+        return QModelIndex()
+
+    def _reset(self, rows: list[Row]) -> None:
+        self.beginResetModel()
+        self._rows = rows
+        self._reindex()
+        self.endResetModel()
+
+    def _reindex(self) -> None:
+        self._row_of = {
+            row.session.id: i for i, row in enumerate(self._rows) if isinstance(row, Entry)
+        }
+
+    # --- QAbstractListModel --------------------------------------------------------
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        if isinstance(row, Header):
+            if role == Qt.ItemDataRole.DisplayRole:
+                return row.label
+            if role == KIND_ROLE:
+                return "header"
+            if role == Qt.ItemDataRole.AccessibleTextRole:
+                return f"{row.label} section"
+            return None
+        s = row.session
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            return s.title or "Untitled"
+        if role == KIND_ROLE:
+            return "session"
+        if role == SESSION_ID_ROLE:
+            return s.id
+        if role == SNIPPET_ROLE:
+            return row.snippet
+        if role == FORKED_ROLE:
+            return s.forked_from is not None
+        if role == UPDATED_ROLE:
+            return s.updated_at or s.created_at
+        if role == RUNNING_ROLE:
+            return s.id in self._running
+        if role == Qt.ItemDataRole.ToolTipRole:
+            when = dt.datetime.fromtimestamp(s.updated_at or s.created_at)
+            return f"{s.title}\nLast active {when:%Y-%m-%d %H:%M}"
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return s.title + (f", matches: {row.snippet}" if row.snippet else "")
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        if isinstance(self._rows[index.row()], Header):
+            return Qt.ItemFlag.NoItemFlags
+        return (
+            Qt.ItemFlag.ItemIsEnabled
+            | Qt.ItemFlag.ItemIsSelectable
+            | Qt.ItemFlag.ItemIsEditable
+            | Qt.ItemFlag.ItemNeverHasChildren
+        )
+
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        session = self.session_at(index)
+        if session is None or role != Qt.ItemDataRole.EditRole:
+            return False
+        title = " ".join(str(value).split())
+        if not title or title == session.title:
+            return False
+        renamed = replace(session, title=title)
+        self._sessions[session.id] = renamed
+        row = self._rows[index.row()]
+        assert isinstance(row, Entry)
+        self._rows[index.row()] = Entry(renamed, row.snippet)
+        self.dataChanged.emit(index, index)
+        self.renameRequested.emit(session.id, title)
+        return True

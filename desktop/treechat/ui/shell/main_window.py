@@ -1,0 +1,470 @@
+"""The main window: chats on the left, the conversation and composer in the middle, a dock on
+the right for the history graph and commit timeline.
+
+It opens in two steps. `MainWindow()` is a shell that paints the window's outline (sidebar,
+header, composer card) in the theme's colours, using only what a bare Qt window loads; the
+app shows it, and once it has painted calls `build()`, which makes the real widgets in the
+same places. The composition root attaches the controller once the store is open."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
+from PySide6.QtWidgets import QMainWindow, QWidget
+
+from .outline import (
+    OUTLINE_KEY,
+    SIDEBAR_WIDTH,
+    Outline,
+    ShellView,
+    outline_of,
+    shell_colors,
+)
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction, QCloseEvent
+    from PySide6.QtWidgets import QDockWidget, QLabel, QSplitter, QStackedWidget, QTabWidget
+
+    from ...services.sessions import SessionView
+    from ..composer.composer import Composer
+    from ..controllers.conversation import ConversationController, WindowParts
+    from ..sessions.list import SessionList
+    from .error_banner import ErrorBanner
+
+DEFAULT_SIZE = (1180, 760)
+DOCK_WIDTH = 380
+SHORTCUTS_HELP = (
+    ("Ctrl+N", "New chat"),
+    ("Ctrl+K", "Search all chats"),
+    ("Enter", "Send · Shift+Enter for a new line"),
+    ("Esc", "Stop the reply"),
+    ("Ctrl+R", "Retry the last reply"),
+    ("Alt+← / Alt+→", "Switch versions"),
+    ("/context", "What the model will read"),
+)
+
+
+class MainWindow(QMainWindow):
+    firstPainted = Signal()
+    closeRequested = Signal()  # the user closed the window; the app shuts down, then closes
+
+    def __init__(self, prefs: QSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Treechat")
+        self.setObjectName("MainWindow")
+        self.setAccessibleName("Treechat")
+        self.prefs = prefs
+        self.controller: ConversationController | None = None
+        self._painted = False
+        self._may_close = False
+        self._close_pending = False
+        self._built = False
+        self.chat: Any = None
+        self._banner: ErrorBanner | None = None
+        self._dock: QDockWidget | None = None
+        self._dock_tabs: QTabWidget | None = None
+
+        self.resize(*DEFAULT_SIZE)
+        geometry = prefs.value("window/geometry") if prefs is not None else None
+        if isinstance(geometry, QByteArray | bytes) and geometry:
+            self.restoreGeometry(QByteArray(geometry))
+        saved = prefs.value(OUTLINE_KEY) if prefs is not None else None
+        self.shell = ShellView(Outline.decode(saved), shell_colors(prefs))
+        self.setCentralWidget(self.shell)
+
+    @property
+    def built(self) -> bool:
+        return self._built
+
+    def build(self) -> None:
+        """Make the real widgets in place of the painted outline (once)."""
+        if self._built:
+            return
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import (
+            QFrame,
+            QHBoxLayout,
+            QLabel,
+            QSplitter,
+            QStackedWidget,
+            QVBoxLayout,
+        )
+
+        from ..composer.composer import Composer
+        from ..sessions.list import SessionList
+
+        self._built = True
+        self.sessions: SessionList = SessionList()
+        self.sessions.setMinimumWidth(220)
+        # The chat view (and the model code behind it) loads on first use: a new window
+        # shows the empty state anyway. The banner and the dock wait the same way.
+        self.composer: Composer = Composer()
+
+        self.title: QLabel = QLabel("New chat")
+        self.title.setObjectName("ChatTitle")
+        self.title.setAccessibleName("Chat title")
+        self.subtitle = QLabel("")
+        self.subtitle.setObjectName("ChatSubtitle")
+        header = QFrame()
+        header.setObjectName("ChatHeader")
+        self.header = header
+        header_row = QHBoxLayout(header)
+        header_row.setContentsMargins(20, 10, 16, 10)
+        header_row.setSpacing(10)
+        header_row.addWidget(self.title)
+        header_row.addWidget(self.subtitle, 1)
+
+        self.empty = self._empty_state()
+        self.stack: QStackedWidget = QStackedWidget()
+        self.stack.addWidget(self.empty)
+
+        self._banner_row = QHBoxLayout()
+        self._banner_row.setContentsMargins(16, 6, 16, 0)
+
+        center = QWidget()
+        center.setObjectName("Center")
+        column = QVBoxLayout(center)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(header)
+        column.addWidget(self.stack, 1)
+        column.addLayout(self._banner_row)
+        column.addWidget(self.composer)
+
+        self.splitter: QSplitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setHandleWidth(1)
+        self.splitter.addWidget(self.sessions)
+        self.splitter.addWidget(center)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([SIDEBAR_WIDTH, self.width() - SIDEBAR_WIDTH])
+        self.setCentralWidget(self.splitter)  # Qt deletes the outline
+
+        self._build_actions()
+        self.statusBar().setSizeGripEnabled(False)
+        self._status_timer = QTimer(self)
+        self._status_timer.setSingleShot(True)
+        self._status_timer.timeout.connect(lambda: self.statusBar().clearMessage())
+        self.set_ready(False)
+        self.restore_geometry()
+
+    # --- building ------------------------------------------------------------------
+
+    def _empty_state(self) -> QWidget:
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
+
+        page = QWidget()
+        page.setObjectName("EmptyState")
+        box = QVBoxLayout(page)
+        box.addStretch(2)
+        self.empty_title = QLabel("Opening your chats…")
+        self.empty_title.setObjectName("EmptyTitle")
+        font = self.empty_title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        self.empty_title.setFont(font)
+        self.empty_title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        box.addWidget(self.empty_title)
+        box.addSpacing(14)
+        grid = QWidget()
+        rows = QVBoxLayout(grid)
+        rows.setSpacing(4)
+        for keys, what in SHORTCUTS_HELP:
+            line = QHBoxLayout()
+            key = QLabel(keys)
+            key.setObjectName("EmptyHint")
+            key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            key.setMinimumWidth(120)
+            text = QLabel(what)
+            text.setObjectName("EmptyHint")
+            line.addWidget(key)
+            line.addSpacing(12)
+            line.addWidget(text, 1)
+            rows.addLayout(line)
+        holder = QHBoxLayout()
+        holder.addStretch(1)
+        holder.addWidget(grid)
+        holder.addStretch(1)
+        box.addLayout(holder)
+        box.addStretch(3)
+        return page
+
+    @property
+    def banner(self) -> ErrorBanner:
+        if self._banner is None:
+            from .error_banner import ErrorBanner
+
+            self._banner = ErrorBanner()
+            self._banner_row.addWidget(self._banner)
+        return self._banner
+
+    @property
+    def dock(self) -> QDockWidget:
+        """The right dock (Graph and Context tabs), made on first use."""
+        if self._dock is None:
+            from PySide6.QtCore import Qt
+            from PySide6.QtWidgets import QDockWidget, QTabWidget
+
+            dock = QDockWidget("Inspector", self)
+            dock.setObjectName("InspectorDock")
+            dock.setAccessibleName("Inspector")
+            dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea
+                                 | Qt.DockWidgetArea.LeftDockWidgetArea)
+            tabs = QTabWidget()
+            tabs.setObjectName("InspectorTabs")
+            tabs.setDocumentMode(True)
+            tabs.addTab(self._dock_placeholder("The history graph of this chat."), "Graph")
+            tabs.addTab(self._dock_placeholder("What the next request will carry."), "Context")
+            dock.setWidget(tabs)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            self.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+            dock.hide()
+            self._dock, self._dock_tabs = dock, tabs
+            dock.visibilityChanged.connect(self._dock_visibility)
+            self._restore_state()  # the dock's saved place and visibility
+            self.toggle_dock_action.setChecked(not dock.isHidden())
+        return self._dock
+
+    @property
+    def dock_tabs(self) -> QTabWidget:
+        self.dock  # noqa: B018 (made on first use)
+        assert self._dock_tabs is not None
+        return self._dock_tabs
+
+    def _toggle_dock(self, shown: bool) -> None:
+        self.dock.setVisible(shown)
+
+    def _dock_visibility(self, _visible: bool) -> None:
+        if self._dock is not None:
+            self.toggle_dock_action.setChecked(not self._dock.isHidden())
+
+    def _dock_placeholder(self, text: str) -> QWidget:
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QLabel, QVBoxLayout
+
+        page = QWidget()
+        label = QLabel(text)
+        label.setObjectName("EmptyHint")
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        label.setWordWrap(True)
+        box = QVBoxLayout(page)
+        box.addWidget(label)
+        return page
+
+    def _action(self, menu: Any, text: str, shortcuts: tuple[Any, ...] = (),
+                slot: Any = None) -> QAction:
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QAction, QKeySequence
+
+        action = QAction(text, self)
+        if shortcuts:
+            action.setShortcuts([QKeySequence(s) for s in shortcuts])
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        if slot is not None:
+            action.triggered.connect(slot)
+        menu.addAction(action)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QKeySequence
+
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.new_chat_action = self._action(
+            file_menu, "New chat", (QKeySequence.StandardKey.New,)
+        )
+        self.import_action = self._action(file_menu, "Import…", ("Ctrl+I",))
+        self.settings_action = self._action(
+            file_menu, "Settings…", ("Ctrl+,", QKeySequence.StandardKey.Preferences)
+        )
+        file_menu.addSeparator()
+        self._action(file_menu, "Quit", (QKeySequence.StandardKey.Quit,), self.close)
+
+        chat_menu = bar.addMenu("&Chat")
+        self.send_action = self._action(chat_menu, "Send", ("Ctrl+Return",),
+                                        self.composer.submit)
+        self.stop_action = self._action(chat_menu, "Stop", ("Ctrl+.",))
+        self.retry_action = self._action(chat_menu, "Retry", ("Ctrl+R",))
+        chat_menu.addSeparator()
+        self.previous_version_action = self._action(chat_menu, "Previous version",
+                                                    ("Alt+Left",))
+        self.next_version_action = self._action(chat_menu, "Next version", ("Alt+Right",))
+        chat_menu.addSeparator()
+        self.context_action = self._action(chat_menu, "Context breakdown…", ("Ctrl+Shift+K",))
+        self.compact_action = self._action(chat_menu, "Compact now")
+        chat_menu.addSeparator()
+        self.rename_action = self._action(chat_menu, "Rename chat", ("F2",),
+                                          lambda *_: self.sessions.begin_rename())
+        self.rename_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.removeAction(self.rename_action)
+        self.sessions.addAction(self.rename_action)
+
+        view_menu = bar.addMenu("&View")
+        self.search_action = self._action(view_menu, "Search chats", ("Ctrl+K", "Ctrl+F"),
+                                          self.sessions.focus_search)
+        self.focus_composer_action = self._action(view_menu, "Go to message box", ("Ctrl+L",),
+                                                  self.composer.focus_input)
+        self.toggle_dock_action = self._action(view_menu, "Inspector (graph and context)",
+                                               ("Ctrl+Shift+D",))
+        self.toggle_dock_action.setCheckable(True)
+        self.toggle_dock_action.toggled.connect(self._toggle_dock)
+
+    # --- wiring to the controller --------------------------------------------------
+
+    def ensure_chat_view(self) -> QWidget:
+        if self.chat is None:
+            from ..chat.view import ChatView
+
+            self.chat = ChatView()
+            self.stack.addWidget(self.chat)
+        return self.chat
+
+    def parts(self) -> WindowParts:
+        from ..controllers.conversation import WindowParts
+
+        self.ensure_chat_view()
+        self.dock  # noqa: B018 (the dock exists before anything is mounted in it)
+        return WindowParts(
+            window=self,
+            sessions=self.sessions,
+            chat=self.chat,
+            composer=self.composer,
+            banner=self.banner,
+            show_view=self.show_view,
+            status=self.show_status,
+        )
+
+    def attach(self, controller: ConversationController) -> None:
+        """Hook menus and shortcuts to the controller and let the user in."""
+        self.controller = controller
+        c = controller
+        self.new_chat_action.triggered.connect(c.new_chat)
+        self.settings_action.triggered.connect(c.open_settings)
+        self.import_action.triggered.connect(lambda *_: c.open_import_dialog())
+        self.stop_action.triggered.connect(c.stop)
+        self.retry_action.triggered.connect(lambda *_: c.retry())
+        self.previous_version_action.triggered.connect(lambda: c.step_version(-1))
+        self.next_version_action.triggered.connect(lambda: c.step_version(1))
+        self.context_action.triggered.connect(c.open_context_dialog)
+        self.compact_action.triggered.connect(c.compact)
+        c.busyChanged.connect(self._busy_changed)
+        self.set_ready(True)
+
+    def set_ready(self, ready: bool) -> None:
+        self.sessions.setEnabled(ready)
+        self.composer.setEnabled(ready)
+        for action in (self.new_chat_action, self.import_action, self.settings_action,
+                       self.stop_action,
+                       self.retry_action, self.previous_version_action,
+                       self.next_version_action, self.context_action, self.compact_action,
+                       self.send_action):
+            action.setEnabled(ready)
+        if ready:
+            self.empty_title.setText("What shall we talk about?")
+
+    def show_store_error(self, message: str) -> None:
+        """The store could not be opened: say why, keep the window usable for reading it."""
+        self.empty_title.setText("Treechat could not open your chats")
+        self.banner.show_notice("The conversation store is unavailable", message)
+        self.stack.setCurrentWidget(self.empty)
+
+    def _busy_changed(self, busy: bool) -> None:
+        self.retry_action.setEnabled(not busy)
+        self.stop_action.setEnabled(busy)
+
+    # --- showing -------------------------------------------------------------------
+
+    def show_view(self, view: SessionView | None) -> None:
+        if view is None:
+            self.title.setText("New chat")
+            self.subtitle.setText("")
+            self.stack.setCurrentWidget(self.empty)
+            self.setWindowTitle("Treechat")
+            return
+        session = view.session
+        self.title.setText(session.title or "Untitled")
+        bits = []
+        if session.model:
+            bits.append(session.model)
+        messages = sum(1 for n in view.path if n.role in ("user", "assistant"))
+        bits.append(f"{messages} message{'s' if messages != 1 else ''}")
+        if session.forked_from:
+            bits.append("branch")
+        self.subtitle.setText("  ·  ".join(bits))
+        self.stack.setCurrentWidget(self.chat if view.path else self.empty)
+        self.setWindowTitle(f"{session.title} — Treechat")
+
+    def show_status(self, text: str) -> None:
+        if text:
+            self.statusBar().showMessage(text)
+            self._status_timer.start(8000)
+        else:
+            self.statusBar().clearMessage()
+
+    def bring_to_front(self) -> None:
+        """Another launch handed over to this window."""
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    # --- geometry ------------------------------------------------------------------
+
+    def restore_geometry(self) -> None:
+        """The dock's place and the sidebar's width (the window's size came with the shell)."""
+        if self.prefs is None:
+            return
+        self._restore_state()
+        split = self.prefs.value("window/splitter")
+        if isinstance(split, QByteArray | bytes) and split:
+            self.splitter.restoreState(QByteArray(split))
+
+    def _restore_state(self) -> None:
+        state = self.prefs.value("window/state") if self.prefs is not None else None
+        if isinstance(state, QByteArray | bytes) and state:
+            self.restoreState(QByteArray(state))
+
+    def save_geometry(self) -> None:
+        if self.prefs is None:
+            return
+        self.prefs.setValue("window/geometry", self.saveGeometry())
+        if self._built:
+            self.prefs.setValue("window/state", self.saveState())
+            self.prefs.setValue("window/splitter", self.splitter.saveState())
+            if self.isVisible():
+                self.prefs.setValue(OUTLINE_KEY, outline_of(self).encode())
+        self.prefs.sync()
+
+    # --- events --------------------------------------------------------------------
+
+    def event(self, event: QEvent) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.Paint and not self._painted:
+            self._painted = True
+            # after this paint reaches the screen, not before
+            QTimer.singleShot(0, self.firstPainted.emit)
+        return handled
+
+    @property
+    def painted(self) -> bool:
+        return self._painted
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self._may_close:
+            event.accept()
+            return
+        event.ignore()
+        self.save_geometry()
+        if not self._close_pending:
+            self._close_pending = True
+            self.closeRequested.emit()
+
+    def close_now(self) -> None:
+        """Close for real once the app has shut its services down."""
+        self._may_close = True
+        self.close()

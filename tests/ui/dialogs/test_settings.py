@@ -1,0 +1,99 @@
+"""Settings: keys are masked and tested with one tiny real request; saving applies the default
+model, workspace, compaction thresholds and theme, and keeps them for the next start."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLineEdit
+from tests.support.loopback_server import LoopbackProvider
+
+from treechat.providers.keys import KeyStore
+from treechat.ui.common.tasks import BackgroundTasks
+from treechat.ui.controllers.conversation import SETTINGS_EMERGENCY, SETTINGS_SUMMARIZE
+from treechat.ui.dialogs.settings import SettingsDialog, SettingsValues, try_key
+
+from ..conftest import BIG_MODEL, Aio, Desk, Seed
+
+
+def dialog_for(provider: LoopbackProvider) -> SettingsDialog:
+    values = SettingsValues(None, None, 0.8, 0.95, "system")
+    return SettingsDialog(
+        KeyStore(environ={}), ["openai", "anthropic"], [], values, tasks=BackgroundTasks(),
+        tester=functools.partial(try_key, api_base=provider.openai_base),
+    )
+
+
+def test_keys_are_masked_and_tested_with_a_tiny_request(
+    aio: Aio, loopback: LoopbackProvider
+) -> None:
+    dialog = dialog_for(loopback)
+    field = dialog.key_fields["openai"]
+    assert field.echoMode() == QLineEdit.EchoMode.Password
+    assert field.accessibleName() == "OpenAI API key"
+
+    async def scenario() -> None:
+        dialog.open()
+        QTest.keyClicks(field, "sk-test-123456")
+        QTest.mouseClick(dialog.test_buttons["openai"], Qt.MouseButton.LeftButton)
+        await aio.until(lambda: dialog.status_text("openai") not in ("", "Testing…"),
+                        timeout=120)
+        assert dialog.status_text("openai") == "The key works."
+        loopback.fail_next(401)
+        QTest.mouseClick(dialog.test_buttons["openai"], Qt.MouseButton.LeftButton)
+        await aio.until(lambda: dialog.status_text("openai").startswith("Did not work"),
+                        timeout=120)
+
+    aio.run(scenario(), timeout=240)
+    assert len(loopback.requests) == 2
+    first = loopback.requests[0]
+    assert first.body["max_tokens"] == 1  # the smallest request there is
+    assert first.headers.get("authorization", first.headers.get("Authorization")) == (
+        "Bearer sk-test-123456")
+    assert "sk-test" not in dialog.status_text("openai")  # a key never shows up in text
+    dialog.deleteLater()
+
+
+def test_saving_applies_and_keeps_the_settings(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, tmp_path: Path
+) -> None:
+    desk = desk_with(None)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+
+    async def scenario() -> None:
+        desk.controller.open_settings()
+        dialog = desk.controller.settings_dialog
+        assert dialog is not None and dialog.isVisible() and dialog.isModal()
+        dialog.default_model.setCurrentIndex(dialog.default_model.findData(BIG_MODEL))
+        dialog.workspace.setText(str(workspace))
+        dialog.summarize_at.setValue(70)
+        dialog.emergency_at.setValue(90)
+        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+        dialog.key_fields["openai"].setText("sk-saved-key")
+        dialog.save_button.click()
+        await aio.until(lambda: not dialog.isVisible(), what="the dialog to close")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    services = desk.services
+    assert services.models.default_model == BIG_MODEL
+    assert services.chat.config.workspace == workspace
+    rules = services.engine.config.rules
+    assert (rules.summarize_trigger, rules.emergency_trigger) == (0.70, 0.90)
+    assert desk.theme.mode == "dark"
+    assert desk.window.palette().color(QPalette.ColorRole.Window).lightness() < 80
+    assert desk.prefs.value("theme") == "dark"
+    saved = services.store.call(lambda r: (
+        r.get_setting("default_model"), r.get_setting("workspace"),
+        r.get_setting(SETTINGS_SUMMARIZE), r.get_setting(SETTINGS_EMERGENCY)))
+    assert saved == (BIG_MODEL, str(workspace), 0.70, 0.90)
+    assert services.keys.get_key("openai") == "sk-saved-key"
+    # a provider with a key brings its models into the picker
+    assert "openai/gpt-4o-mini" in desk.composer.model_ids()
+    desk.theme.set_mode("light")
