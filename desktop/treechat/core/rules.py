@@ -5,7 +5,7 @@ with hysteresis, respecting attach boundaries). Pure: items, clock and config co
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -28,7 +28,10 @@ from .summarize import (
 from .tokens import TokenCounter, cut_head_tail
 
 DEFAULT_PROTECTED_TOOLS = frozenset({"todo_create", "todo_update", "todo_list", "web_search"})
-CLEARED_PLACEHOLDER = "[tool result cleared after an hour unused; run the tool again if needed]"
+CLEARED_PLACEHOLDER = (
+    "[tool result cleared after an hour unused; the recall tool returns it, or run the tool "
+    "again]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,8 @@ class RuleConfig:
     max_summary_tokens: int = 1500
     summary_share: float = 0.25
     rollup_ratio: float = 0.5
+    # A roll-up brings the summaries down to this fraction of their share.
+    rollup_target: float = 0.7
 
 
 CompactionMode = Literal["auto", "emergency", "manual"]
@@ -93,7 +98,7 @@ def node_item(
     """A new node as a `full` item (None for runtime bookkeeping with nothing to show)."""
     text = node.text
     if node.role == "tool":
-        rendered = cut_head_tail(text, config.max_tool_result_chars)
+        rendered = capped_text(text, node.id, config.max_tool_result_chars)
         args = tool_args_text(node.input)
         call_id = str(node.metadata.get("tool_call_id") or node.id)
         return ContextItem(
@@ -129,6 +134,16 @@ def node_item(
         is_anchor=bool(node.metadata.get("anchor")),
         locked=bool(node.metadata.get("locked")),
     )
+
+
+def capped_text(text: str, node_id: str, max_chars: int) -> str:
+    """The per-item cap (head and tail kept), its marker naming the node so the model can
+    ask `recall` for what was cut."""
+    if len(text) <= max_chars:
+        return text
+    note = f"; node {node_id}, recall returns it"
+    cut = cut_head_tail(text, max(0, max_chars - len(note)))
+    return cut.replace(" characters cut …]", f" characters cut{note} …]", 1)
 
 
 def _marker(node: Node, source: ContextCommit, counter: TokenCounter, *, end: bool) -> ContextItem:
@@ -284,18 +299,75 @@ def generate_chain(
     if compaction is None or current is None:
         return tuple(out)
     summarizer = summarizer if summarizer is not None else DeterministicSummarizer(counter)
-    mode = compaction.mode
-    for _ in range(3):
-        plan = plan_compaction(current, replace(compaction, mode=mode), config=config,
+    loop = compaction_loop(current, compaction, now=now, counter=counter, config=config,
+                           pinned=pinned, instructions=instructions)
+    out.extend(drive(loop, summarizer.summarize))
+    return tuple(out)
+
+
+# --- the compaction loop ------------------------------------------------------------------
+
+# What the loop yields and receives: a plan out, one summary text per run back in; when it
+# is done it returns the commits it made (oldest first, possibly none).
+CompactionLoop = Generator[CompactionPlan, Sequence[str], tuple[ContextCommit, ...]]
+
+MAX_COMPACTION_ROUNDS = 3
+
+
+def compaction_loop(
+    commit: ContextCommit,
+    request: CompactionRequest,
+    *,
+    now: float,
+    counter: TokenCounter,
+    config: RuleConfig,
+    pinned: frozenset[str] = frozenset(),
+    instructions: str = "",
+) -> CompactionLoop:
+    """The one compaction loop, free of I/O: it yields each plan and receives the summaries
+    of its runs (however they were made: offline, by a model, on another thread), applies
+    them and plans again, up to `MAX_COMPACTION_ROUNDS` rounds. The engine drives it with its
+    async summarizers; tests and the benchmark drive the very same code with `drive`."""
+    out: list[ContextCommit] = []
+    current = commit
+    mode = request.mode
+    for _ in range(MAX_COMPACTION_ROUNDS):
+        plan = plan_compaction(current, replace(request, mode=mode), config=config,
                                pinned=pinned, instructions=instructions)
         if plan is None:
             break
-        texts = [summarizer.summarize(run.request) for run in plan.runs]
+        texts = list((yield plan))
+        if len(texts) != len(plan.runs):
+            raise ValueError(f"{len(texts)} summaries for {len(plan.runs)} runs")
         current = apply_compaction(current, plan, texts, now=now, counter=counter,
                                    config=config, pinned=pinned)
         out.append(current)
         mode = "auto"
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopDone:
+    commits: tuple[ContextCommit, ...]
+
+
+def advance(loop: CompactionLoop, texts: Sequence[str] | None = None) -> CompactionPlan | LoopDone:
+    """One step of the loop: the next plan, or `LoopDone` with its commits. (A generator's
+    return arrives as StopIteration, which cannot cross a thread or a future; this turns it
+    into a value so a step may run on a worker thread.)"""
+    try:
+        return next(loop) if texts is None else loop.send(texts)
+    except StopIteration as stop:
+        return LoopDone(tuple(stop.value or ()))
+
+
+def drive(loop: CompactionLoop,
+          summarize: Callable[[SummaryRequest], str]) -> tuple[ContextCommit, ...]:
+    """Run the loop to the end with a synchronous summarizer."""
+    step = advance(loop)
+    while not isinstance(step, LoopDone):
+        step = advance(loop, [summarize(run.request) for run in step.runs])
+    return step.commits
 
 
 def extend_commit(
@@ -445,13 +517,19 @@ def _agable(it: ContextItem, pinned: frozenset[str], config: RuleConfig) -> bool
 
 
 def aged_tool_item(it: ContextItem, counter: TokenCounter, config: RuleConfig) -> ContextItem:
-    """Tool call head kept (args cut), result replaced by a one-line semantic stub."""
+    """Tool call head kept (args cut), result replaced by a one-line stub that names what it
+    stands for (the call and its node) so the model can ask `recall` for it again."""
     text = it.rendered
     lines = len(text.splitlines())
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     if len(first) > 120:
         first = first[:119] + "…"
-    stub = f"[{it.tool_name or 'tool'} output, {lines} lines / {len(text):,} chars, aged] {first}"
+    call = " ".join(it.tool_args.split())
+    if len(call) > 80:
+        call = call[:79] + "…"
+    stub = (f"[{it.tool_name or 'tool'} output, {lines} lines / {len(text):,} chars, aged; "
+            f"{it.tool_name or 'tool'}({call}) is node {it.source_node_id}, recall returns it] "
+            f"{first}")
     args = it.tool_args
     if len(args) > config.max_tool_args_chars:
         # Cut args must stay valid JSON: providers parse tool-call arguments.
@@ -669,25 +747,34 @@ def _plan_rollup(
     commit: ContextCommit, budget: int, cal: float, config: RuleConfig, instructions: str
 ) -> CompactionPlan | None:
     """Summaries are never rewritten, but when together they outgrow their share of the
-    budget the oldest are folded into one roll-up (they become `summarized`)."""
+    budget the newest are folded into one roll-up (they become `summarized`).
+
+    The newest, not the oldest: summaries sit right after the system prompt, so a roll-up
+    rewrites the request from the first summary it folds. Rolling the newest run leaves the
+    older summaries, and the cached prefix they form, untouched; the roll-up lands where the
+    new summary of the same compaction would have landed anyway. Only when the newest run
+    cannot free enough does it reach back further (as far as the first summary, rarely)."""
     items = commit.items
     summaries = sorted((p for p in commit.live if items[p].is_summary),
                        key=lambda p: (items[p].order, p))
     total = sum(items[p].tokens for p in summaries)
-    if total * cal <= config.summary_share * budget or len(summaries) < 2:
+    share = config.summary_share * budget / cal
+    if total <= share or len(summaries) < 2:
         return None
-    goal = total - config.summary_share * budget / cal / 2
+    # Folding `acc` tokens into a roll-up of `rollup_ratio * acc` frees the rest.
+    need = (total - config.rollup_target * share) / max(0.05, 1.0 - config.rollup_ratio)
     run: list[int] = []
-    group = items[summaries[0]].attached_from
+    group = items[summaries[-1]].attached_from
     acc = 0
-    for p in summaries:
+    for p in reversed(summaries):
         it = items[p]
         if it.locked or it.attached_from != group:
             break
         run.append(p)
         acc += it.tokens
-        if acc >= goal:
+        if acc >= need and len(run) >= 2:
             break
+    run.reverse()
     if len(run) < 2:
         return None
     request = SummaryRequest(

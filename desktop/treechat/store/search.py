@@ -1,11 +1,15 @@
-"""Full-text search over every session's title and every message on every branch, for the
-session list's search field. Runs on the store's worker like any other repository call."""
+"""Search over every session's title and every message on every branch, for the session
+list's search field. Runs on the store's worker like any other repository call.
+
+`search_ranked` answers from the full-text index (`store.fulltext`, BM25); `search_sessions`
+is the substring scan it replaces, kept for callers that want literal substring matches."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..core.model import Session
+from .fulltext import FullTextIndex, Passage, QueryError, all_terms_query
 from .repository import SESSION_COLUMNS, Repository, session_from_row
 
 SNIPPET_CHARS = 120
@@ -26,6 +30,76 @@ class SearchHit:
     session: Session
     snippet: str
     node_id: str | None
+
+
+# Matching passages ranked per query, newest first: up to this many the ranking is exact
+# BM25 over every match; a word found in more passages than this is ranked among its newest
+# `RANKED_SCAN` matches (FTS5 stops walking its doclist there, which keeps a common word
+# as fast as a rare one on a store of years).
+RANKED_SCAN = 5000
+
+
+def search_ranked(
+    repo: Repository, index: FullTextIndex, query: str, limit: int = 500
+) -> tuple[SearchHit, ...]:
+    """Visible sessions matching `query`, best first: sessions whose title holds it first
+    (newest first), then sessions by their best-matching message (BM25 over every word of
+    the query, the last one possibly unfinished). Each message hit carries its best
+    passage's snippet and node. The index is brought up to date first."""
+    needle = " ".join(query.split()).lower()
+    if not needle:
+        return ()
+    index.sync(repo)
+    try:
+        fts = all_terms_query(needle)
+    except QueryError:
+        fts = ""
+    found: list[Passage] = index.newest(fts, scan=RANKED_SCAN) if fts else []
+    best: dict[str, Passage] = {}
+    for p in found:  # already best first
+        if p.session_id not in best:
+            best[p.session_id] = p
+    cols = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+    width = len(SESSION_COLUMNS.split(","))
+    titled = repo.con.execute(
+        f"SELECT {cols} FROM sessions s WHERE NOT s.hidden AND contains(lower(s.title), ?) "
+        "ORDER BY s.updated_at DESC, s.id LIMIT ?",
+        [needle, limit],
+    ).fetchall()
+    hits: list[SearchHit] = []
+    seen: set[str] = set()
+    for row in titled:
+        session = session_from_row(row[:width])
+        seen.add(session.id)
+        top = best.get(session.id)
+        hits.append(SearchHit(session, snippet(top.text, _first_term(needle)) if top else "",
+                              top.node_id if top else None))
+    wanted = [sid for sid in best if sid not in seen][: max(0, limit - len(hits))]
+    if not wanted:
+        return tuple(hits)
+    rows = repo.con.execute(
+        f"SELECT {cols} FROM sessions s WHERE NOT s.hidden AND s.id IN (SELECT unnest(?))",
+        [wanted],
+    ).fetchall()
+    sessions = {str(r[0]): session_from_row(r[:width]) for r in rows}
+    node_ids = [best[sid].node_id for sid in wanted if sid in sessions]
+    alive = {str(r[0]) for r in repo.con.execute(
+        "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))", [node_ids]).fetchall()}
+    gone = [n for n in node_ids if n not in alive]
+    if gone:
+        index.forget(gone)  # purged since they were indexed
+    for sid in wanted:
+        found_session = sessions.get(sid)
+        p = best[sid]
+        if found_session is None or p.node_id not in alive:
+            continue
+        hits.append(SearchHit(found_session, snippet(p.text, _first_term(needle)), p.node_id))
+    return tuple(hits)
+
+
+def _first_term(needle: str) -> str:
+    words = needle.split()
+    return max(words, key=len) if words else needle
 
 
 def search_sessions(repo: Repository, query: str, limit: int = 500) -> tuple[SearchHit, ...]:

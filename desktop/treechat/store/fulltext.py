@@ -1,0 +1,348 @@
+"""The full-text index of every message: SQLite FTS5 (Python's own `sqlite3`) in a file beside
+the DuckDB store. It is derived data: rebuilt from the store when missing, damaged, of another
+version or behind a different store, and brought up to date with the nodes appended since it
+last looked (node `seq` is strictly increasing across the store, so a high-water mark is all
+the bookkeeping it needs).
+
+Why FTS5 and not DuckDB's own: DuckDB's `fts` extension builds a static index that has to be
+rebuilt whole after every insert, and is fetched from the network on first use; FTS5 ships
+with Python, updates incrementally and ranks with BM25.
+
+A message is indexed in passages of at most `PASSAGE_CHARS` characters cut at line breaks, so
+a match inside a 30,000-character tool result comes back as the passage that holds it. The
+row id encodes the passage: `seq * PASSAGES_PER_NODE + k`.
+
+All calls run on the store's worker thread (the index is opened there and used only there).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .database import Store
+from .repository import Repository
+
+INDEX_VERSION = "treechat-fts-1"
+PASSAGE_CHARS = 2000
+PASSAGES_PER_NODE = 1024
+MAX_QUERY_TERMS = 32
+MAX_TERM_CHARS = 64
+_SYNC_BATCH = 20_000
+
+# A node's display text in SQL, matching `Node.text`: a JSON string is unwrapped, a dict
+# with "text" gives that, anything else is searched as its JSON.
+NODE_TEXT_SQL = (
+    "CASE json_type(output) WHEN 'VARCHAR' THEN output->>'$' "
+    "ELSE coalesce(output->>'$.text', CAST(output AS VARCHAR)) END"
+)
+INDEXED_ROLES = ("user", "assistant", "tool")
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Function words carry no meaning of their own; an OR query (recall) leaves them out so they
+# do not pull in every message. A plain English list, not tuned to any conversation.
+_STOPWORDS_TEXT = """a an and are as at be been but by can could did do does for from had has
+have he her his how i if in into is it its me my no not of on or our she so than that the
+their them then there these they this to up us was we were what when where which who whom
+why will with would you your again also about please tell remind say said"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+class QueryError(ValueError):
+    """A query with nothing to search for (empty, or only punctuation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One indexed passage that matched: the node, its session, where in the node's text it
+    starts, the original text of the passage, and BM25's score (lower is better)."""
+
+    node_id: str
+    session_id: str
+    role: str
+    seq: int
+    offset: int
+    text: str
+    score: float
+
+
+def passages(text: str, size: int = PASSAGE_CHARS) -> Iterator[tuple[int, str]]:
+    """(offset, passage) pieces of `text`, each at most `size` characters, cut after a line
+    break where there is one in the second half of the piece."""
+    n = len(text)
+    start = 0
+    while start < n:
+        end = min(n, start + size)
+        if end < n:
+            cut = text.rfind("\n", start + size // 2, end)
+            if cut > start:
+                end = cut + 1
+        yield start, text[start:end]
+        start = end
+
+
+def terms_of(query: str) -> list[str]:
+    """The distinct words of a query, in order, at most `MAX_QUERY_TERMS` of them (a pasted
+    page of text is a query too, and must not become a pathological one)."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        w = word[:MAX_TERM_CHARS]
+        if w not in seen:
+            seen[w] = None
+            if len(seen) >= MAX_QUERY_TERMS:
+                break
+    return list(seen)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def all_terms_query(query: str) -> str:
+    """FTS5 query: every word must occur; the last may be the start of a word (typing)."""
+    terms = terms_of(query)
+    if not terms:
+        raise QueryError("nothing to search for")
+    parts = [_quote(t) for t in terms]
+    parts[-1] += "*"
+    return " AND ".join(parts)
+
+
+def any_terms_query(query: str) -> str:
+    """FTS5 query for a question: any of its content words, best BM25 first."""
+    terms = terms_of(query)
+    content = [t for t in terms if t not in STOPWORDS] or terms
+    if not content:
+        raise QueryError("nothing to search for")
+    return " OR ".join(_quote(t) for t in content)
+
+
+class FullTextIndex:
+    """One store's index. `path` None keeps it in memory (rebuilt on every open)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._con: sqlite3.Connection | None = None
+        self._mark = 0
+        self._mark_id = ""
+
+    # --- opening and rebuilding ----------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        if self._con is not None:
+            return self._con
+        target = str(self.path) if self.path is not None else ":memory:"
+        try:
+            con = self._connect(target)
+        except sqlite3.DatabaseError:
+            # Derived data: a damaged index file is replaced, the store is never touched.
+            if self.path is None:
+                raise
+            self._discard()
+            con = self._connect(target)
+        self._con = con
+        return con
+
+    def _connect(self, target: str) -> sqlite3.Connection:
+        con = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = con.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            if row is None or row[0] != INDEX_VERSION:
+                con.execute("DROP TABLE IF EXISTS passages")
+                con.execute("DELETE FROM meta")
+                con.execute("INSERT INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
+            con.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(body, node_id UNINDEXED,"
+                " session_id UNINDEXED, role UNINDEXED, start UNINDEXED, "
+                "tokenize='porter unicode61 remove_diacritics 2')"
+            )
+            mark = con.execute("SELECT value FROM meta WHERE key='mark'").fetchone()
+            mark_id = con.execute("SELECT value FROM meta WHERE key='mark_id'").fetchone()
+            self._mark = int(mark[0]) if mark else 0
+            self._mark_id = str(mark_id[0]) if mark_id else ""
+        except sqlite3.DatabaseError:
+            con.close()
+            raise
+        return con
+
+    def _discard(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+        if self.path is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+        self._mark, self._mark_id = 0, ""
+
+    def rebuild(self, repo: Repository) -> int:
+        """Drop everything and index the whole store again. Returns the nodes read."""
+        self._discard()
+        self._open()
+        return self._catch_up(repo, None)
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    # --- keeping current ---------------------------------------------------------------
+
+    def _belongs(self, repo: Repository) -> bool:
+        """Whether the index was built from this store: the node at its high-water mark is
+        still there under the same id (a replaced or rewound store fails this)."""
+        if self._mark == 0:
+            return True
+        if repo.last_seq < self._mark:
+            return False
+        row = repo.con.execute("SELECT id FROM nodes WHERE seq = ?", [self._mark]).fetchone()
+        return row is not None and str(row[0]) == self._mark_id
+
+    def sync(self, repo: Repository, batch: int | None = None) -> int:
+        """Index the nodes appended since the last call (at most `batch` of them; all when
+        None). Returns how many nodes were read. Cheap when nothing is new."""
+        self._open()
+        if not self._belongs(repo):
+            return self.rebuild(repo)
+        return self._catch_up(repo, batch)
+
+    def _catch_up(self, repo: Repository, batch: int | None) -> int:
+        con = self._open()
+        read = 0
+        while repo.last_seq > self._mark:
+            rows = repo.con.execute(
+                f"SELECT seq, id, session_id, role, {NODE_TEXT_SQL} FROM nodes "
+                "WHERE seq > ? ORDER BY seq LIMIT ?",
+                [self._mark, batch or _SYNC_BATCH],
+            ).fetchall()
+            if not rows:
+                break
+            con.execute("BEGIN")
+            try:
+                con.executemany(
+                    "INSERT OR REPLACE INTO passages(rowid, body, node_id, session_id, role, "
+                    "start) VALUES (?, ?, ?, ?, ?, ?)",
+                    _rows(rows),
+                )
+                con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                [("mark", str(rows[-1][0])), ("mark_id", str(rows[-1][1]))])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            self._mark, self._mark_id = int(rows[-1][0]), str(rows[-1][1])
+            read += len(rows)
+            if batch is not None:
+                break
+        return read
+
+    def forget(self, node_ids: Iterable[str]) -> None:
+        """Drop the passages of nodes that are no longer in the store."""
+        ids = list(node_ids)
+        if ids:
+            self._open().executemany("DELETE FROM passages WHERE node_id = ?",
+                                     ((i,) for i in ids))
+
+    @property
+    def mark(self) -> int:
+        """The newest node seq the index has seen."""
+        return self._mark
+
+    # --- searching ---------------------------------------------------------------------
+
+    def search(self, fts_query: str, *, limit: int = 50,
+               seqs: Iterable[int] | None = None) -> list[Passage]:
+        """Passages matching an FTS5 query (see `all_terms_query`, `any_terms_query`), best
+        first. `seqs` restricts the search to those nodes."""
+        con = self._open()
+        params: list[object] = [fts_query]
+        where = "passages MATCH ?"
+        if seqs is not None:
+            wanted = sorted(set(seqs))
+            if not wanted:
+                return []
+            # Row ids of a node's passages form one range: seq * PASSAGES_PER_NODE + k.
+            con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (seq INTEGER PRIMARY KEY)")
+            con.execute("DELETE FROM wanted")
+            con.executemany("INSERT INTO wanted VALUES (?)", ((s,) for s in wanted))
+            where += f" AND (rowid / {PASSAGES_PER_NODE}) IN (SELECT seq FROM wanted)"
+        params.append(limit)
+        rows = con.execute(
+            f"SELECT rowid, node_id, session_id, role, body, bm25(passages), start FROM passages "
+            f"WHERE {where} ORDER BY rank LIMIT ?",
+            params,
+        ).fetchall()
+        return [_passage(r) for r in rows]
+
+    def newest(self, fts_query: str, *, scan: int) -> list[Passage]:
+        """The `scan` newest passages matching, ranked by BM25 among themselves: FTS5 walks
+        its doclist newest first and stops there, so a word found in every other message
+        costs no more than a rare one."""
+        con = self._open()
+        rows = con.execute(
+            "SELECT rowid, node_id, session_id, role, body, score, start FROM ("
+            "SELECT rowid, node_id, session_id, role, body, bm25(passages) AS score, start "
+            "FROM passages WHERE passages MATCH ? ORDER BY rowid DESC LIMIT ?) "
+            "ORDER BY score",
+            (fts_query, scan),
+        ).fetchall()
+        return [_passage(r) for r in rows]
+
+    def count(self) -> int:
+        row = self._open().execute("SELECT count(*) FROM passages").fetchone()
+        return int(row[0]) if row else 0
+
+
+def _passage(r: Sequence[object]) -> Passage:
+    rowid = int(r[0])  # type: ignore[call-overload]
+    return Passage(
+        node_id=str(r[1]),
+        session_id=str(r[2]),
+        role=str(r[3]),
+        seq=rowid // PASSAGES_PER_NODE,
+        offset=int(r[6] or 0),  # type: ignore[call-overload]
+        text=str(r[4]),
+        score=float(r[5]),  # type: ignore[arg-type]
+    )
+
+
+def _rows(rows: Sequence[Sequence[object]]) -> Iterator[tuple[int, str, str, str, str, int]]:
+    for seq, node_id, session_id, role, body in rows:
+        if role not in INDEXED_ROLES or body is None:
+            continue
+        text = str(body)
+        if not text.strip():
+            continue
+        for k, (start, piece) in enumerate(passages(text)):
+            if k >= PASSAGES_PER_NODE:
+                break
+            yield (int(seq) * PASSAGES_PER_NODE + k,  # type: ignore[call-overload]
+                   piece, str(node_id), str(session_id), str(role), start)
+
+
+# --- one index per store --------------------------------------------------------------------
+
+_INDEXES: weakref.WeakKeyDictionary[Store, FullTextIndex] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def index_path(store_path: Path) -> Path:
+    """Where a store's index lives: beside it, named after it."""
+    return store_path.with_name(store_path.name + ".search.sqlite")
+
+
+def index_for(store: Store) -> FullTextIndex:
+    """The store's index (opened on first use, on the store's worker)."""
+    with _LOCK:
+        found = _INDEXES.get(store)
+        if found is None:
+            found = FullTextIndex(index_path(Path(store.path)))
+            _INDEXES[store] = found
+        return found
