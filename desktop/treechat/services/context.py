@@ -38,8 +38,8 @@ from ..core.summarize import AsyncSummarizer, DeterministicSummarizer, Summarize
 from ..core.tokens import TokenCounter, message_tokens, messages_tokens, tools_tokens
 from ..store import commits as commit_store
 from ..store.database import Store
-from ..store.repository import Repository
 from ..store.fulltext import FullTextIndex, Passage, QueryError, any_terms_query, index_for
+from ..store.repository import Repository
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,11 @@ def stable_tools(tools: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ..
     def key(tool: Mapping[str, Any]) -> str:
         fn = tool.get("function")
         name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+        return str(name or "")
+
+    return tuple(dict(t) for t in sorted(tools, key=key))
+
+
 @dataclass(frozen=True)
 class RecallHit:
     """One match of `recall`: the original text of a passage of a node the request no longer
@@ -129,11 +134,6 @@ FALLBACK_CHARS = 1500
 FALLBACK_HITS = 3
 
 
-        return str(name or "")
-
-    return tuple(dict(t) for t in sorted(tools, key=key))
-
-
 @dataclass
 class _Loaded:
     head: str | None
@@ -158,12 +158,12 @@ class ContextEngine:
         self._commits: OrderedDict[str, ContextCommit] = OrderedDict()
         self._latest: dict[str, str] = {}
         self._compositions: dict[str, tuple[str, str, tuple[dict[str, Any], ...]]] = {}
-        self._index: FullTextIndex | None = None
         self._lock = asyncio.Lock()
         self._pinned: frozenset[str] = frozenset()
         # Highest node seq each session's generation has seen: newer nodes are read at once.
         self._session_seq: dict[str, int] = {}
         self._saving: set[concurrent.futures.Future[int]] = set()
+        self._index: FullTextIndex | None = None
         self._summarizer: Summarizer | AsyncSummarizer = (
             self.config.summarizer
             if self.config.summarizer is not None
@@ -180,12 +180,12 @@ class ContextEngine:
         window: int,
         head: str | None = None,
         tools: Sequence[dict[str, Any]] = (),
-        recall_fallback: bool = False,
         system_prompt: str = "",
         situation: str = "",
         now: float,
         measured: MeasuredUsage | None = None,
         force_compact: bool = False,
+        recall_fallback: bool = False,
     ) -> TurnPrep:
         """Everything the provider needs for the next request on `head` (default: the
         session's HEAD). Raises `ContextOverflowError` when the system prompt and tools alone
@@ -223,15 +223,15 @@ class ContextEngine:
                     commit,
                     CompactionRequest(history_budget=budget.history, mode=mode,
                                       calibration=calibration),
-            if recall_fallback and commit is not None:
-                digest = await self._fallback_digest(commit)
-                if digest:
-                    composition = replace(composition, digest=digest)
                     now=now,
                     instructions="\n\n".join(t for t in (system_prompt, situation) if t),
                 )
                 compacted = compacted_commit.id != commit.id
                 commit = compacted_commit
+            if recall_fallback and commit is not None:
+                digest = await self._fallback_digest(commit)
+                if digest:
+                    composition = replace(composition, digest=digest)
             fit, categories = await asyncio.to_thread(
                 self._fit, commit, composition, window, tool_tokens, budget.output_reserve
             )
@@ -296,6 +296,11 @@ class ContextEngine:
         self, session_id: str, head: str | None = None, *, now: float
     ) -> ContextCommit | None:
         """The commit for `head`: the nearest ancestor commit extended by the nodes written
+        since (None for an empty session)."""
+        async with self._lock:
+            commit, _ = await self._ensure(session_id, head, now)
+        return commit
+
     async def recall(
         self, session_id: str, query: str, *, head: str | None = None, now: float,
         limit: int = 3, max_chars: int = RECALL_CHARS,
@@ -398,11 +403,6 @@ class ContextEngine:
         if self._index is None:
             self._index = index_for(self.store)
         return self._index
-
-        since (None for an empty session)."""
-        async with self._lock:
-            commit, _ = await self._ensure(session_id, head, now)
-        return commit
 
     def cached(self, commit_id: str) -> ContextCommit | None:
         return self._commits.get(commit_id)
@@ -692,6 +692,20 @@ class ContextEngine:
         graph = Graph(repo.session_nodes(session_id))
         if head not in graph:
             node = repo.get_node(head)
+            if node is None:
+                raise GraphError(f"unknown node {head!r}")
+            graph = Graph(repo.session_nodes(node.session_id))
+        nodes = ancestry(graph, head)
+        ids = [n.id for n in nodes]
+        found = commit_store.commits_for_heads(repo, ids)
+        found.update({i: self._latest[i] for i in ids if i in self._latest})
+        for k in range(len(nodes) - 1, -1, -1):
+            cid = found.get(nodes[k].id)
+            if cid is not None:
+                return cid, list(nodes[k + 1:])
+        return None, list(nodes)
+
+
 def _text_lengths(repo: Repository, seqs: Sequence[int]) -> dict[int, int]:
     from ..store.fulltext import NODE_TEXT_SQL
 
@@ -734,20 +748,6 @@ def focus(text: str, query: str, width: int) -> tuple[int, str]:
     if cut >= 0:
         start = cut + 1
     return start, text[start:start + width]
-
-
-            if node is None:
-                raise GraphError(f"unknown node {head!r}")
-            graph = Graph(repo.session_nodes(node.session_id))
-        nodes = ancestry(graph, head)
-        ids = [n.id for n in nodes]
-        found = commit_store.commits_for_heads(repo, ids)
-        found.update({i: self._latest[i] for i in ids if i in self._latest})
-        for k in range(len(nodes) - 1, -1, -1):
-            cid = found.get(nodes[k].id)
-            if cid is not None:
-                return cid, list(nodes[k + 1:])
-        return None, list(nodes)
 
 
 def _summary_tokens(commit: ContextCommit) -> int:
