@@ -1,6 +1,12 @@
 """Writing an imported conversation as a session and its nodes: one transaction per
 conversation, in bulk, remembered in `import_sources` so the same file twice adds nothing
-(and a later export of the same conversation adds only what is new)."""
+(and a later export of the same conversation adds only what is new).
+
+An import never takes a session away from the user: it writes only into sessions it created
+itself, moves their HEAD only while it is still where the last import of the file put it, and
+never changes a title. A Treechat file that names a session already in the store (its own
+export coming back, or a file crafted to look like it) gets a new session for what is new in
+it, branched from the one it names."""
 
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ class WrittenConversation:
     nodes: int
     branches: int
     head: str | None
+    head_kept: bool = False  # new nodes were added but HEAD stayed where the user had it
+    note: str = ""  # what the user should be told about this conversation, if anything
 
 
 def conversation_key(fmt: str, conversation_id: str) -> str:
@@ -57,11 +65,13 @@ def write_conversation(
             [conv_key, prefix],
         ).fetchall()
         session_id: str | None = None
+        import_head: str | None = None  # where the last import of this conversation put HEAD
         stale: list[str] = []
         remembered: dict[str, tuple[str, str]] = {}  # message id -> (key, node id)
         for key, node_id, owner in rows:
             if key == conv_key:
                 session_id = owner
+                import_head = node_id or None
             else:
                 remembered[json.loads(key)[2]] = (key, node_id)
         session = repo.get_session(session_id) if session_id is not None else None
@@ -77,63 +87,94 @@ def write_conversation(
                 existing[message_id] = node_id
             else:
                 stale.append(key)
+        forked_from: str | None = None
         if keep_ids:
             for node_id in _existing_node_ids(repo, [m.source_id for m in conv.nodes]):
                 existing.setdefault(node_id, node_id)
-            if session_id is None:
-                session = repo.get_session(conv.source_id)
-                if session is not None:
-                    session_id = conv.source_id
+            named = session if session is not None else repo.get_session(conv.source_id)
+            if named is not None:
+                # Never write into a session that is already here: what is new goes to a
+                # session of its own, branched from it.
+                forked_from = named.id
+                session_id, session, conv_row_needed = None, None, True
+                if conv_key not in stale:
+                    stale.append(conv_key)
 
         fresh = [m for m in conv.nodes if m.source_id not in existing]
-        if not fresh and session_id is not None:
-            return WrittenConversation(session_id, False, 0, 0, None)
+        if not fresh:
+            owner = session_id or forked_from
+            if owner is not None:
+                return WrittenConversation(owner, False, 0, 0, None)
 
         id_of = dict(existing)
         for message in fresh:
             id_of[message.source_id] = message.source_id if keep_ids else make_id()
         created = session_id is None
         if session_id is None:
-            free = keep_ids and repo.get_session(conv.source_id) is None
+            free = keep_ids and forked_from is None and repo.get_session(conv.source_id) is None
             session_id = conv.source_id if free else make_id()
 
-        nodes = [_node(m, id_of, session_id) for m in fresh]
+        nodes = [_node(m, id_of, session_id, now) for m in fresh]
         repo.append_nodes(nodes)
         if stale:
             repo.con.execute(
                 "DELETE FROM import_sources WHERE source_key IN (SELECT unnest(?))", [stale]
             )
+        head = id_of.get(conv.head_source_id) if conv.head_source_id is not None else None
         source_rows = [
             (message_key(fmt, conv.source_id, m.source_id), id_of[m.source_id], session_id, now)
             for m in fresh
         ]
-        if conv_row_needed:
-            source_rows.append((conv_key, "", session_id, now))
         bulk_insert(repo.con, "import_sources", SOURCE_COLUMNS, source_rows)
 
-        head = id_of.get(conv.head_source_id) if conv.head_source_id is not None else None
         updated = conv.updated_at or now
+        created_at = conv.created_at if conv.created_at > 0 else now
+        note = ""
+        head_kept = False
         if created:
+            title = conv.title
+            if forked_from is not None:
+                title = f"{conv.title} (imported)" if conv.title else "Imported chat"
+                note = (f"“{conv.title or forked_from}” is already here: what the file adds "
+                        f"is in a new chat, “{title}”.")
             repo.create_session(
                 Session(
                     id=session_id,
-                    title=conv.title,
+                    title=title,
                     head=head,
                     model=conv.model,
-                    created_at=conv.created_at,
-                    updated_at=max(updated, conv.created_at),
+                    created_at=created_at,
+                    updated_at=max(updated, created_at),
+                    forked_from=forked_from,
                 )
             )
         else:
-            if head is not None:
-                repo.set_head(session_id, head, updated)
-            if session is not None and session.hidden and fresh:
+            assert session is not None
+            if head is not None and head != session.head:
+                if session.head is None or session.head == import_head:
+                    repo.set_head(session_id, head, updated)
+                else:
+                    # The user has moved HEAD since the last import: leave it, and say where
+                    # the new messages are.
+                    head, head_kept = session.head, True
+                    note = (f"“{session.title or conv.title}”: the new messages are on a new "
+                            "branch; HEAD stays where you left it.")
+            if session.hidden and fresh:
                 # Importing a deleted conversation again is asking for it back.
                 repo.update_session(session_id, hidden=False)
+        # Remember where this import left HEAD, to know later whether the user moved it.
+        recorded = head if not head_kept else import_head
+        if conv_row_needed:
+            bulk_insert(repo.con, "import_sources", SOURCE_COLUMNS,
+                        [(conv_key, recorded or "", session_id, now)])
+        elif not head_kept:
+            repo.con.execute("UPDATE import_sources SET node_id = ? WHERE source_key = ?",
+                             [recorded or "", conv_key])
 
     before = [m for m in conv.nodes if m.source_id in existing]
     branches = count_tips(conv.nodes) - (count_tips(before) if before else 0)
-    return WrittenConversation(session_id, created, len(fresh), max(branches, 0), head)
+    return WrittenConversation(session_id, created, len(fresh), max(branches, 0), head,
+                               head_kept, note)
 
 
 def _existing_node_ids(repo: Repository, ids: list[str]) -> set[str]:
@@ -143,12 +184,13 @@ def _existing_node_ids(repo: Repository, ids: list[str]) -> set[str]:
     return {row[0] for row in rows.fetchall()}
 
 
-def _node(message: ImportedMessage, id_of: dict[str, str], session_id: str) -> Node:
+def _node(message: ImportedMessage, id_of: dict[str, str], session_id: str, now: float) -> Node:
     parent = id_of[message.parent_source_id] if message.parent_source_id is not None else None
     return Node(
         id=id_of[message.source_id],
         seq=0,
-        created_at=message.created_at,
+        # Some exports carry no times at all (AI Studio): such a message is as old as its import.
+        created_at=message.created_at if message.created_at > 0 else now,
         session_id=session_id,
         role=message.role,
         name=message.name,

@@ -19,7 +19,7 @@ from treechat.core.model import Session
 from treechat.store.database import Store
 from treechat.store.imports import write_conversation
 
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "imports"
+DATA = Path(__file__).resolve().parents[2] / "data" / "imports"
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from .model import EdgeKind, ImportedConversation, ImportedMessage, Skipped
 class Draft:
     """A message as a parser first reads it; `assemble` validates and freezes it.
 
-    `skip_reason` drops the message (its children hang from its parent instead).
+    `skip_reason` drops the message (its children hang from its parent instead); a `quiet`
+    skip drops something with nothing visible in it, which the summary does not mention.
     """
 
     source_id: str
@@ -33,13 +34,14 @@ class Draft:
     metadata: dict[str, Any] = field(default_factory=dict)
     reads: tuple[str, ...] = ()
     skip_reason: str | None = None
+    quiet: bool = False
 
     def has_content(self) -> bool:
         if self.role not in ("user", "assistant"):
             return True  # system, tool and runtime records are kept even when empty
         if self.metadata.get("hidden") or self.metadata.get("tool_calls"):
             return True
-        if self.metadata.get("attachments") or self.metadata.get("thinking"):
+        if self.metadata.get("attachments") or self.metadata.get("reasoning"):
             return True
         out = self.output
         if out is None:
@@ -51,6 +53,50 @@ class Draft:
 
 def imported_from(fmt: str, source_id: str) -> dict[str, Any]:
     return {"imported_from": {"format": fmt, "id": source_id}}
+
+
+# --- attachments ----------------------------------------------------------------------------
+# Treechat has no attachments of its own yet. A file or image an export mentions is kept as a
+# placeholder in `metadata["attachments"]`: what it is called and where the source app kept it
+# (`ref`), marked `"placeholder": True` so a later attachments feature can find and upgrade it,
+# and named in the message's text so the reader (and the model) see that it was there.
+
+
+def attachment(
+    name: str,
+    *,
+    kind: str = "file",
+    ref: str = "",
+    mime_type: str = "",
+    size_bytes: int | None = None,
+    text: str = "",
+    source: Any = None,
+) -> dict[str, Any]:
+    """A placeholder for a file or image an imported message carried."""
+    out: dict[str, Any] = {"placeholder": True, "kind": kind, "name": name or ref or kind}
+    if ref:
+        out["ref"] = ref
+    if mime_type:
+        out["mime_type"] = mime_type
+    if isinstance(size_bytes, int) and not isinstance(size_bytes, bool) and size_bytes >= 0:
+        out["size_bytes"] = size_bytes
+    if text:
+        out["text"] = text  # what the source app extracted from the file, kept whole
+    if source is not None:
+        out["source"] = source
+    return out
+
+
+def attachment_line(att: dict[str, Any]) -> str:
+    """How a placeholder reads inside a message: `[image: chart.png]`."""
+    return f"[{att.get('kind') or 'file'}: {att.get('name') or att.get('ref') or '?'}]"
+
+
+def with_attachment_lines(text: str, attachments: Sequence[dict[str, Any]]) -> str:
+    lines = [attachment_line(a) for a in attachments if attachment_line(a) not in text]
+    if not lines:
+        return text
+    return "\n\n".join(p for p in (text, "\n".join(lines)) if p)
 
 
 # --- times --------------------------------------------------------------------------------
@@ -126,13 +172,17 @@ def assemble(
         order[draft.source_id] = len(order)
 
     # Dropped messages are spliced out: their children hang from their parent instead.
+    # An empty message is dropped quietly: there is nothing in it to miss, and the chain it
+    # carried (an empty reply whose child is the real answer) is kept by the splice.
     dropped: dict[str, str | None] = {}
     for draft in by_id.values():
         reason = draft.skip_reason
+        quiet = draft.quiet
         if reason is None and not exact and not draft.has_content():
-            reason = "message has no content"
+            reason, quiet = "message has no content", True
         if reason is not None:
-            skip(reason, draft.source_id)
+            if not quiet:
+                skip(reason, draft.source_id)
             dropped[draft.source_id] = draft.parent
 
     def through_dropped(pid: str | None) -> str | None:
@@ -419,7 +469,7 @@ def expand_segments(
             meta["tool_calls"] = calls
         thinking = "\n\n".join(s.text for s in rnd["thinking"] if s.text)
         if thinking:
-            meta["thinking"] = thinking
+            meta["reasoning"] = thinking
         text = "\n\n".join(s.text for s in rnd["text"] if s.text)
         drafts.append(
             Draft(rid, previous, "assistant", text, name=name, created_at=created_at,

@@ -1,5 +1,8 @@
-"""ChatGPT data export (`conversations.json`): each conversation's `mapping` tree, every
-branch kept, HEAD at `current_node`, tool traffic paired to the call that caused it."""
+"""ChatGPT data export (`conversations.json`, or today's `conversations-NNN.json` files): each
+conversation's `mapping` tree, every branch kept, HEAD at `current_node`, tool traffic (code,
+browsing, `web.run`, canvas) paired to the call that caused it, the model's `thoughts` and
+`reasoning_recap` folded into the reply they led to as its reasoning, images and files kept as
+named placeholders."""
 
 from __future__ import annotations
 
@@ -7,7 +10,16 @@ import json
 from typing import Any
 
 from ..model import Role
-from ._common import Draft, assemble, conversations_of, imported_from, mapping_of, parse_time
+from ._common import (
+    Draft,
+    assemble,
+    attachment,
+    attachment_line,
+    conversations_of,
+    imported_from,
+    mapping_of,
+    parse_time,
+)
 from .model import ImportedConversation, ParsedExport, Skipped
 
 FORMAT = "chatgpt"
@@ -15,6 +27,13 @@ FORMAT = "chatgpt"
 # Content types that are context the app injected, never shown as a chat bubble.
 _CONTEXT_TYPES = frozenset({"user_editable_context", "model_editable_context"})
 _INTERRUPTED_STATUS = frozenset({"in_progress", "finished_partial_completion"})
+_REASONING_TYPES = frozenset({"thoughts", "reasoning_recap"})
+_ASSET_KINDS = {
+    "image_asset_pointer": "image",
+    "audio_asset_pointer": "audio",
+    "video_container_asset_pointer": "video",
+    "real_time_user_audio_video_asset_pointer": "audio",
+}
 
 
 def looks_like(item: Any) -> bool:
@@ -23,11 +42,11 @@ def looks_like(item: Any) -> bool:
     )
 
 
-def parse(data: Any) -> ParsedExport:
+def parse(data: Any, first_index: int = 0) -> ParsedExport:
     """Read a list of conversations, or a single conversation object."""
     conversations: list[ImportedConversation] = []
     skipped: list[Skipped] = []
-    for index, item in enumerate(conversations_of(data)):
+    for index, item in enumerate(conversations_of(data), start=first_index):
         conv_id = _conversation_id(item, index)
         if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
             title = item.get("title", "") if isinstance(item, dict) else ""
@@ -86,6 +105,7 @@ def _conversation(item: dict[str, Any], conv_id: str) -> tuple[ImportedConversat
         recipients[key] = recipient
 
     _pair_tool_traffic(drafts, recipients)
+    _fold_reasoning(drafts)
 
     head = item.get("current_node")
     if isinstance(head, str) and head not in messages and head in mapping:
@@ -139,7 +159,7 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
             meta["model"] = slug
         if recipient != "all":
             meta["recipient"] = recipient
-            meta["tool_calls"] = [{"id": key, "name": recipient, "arguments": text}]
+            meta["tool_calls"] = [{"id": key, "name": recipient, "arguments": _arguments(text)}]
     elif source_role == "tool":
         role = "tool"
         name = str(author.get("name") or "")
@@ -167,7 +187,20 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
     )
     if content is None:
         draft.skip_reason = "message has no content"
+        draft.quiet = True
     return draft, recipient
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments: the JSON object `web.run` and canvas calls send, else the text
+    (code for `python`, a query for the old browser)."""
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
 
 
 def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -183,12 +216,12 @@ def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
             if isinstance(part, str):
                 pieces.append(part)
             elif isinstance(part, dict):
-                ptype = str(part.get("content_type") or "attachment")
                 if isinstance(part.get("text"), str):
                     pieces.append(part["text"])  # audio transcriptions and the like
                 else:
-                    attachments.append(part)
-                    pieces.append(f"[{ptype.replace('_', ' ')}]")
+                    placeholder = _asset(part)
+                    attachments.append(placeholder)
+                    pieces.append(attachment_line(placeholder))
         if attachments:
             extra["attachments"] = attachments
         return "\n".join(p for p in pieces if p), extra
@@ -209,7 +242,6 @@ def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         body = str(content.get("text") or "")
         return (f"{header}\n\n{body}" if header else body), extra
     if ctype == "thoughts":
-        extra["reasoning"] = True
         blocks = []
         for thought in content.get("thoughts") or ():
             if isinstance(thought, dict):
@@ -218,7 +250,6 @@ def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
                 blocks.append(f"**{summary}**\n{body}" if summary else body)
         return "\n\n".join(b for b in blocks if b), extra
     if ctype == "reasoning_recap":
-        extra["reasoning"] = True
         return str(content.get("content") or ""), extra
     if ctype == "user_editable_context":
         parts = [str(content.get(k) or "") for k in ("user_profile", "user_instructions")]
@@ -230,6 +261,81 @@ def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
             return str(content[key]), extra
     rest = {k: v for k, v in content.items() if k != "content_type"}
     return (json.dumps(rest, ensure_ascii=False, sort_keys=True) if rest else ""), extra
+
+
+def _asset(part: dict[str, Any]) -> dict[str, Any]:
+    """A placeholder for an image (or audio, video, file) part, named by its asset id."""
+    ptype = str(part.get("content_type") or "attachment")
+    pointer = str(part.get("asset_pointer") or "")
+    asset_id = pointer.split("://", 1)[-1] if pointer else ""
+    meta = mapping_of(part.get("metadata"))
+    name = str(meta.get("file_name") or part.get("name") or asset_id or ptype)
+    return attachment(name, kind=_ASSET_KINDS.get(ptype, "file"), ref=pointer,
+                      mime_type=str(part.get("mime_type") or ""),
+                      size_bytes=part.get("size_bytes"), source=part)
+
+
+def _fold_reasoning(drafts: dict[str, Draft]) -> None:
+    """Move `thoughts` and `reasoning_recap` messages into the assistant message they led to
+    (the nearest assistant below them that is not reasoning itself): its reasoning part in
+    `metadata["reasoning"]` (and the recap line in `metadata["reasoning_recap"]`). The
+    reasoning messages are then dropped quietly: nothing of them is lost. Reasoning with no
+    reply below it (an interrupted answer) stays a node of its own, as reasoning."""
+    def kind(d: Draft) -> str:
+        return str(d.metadata.get("content_type") or "")
+
+    children: dict[str, list[str]] = {}
+    for key, draft in drafts.items():
+        if draft.parent is not None:
+            children.setdefault(draft.parent, []).append(key)
+    index = {key: i for i, key in enumerate(drafts)}
+    for key, draft in drafts.items():
+        if kind(draft) not in _REASONING_TYPES or draft.skip_reason is not None:
+            continue
+        if draft.parent is not None and drafts.get(draft.parent) is not None and kind(
+            drafts[draft.parent]
+        ) in _REASONING_TYPES:
+            continue  # folded with the first message of its run
+        run: list[Draft] = [draft]
+        replies: list[Draft] = []
+        frontier = [key]
+        seen = {key}
+        while frontier and not replies:
+            below: list[str] = []
+            for k in frontier:
+                for child in sorted(children.get(k, ()), key=index.__getitem__):
+                    if child in seen:
+                        continue
+                    seen.add(child)
+                    node = drafts[child]
+                    if node.role == "assistant" and kind(node) in _REASONING_TYPES:
+                        run.append(node)
+                        below.append(child)
+                    elif node.role == "assistant" and node.skip_reason is None:
+                        replies.append(node)
+                    elif node.role in ("system", "tool") or node.metadata.get("hidden"):
+                        below.append(child)
+            frontier = below
+        thoughts = "\n\n".join(str(d.output or "") for d in run
+                                if kind(d) == "thoughts" and d.output)
+        recap = "\n".join(str(d.output or "") for d in run
+                          if kind(d) == "reasoning_recap" and d.output)
+        if not replies:
+            for d in run:
+                d.metadata["reasoning"] = str(d.output or "")
+                d.output = ""
+            continue
+        for reply in replies:
+            if thoughts:
+                earlier = reply.metadata.get("reasoning")
+                reply.metadata["reasoning"] = (
+                    f"{earlier}\n\n{thoughts}" if isinstance(earlier, str) and earlier
+                    else thoughts
+                )
+            if recap:
+                reply.metadata["reasoning_recap"] = recap
+        for d in run:
+            d.skip_reason, d.quiet = "reasoning, kept with the reply it led to", True
 
 
 def _pair_tool_traffic(drafts: dict[str, Draft], recipients: dict[str, str]) -> None:

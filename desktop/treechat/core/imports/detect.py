@@ -6,37 +6,48 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import chatgpt, claude, librechat, openwebui, treechat
+from . import aistudio, chatgpt, claude, deepseek, grok, librechat, openwebui, treechat
 from .model import ImportFileError, ParsedExport
 
 FORMAT_NAMES: dict[str, str] = {
     treechat.FORMAT: "Treechat",
     chatgpt.FORMAT: "ChatGPT",
     claude.FORMAT: "Claude.ai",
+    deepseek.FORMAT: "DeepSeek",
+    grok.FORMAT: "Grok",
+    aistudio.FORMAT: "Google AI Studio",
     openwebui.FORMAT: "Open WebUI",
     librechat.FORMAT: "LibreChat",
 }
 
+# Most specific first: DeepSeek's `mapping` is told from ChatGPT's by its `fragments`.
 _PROBES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     (treechat.FORMAT, treechat.looks_like),
+    (deepseek.FORMAT, deepseek.looks_like),
     (chatgpt.FORMAT, chatgpt.looks_like),
     (claude.FORMAT, claude.looks_like),
+    (grok.FORMAT, grok.looks_like),
+    (aistudio.FORMAT, aistudio.looks_like),
     (openwebui.FORMAT, openwebui.looks_like),
     (librechat.FORMAT, librechat.looks_like),
 )
 
-_PARSERS: dict[str, Callable[[Any], ParsedExport]] = {
+_PARSERS: dict[str, Callable[[Any, int], ParsedExport]] = {
     treechat.FORMAT: treechat.parse,
     chatgpt.FORMAT: chatgpt.parse,
     claude.FORMAT: claude.parse,
+    deepseek.FORMAT: deepseek.parse,
+    grok.FORMAT: grok.parse,
+    aistudio.FORMAT: aistudio.parse,
     openwebui.FORMAT: openwebui.parse,
     librechat.FORMAT: librechat.parse,
 }
 
-KNOWN = "ChatGPT (conversations.json or its zip), Claude.ai, LibreChat, Open WebUI or Treechat"
+KNOWN = ("ChatGPT (conversations.json or its zip), Claude.ai, DeepSeek, Grok, Google AI Studio, "
+         "LibreChat, Open WebUI or Treechat")
 
 # How many conversations of a list to look at: enough to get past a damaged first entry.
-_SAMPLE = 50
+SAMPLE = 50
 
 
 def decode_json(raw: bytes | str, name: str = "the file") -> Any:
@@ -69,24 +80,36 @@ def detect_format(data: Any) -> str:
     if isinstance(data, list):
         if not data:
             raise ImportFileError("The file holds an empty list: there are no conversations in it.")
-        sample = data[:_SAMPLE]
+        sample = data[:SAMPLE]
     elif isinstance(data, dict):
         sample = [data]
     else:
         raise ImportFileError(f"This is not a chat export (the JSON is a {type(data).__name__}). "
                               f"Treechat reads {KNOWN} exports.")
+    fmt = probe_format(sample)
+    if fmt is None:
+        raise ImportFileError(f"Treechat does not recognise this file's format. It reads "
+                              f"{KNOWN} exports.")
+    return fmt
+
+
+def probe_format(sample: list[Any]) -> str | None:
+    """The format one of `sample`'s conversations has, if any is recognised."""
     for fmt, probe in _PROBES:
         if any(probe(item) for item in sample):
             return fmt
-    raise ImportFileError(f"Treechat does not recognise this file's format. It reads {KNOWN} "
-                          "exports.")
+    return None
 
 
-def parse_export(data: Any, fmt: str | None = None) -> ParsedExport:
-    """Read parsed export JSON into conversations, detecting the format unless given."""
+def parse_export(
+    data: Any, fmt: str | None = None, *, first_index: int = 0
+) -> ParsedExport:
+    """Read parsed export JSON into conversations, detecting the format unless given.
+    `first_index` numbers the conversations of a list read in pieces (conversations without
+    an id of their own are named by their place in the file)."""
     fmt = fmt or detect_format(data)
     try:
         parser = _PARSERS[fmt]
     except KeyError:
         raise ImportFileError(f"unknown import format {fmt!r}") from None
-    return parser(data)
+    return parser(data, first_index)

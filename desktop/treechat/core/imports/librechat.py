@@ -29,10 +29,10 @@ def looks_like(item: Any) -> bool:
     )
 
 
-def parse(data: Any) -> ParsedExport:
+def parse(data: Any, first_index: int = 0) -> ParsedExport:
     conversations: list[ImportedConversation] = []
     skipped: list[Skipped] = []
-    for index, item in enumerate(conversations_of(data)):
+    for index, item in enumerate(conversations_of(data), start=first_index):
         fields = mapping_of(item)
         conv_id = str(fields.get("conversationId") or "") or f"conversation-{index + 1}"
         tree = fields.get("messagesTree", fields.get("messages"))
@@ -122,7 +122,7 @@ def _message_drafts(
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
-        meta["thinking"] = thinking
+        meta["reasoning"] = thinking
     return [Draft(sid, parent, role, text, name=name, created_at=created, metadata=meta)]
 
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from ..dag import Graph, active_path, descendants, version_of
 from ..model import Node, Session
+from ..reply import reasoning_of
 
 _BACKTICKS = re.compile(r"`{3,}")
 
@@ -104,9 +105,9 @@ def _node(graph: Graph, node: Node) -> list[str]:
         text = node.input if isinstance(node.input, str) else node.text
         out.extend([_quote(text or ""), ""])
         return out
-    thinking = node.metadata.get("thinking")
-    if isinstance(thinking, str) and thinking.strip():
-        out.extend([_quote(thinking), ""])
+    thinking = reasoning_of(node)
+    if thinking:
+        out.extend(["_Thinking:_", "", _quote(thinking), ""])
     text = node.text
     if text.strip():
         out.extend([text.rstrip(), ""])

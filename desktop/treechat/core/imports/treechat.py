@@ -75,7 +75,16 @@ def dump_session(session: Session, nodes: Sequence[Node], *, exported_at: float)
     }
 
 
-def parse(data: Any) -> ParsedExport:
+def parse(data: Any, first_index: int = 0) -> ParsedExport:
+    """One session's document, or a list of them."""
+    if isinstance(data, list):
+        parts = [_parse_one(item) for item in data]
+        return ParsedExport(FORMAT, tuple(c for p in parts for c in p.conversations),
+                            tuple(s for p in parts for s in p.skipped))
+    return _parse_one(data)
+
+
+def _parse_one(data: Any) -> ParsedExport:
     if not isinstance(data, dict):
         return ParsedExport(FORMAT, (), (Skipped("not a Treechat export object", ""),))
     version = data.get("version")

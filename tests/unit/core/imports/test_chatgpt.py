@@ -14,7 +14,7 @@ from treechat.core.imports import chatgpt
 from treechat.core.imports.model import ImportedConversation
 from treechat.core.model import Node
 
-DATA = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "imports"
+DATA = Path(__file__).resolve().parents[3] / "data" / "imports"
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +234,15 @@ def test_code_interpreter_reasoning_and_interrupted_messages() -> None:
     by_id = {n.source_id: n for n in parsed.conversations[0].nodes}
     assert by_id["ctx"].role == "system" and by_id["ctx"].metadata["hidden"] is True
     assert by_id["ctx"].input == "An SRE.\n\nBe brief."
-    assert by_id["u1"].output == "[image asset pointer]\nWhat is in this plot?"
-    assert by_id["u1"].metadata["attachments"][0]["asset_pointer"] == "file-service://file-1"
-    assert by_id["th"].metadata["reasoning"] is True and "It is a sine." in by_id["th"].output
-    assert by_id["rr"].output == "Thought for 4 seconds"
+    assert by_id["u1"].output == "[image: file-1]\nWhat is in this plot?"
+    placeholder = by_id["u1"].metadata["attachments"][0]
+    assert placeholder["placeholder"] is True and placeholder["kind"] == "image"
+    assert (placeholder["name"], placeholder["ref"]) == ("file-1", "file-service://file-1")
+    # thoughts and the recap are the reasoning of the call they led to, not messages
+    assert "th" not in by_id and "rr" not in by_id
+    assert by_id["py"].parent_source_id == "u1"
+    assert by_id["py"].metadata["reasoning"] == "**Reading**\nIt is a sine."
+    assert by_id["py"].metadata["reasoning_recap"] == "Thought for 4 seconds"
     assert by_id["out"].edge == "caller" and by_id["out"].parent_source_id == "py"
     assert by_id["out"].metadata["tool_call_id"] == "py"
     assert by_id["out"].input == "print(1+1)"
@@ -283,7 +288,7 @@ def test_conversation_without_mapping_is_skipped_and_others_still_import(
     assert "mapping" in parsed.skipped[0].reason
 
 
-def test_empty_visible_message_is_skipped_and_its_reply_rehung() -> None:
+def test_empty_message_is_dropped_quietly_and_its_reply_rehung() -> None:
     conv = conversation(
         [("u1", None, message("u1", "user", text("first"), t=1.0)),
          ("a1", "u1", message("a1", "assistant", text("reply"), t=2.0)),
@@ -292,8 +297,7 @@ def test_empty_visible_message_is_skipped_and_its_reply_rehung() -> None:
         current="a2",
     )
     parsed = chatgpt.parse(conv)
-    assert [(s.source_id, s.reason) for s in parsed.skipped] == [
-        ("u2", "message has no content")]
+    assert parsed.skipped == ()  # nothing visible was dropped: the summary says nothing
     by_id = {n.source_id: n for n in parsed.conversations[0].nodes}
     assert set(by_id) == {"u1", "a1", "a2"}
     assert by_id["a2"].parent_source_id == "a1"
@@ -318,13 +322,13 @@ def test_missing_parent_and_cycle_are_reported_not_imported() -> None:
     assert reasons["c2"].startswith("parent links form a cycle")
 
 
-def test_message_without_content_object_is_reported() -> None:
+def test_message_without_content_object_is_dropped_and_head_moves_up() -> None:
     conv = conversation(
         [("u1", None, message("u1", "user", text("ok"), t=1.0)),
          ("a1", "u1", {**message("a1", "assistant", text("x"), t=2.0), "content": None})],
         current="a1",
     )
     parsed = chatgpt.parse(conv)
-    assert [(s.source_id, s.reason) for s in parsed.skipped] == [
-        ("a1", "message has no content")]
+    assert parsed.skipped == ()
+    assert [n.source_id for n in parsed.conversations[0].nodes] == ["u1"]
     assert parsed.conversations[0].head_source_id == "u1"

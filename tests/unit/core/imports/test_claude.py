@@ -83,7 +83,7 @@ def test_tool_use_blocks_become_paired_tool_nodes_and_thinking_is_kept() -> None
     (conv,) = claude.parse(data).conversations
     by_id = {n.source_id: n for n in conv.nodes}
     call = by_id["a1#part1"]
-    assert call.output == "Let me look." and call.metadata["thinking"] == "I should search."
+    assert call.output == "Let me look." and call.metadata["reasoning"] == "I should search."
     assert call.metadata["tool_calls"] == [
         {"id": "toolu_1", "name": "web_search", "arguments": {"q": "pho"}}]
     result = by_id["a1#result1"]
@@ -95,7 +95,7 @@ def test_tool_use_blocks_become_paired_tool_nodes_and_thinking_is_kept() -> None
     assert conv.branches == 1
 
 
-def test_attachments_count_as_content_and_empty_messages_are_reported() -> None:
+def test_attachments_are_named_placeholders_and_empty_messages_drop_quietly() -> None:
     with_file = msg("h1", "human", "", "2024-03-01T10:00:01Z",
                     attachments=[{"file_name": "notes.txt", "extracted_content": "milk"}])
     empty = msg("a1", "assistant", "", "2024-03-01T10:00:02Z")
@@ -103,10 +103,12 @@ def test_attachments_count_as_content_and_empty_messages_are_reported() -> None:
     parsed = claude.parse([{"uuid": "c", "name": "n", "chat_messages": [with_file, empty, reply]}])
     (conv,) = parsed.conversations
     assert [n.source_id for n in conv.nodes] == ["h1", "h2"]
-    assert conv.nodes[0].metadata["attachments"][0]["extracted_content"] == "milk"
+    placeholder = conv.nodes[0].metadata["attachments"][0]
+    assert placeholder["placeholder"] is True and placeholder["name"] == "notes.txt"
+    assert placeholder["text"] == "milk"  # the text Claude extracted is kept whole
+    assert conv.nodes[0].output == "[file: notes.txt]"
     assert conv.nodes[1].parent_source_id == "h1"
-    assert [(s.source_id, s.reason) for s in parsed.skipped] == [
-        ("a1", "message has no content")]
+    assert parsed.skipped == ()
 
 
 def test_unknown_sender_cycle_and_missing_parent_are_reported() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from treechat.core.imports import ImportFileError, decode_json, detect_format, parse_export
 
-DATA = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "imports"
+DATA = Path(__file__).resolve().parents[3] / "data" / "imports"
 
 
 def real(name: str) -> Any:

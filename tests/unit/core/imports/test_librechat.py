@@ -11,7 +11,7 @@ import pytest
 
 from treechat.core.imports import librechat
 
-DATA = Path(__file__).resolve().parents[4] / ".." / "shared" / "data" / "imports"
+DATA = Path(__file__).resolve().parents[3] / "data" / "imports"
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def test_agent_content_parts_become_paired_tool_nodes() -> None:
     (conv,) = librechat.parse(data).conversations
     by_id = {n.source_id: n for n in conv.nodes}
     call = by_id["a1#part1"]
-    assert call.output == "Checking." and call.metadata["thinking"] == "Need the tool."
+    assert call.output == "Checking." and call.metadata["reasoning"] == "Need the tool."
     assert call.metadata["tool_calls"] == [
         {"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Oslo\"}"}]
     result = by_id["a1#result1"]
@@ -154,7 +154,7 @@ def test_agent_content_parts_become_paired_tool_nodes() -> None:
     assert by_id["a1"].created_at == 1714557605.0
 
 
-def test_missing_parent_and_empty_message_are_reported() -> None:
+def test_missing_parent_is_reported_and_empty_message_dropped_quietly() -> None:
     data = {
         "conversationId": "c2",
         "messages": [
@@ -166,7 +166,6 @@ def test_missing_parent_and_empty_message_are_reported() -> None:
     }
     parsed = librechat.parse(data)
     assert {s.source_id: s.reason for s in parsed.skipped} == {
-        "a1": "message has no content",
         "u2": "its parent message nowhere is not in the file",
     }
     assert [n.source_id for n in parsed.conversations[0].nodes] == ["u1"]

@@ -77,7 +77,7 @@ def test_structured_output_tool_call_and_reasoning() -> None:
     (conv,) = openwebui.parse(chat(messages, current="a1")).conversations
     by_id = {n.source_id: n for n in conv.nodes}
     call = by_id["a1#part1"]
-    assert call.metadata["thinking"] == "Need weather."
+    assert call.metadata["reasoning"] == "Need weather."
     assert call.metadata["tool_calls"][0]["name"] == "get_weather"
     tool = by_id["a1#result1"]
     assert (tool.edge, tool.parent_source_id, tool.output) == ("caller", "a1#part1",
@@ -99,7 +99,7 @@ def test_details_blocks_in_plain_content() -> None:
                 "a1": m("a1", "u1", "assistant", content, 2)}
     (conv,) = openwebui.parse(chat(messages, current="a1")).conversations
     by_id = {n.source_id: n for n in conv.nodes}
-    assert by_id["a1#part1"].metadata["thinking"] == "Let me think.\nYes."
+    assert by_id["a1#part1"].metadata["reasoning"] == "Let me think.\nYes."
     assert by_id["a1#part1"].metadata["tool_calls"] == [
         {"id": "call_9", "name": "calc", "arguments": '{"x": 2}'}]
     assert by_id["a1#result1"].output == '"4"'
@@ -119,7 +119,7 @@ def test_older_linear_messages_list() -> None:
     assert conv.head_source_id == "old#3"
 
 
-def test_cycle_missing_parent_and_empty_message_are_reported() -> None:
+def test_cycle_and_missing_parent_are_reported_and_empty_message_dropped_quietly() -> None:
     messages = {
         "u1": m("u1", None, "user", "fine", 1, ["a1"]),
         "a1": m("a1", "u1", "assistant", "", 2, ["u2"]),
@@ -133,7 +133,6 @@ def test_cycle_missing_parent_and_empty_message_are_reported() -> None:
     assert {n.source_id: n.parent_source_id for n in conv.nodes} == {"u1": None, "u2": "u1"}
     reasons = {s.source_id: s.reason for s in parsed.skipped}
     assert reasons == {
-        "a1": "message has no content",
         "c1": "parent links form a cycle (through message c1)",
         "c2": "parent links form a cycle (through message c1)",
         "o1": "its parent message ghost is not in the file",

@@ -1,0 +1,138 @@
+"""DeepSeek data export (`conversations.json`): a `mapping` tree like ChatGPT's, each message a
+list of `fragments` — REQUEST (the user's text), THINK (reasoning), RESPONSE (the answer),
+SEARCH (web results) — with `inserted_at` times. Editing the first message makes another root:
+every root is kept, and HEAD goes to the newest tip (the file names none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Role
+from ._common import (
+    Draft,
+    Segment,
+    assemble,
+    attachment,
+    conversations_of,
+    expand_segments,
+    imported_from,
+    mapping_of,
+    parse_time,
+    with_attachment_lines,
+)
+from .model import ImportedConversation, ParsedExport, Skipped
+
+FORMAT = "deepseek"
+
+
+def looks_like(item: Any) -> bool:
+    if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
+        return False
+    if "inserted_at" in item:
+        return True
+    for entry in list(item["mapping"].values())[:5]:
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if isinstance(message, dict) and isinstance(message.get("fragments"), list):
+            return True
+    return False
+
+
+def parse(data: Any, first_index: int = 0) -> ParsedExport:
+    conversations: list[ImportedConversation] = []
+    skipped: list[Skipped] = []
+    for index, item in enumerate(conversations_of(data), start=first_index):
+        fields = mapping_of(item)
+        conv_id = str(fields.get("id") or "") or f"conversation-{index + 1}"
+        if not isinstance(fields.get("mapping"), dict):
+            skipped.append(Skipped("conversation has no message tree ('mapping')", conv_id))
+            continue
+        conversation, skips = _conversation(fields, conv_id)
+        skipped.extend(skips)
+        if conversation is not None:
+            conversations.append(conversation)
+    return ParsedExport(FORMAT, tuple(conversations), tuple(skipped))
+
+
+def _conversation(item: dict[str, Any], conv_id: str) -> tuple[ImportedConversation | None,
+                                                               list[Skipped]]:
+    mapping: dict[str, Any] = item["mapping"]
+    title = str(item.get("title") or "")
+    carriers = {str(k) for k, e in mapping.items()
+                if not (isinstance(e, dict) and isinstance(e.get("message"), dict))}
+    drafts: list[Draft] = []
+    skipped: list[Skipped] = []
+    for raw_key, entry in mapping.items():
+        key = str(raw_key)
+        if not isinstance(entry, dict):
+            skipped.append(Skipped("malformed entry in the message tree", key, title))
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            continue  # the tree's root: its children are the conversation's first messages
+        parent = entry.get("parent")
+        parent = None if parent is None or str(parent) in carriers else str(parent)
+        drafts.extend(_drafts(key, parent, message))
+    return _finish(item, conv_id, title, drafts, skipped)
+
+
+def _finish(item: dict[str, Any], conv_id: str, title: str, drafts: list[Draft],
+            skipped: list[Skipped]) -> tuple[ImportedConversation | None, list[Skipped]]:
+    conversation, skips = assemble(
+        FORMAT,
+        source_id=conv_id,
+        title=title,
+        created_at=parse_time(item.get("inserted_at")),
+        updated_at=parse_time(item.get("updated_at")),
+        model="",
+        drafts=drafts,
+        head=None,
+    )
+    return conversation, skipped + skips
+
+
+def _drafts(key: str, parent: str | None, message: dict[str, Any]) -> list[Draft]:
+    fragments = [f for f in message.get("fragments") or () if isinstance(f, dict)]
+    kinds = {str(f.get("type") or "").upper() for f in fragments}
+    created = parse_time(message.get("inserted_at"))
+    meta: dict[str, Any] = imported_from(FORMAT, key)
+    model = message.get("model")
+    attachments = [
+        attachment(str(f.get("file_name") or f.get("name") or ""), ref=str(f.get("id") or ""),
+                   size_bytes=f.get("file_size"), source=f)
+        for f in message.get("files") or () if isinstance(f, dict)
+    ]
+    if attachments:
+        meta["attachments"] = attachments
+    role: Role = "user" if "REQUEST" in kinds else "assistant"
+    if role == "assistant" and isinstance(model, str) and model:
+        meta["model"] = model
+    segments: list[Segment] = []
+    for fragment in fragments:
+        kind = str(fragment.get("type") or "").upper()
+        content = str(fragment.get("content") or "")
+        if kind in ("REQUEST", "RESPONSE"):
+            segments.append(Segment("text", content))
+        elif kind == "THINK":
+            segments.append(Segment("thinking", content))
+        elif kind in ("SEARCH", "READ_LINK", "TOOL_SEARCH", "TOOL_OPEN"):
+            results = [r for r in fragment.get("results") or () if isinstance(r, dict)]
+            text = "\n\n".join(
+                " — ".join(str(r.get(k) or "") for k in ("title", "url") if r.get(k))
+                + (f"\n{r.get('snippet')}" if r.get("snippet") else "")
+                for r in results
+            ) or content
+            segments.append(Segment("call", name=kind.lower(),
+                                    arguments=fragment.get("queries") or content or None))
+            segments.append(Segment("result", text, name=kind.lower()))
+        elif content:
+            segments.append(Segment("text", content))
+    name = str(model) if role == "assistant" and isinstance(model, str) else ""
+    if role == "assistant" and any(s.kind == "call" for s in segments):
+        return expand_segments(FORMAT, key, parent, segments, name=name, created_at=created,
+                               metadata=meta)
+    text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
+    thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
+    if thinking:
+        meta["reasoning"] = thinking
+    return [Draft(key, parent, role, with_attachment_lines(text, attachments), name=name,
+                  created_at=created, metadata=meta)]
