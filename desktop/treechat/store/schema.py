@@ -136,6 +136,43 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "chat settings revisions, presets, pinned and favourite chats",
+        (
+            # Append-only: every change is a new revision with its time, so each request
+            # knows the instructions and parameters it ran under.
+            """
+            CREATE TABLE session_settings (
+                id           VARCHAR PRIMARY KEY,
+                session_id   VARCHAR NOT NULL,
+                revision     INTEGER NOT NULL,
+                changed_at   DOUBLE NOT NULL,
+                instructions VARCHAR NOT NULL DEFAULT '',
+                parameters   JSON NOT NULL DEFAULT '{}',
+                preset       VARCHAR NOT NULL DEFAULT '',
+                UNIQUE (session_id, revision)
+            )
+            """,
+            "CREATE INDEX session_settings_session ON session_settings(session_id)",
+            """
+            CREATE TABLE presets (
+                name        VARCHAR PRIMARY KEY,
+                data        JSON NOT NULL,
+                created_at  DOUBLE NOT NULL,
+                updated_at  DOUBLE NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE session_marks (
+                session_id  VARCHAR PRIMARY KEY,
+                pinned      BOOLEAN NOT NULL DEFAULT FALSE,
+                favourite   BOOLEAN NOT NULL DEFAULT FALSE,
+                changed_at  DOUBLE NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -151,3 +151,97 @@ def session_usage(repo: Repository, session_id: str) -> tuple[UsageRecord, ...]:
         [session_id],
     ).fetchall()
     return tuple(_record_from_row(r) for r in rows)
+
+
+# --- spend: per reply, per chat, by day / model / chat -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRow:
+    """Totals for one group of requests (a day "YYYY-MM-DD", a model id or a session id)."""
+
+    key: str
+    requests: int
+    input_tokens: int
+    cache_read: int
+    cache_write: int
+    output_tokens: int
+    cost_usd: float
+    unpriced_requests: int
+    first_at: float
+    last_at: float
+    label: str = ""  # what to show: the chat's title for a session, else the key
+
+    @property
+    def priced(self) -> bool:
+        """False when some request had no known price (its cost counts as 0)."""
+        return self.unpriced_requests == 0
+
+
+def usage_for_heads(repo: Repository, heads: Sequence[str]) -> dict[str, tuple[UsageRecord, ...]]:
+    """The ledger rows measured at each of `heads` (a reply node: the request that wrote it),
+    in the order they were made."""
+    if not heads:
+        return {}
+    rows = repo.con.execute(
+        f"SELECT {USAGE_COLUMNS} FROM usage WHERE list_contains(?, head) "
+        "ORDER BY created_at, rowid",
+        [list(heads)],
+    ).fetchall()
+    out: dict[str, list[UsageRecord]] = {}
+    for row in rows:
+        record = _record_from_row(row)
+        if record.head is not None:
+            out.setdefault(record.head, []).append(record)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def usage_rows(
+    repo: Repository, session_id: str | None = None, since: float | None = None
+) -> tuple[UsageRecord, ...]:
+    """Every request (of one session, and/or since a time), oldest first."""
+    where: list[str] = []
+    params: list[Any] = []
+    if session_id is not None:
+        where.append("session_id = ?")
+        params.append(session_id)
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(since)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = repo.con.execute(
+        f"SELECT {USAGE_COLUMNS} FROM usage {clause} ORDER BY created_at, rowid", params
+    ).fetchall()
+    return tuple(_record_from_row(r) for r in rows)
+
+
+def spend_by(repo: Repository, by: str) -> tuple[SpendRow, ...]:
+    """Totals grouped by "model" or "session", costliest first. Grouping by day needs the
+    local calendar, so it is done by the caller over `usage_rows`."""
+    if by not in ("model", "session"):
+        raise ValueError(f"cannot group usage by {by!r}")
+    column = "u.model" if by == "model" else "u.session_id"
+    label = "u.model" if by == "model" else "coalesce(any_value(s.title), u.session_id)"
+    rows = repo.con.execute(
+        f"SELECT {column}, count(*), sum(u.input_tokens), sum(u.cache_read), "
+        "sum(u.cache_write), sum(u.output_tokens), sum(u.cost_usd), "
+        "count(*) FILTER (WHERE NOT u.priced), min(u.created_at), max(u.created_at), "
+        f"{label} FROM usage u LEFT JOIN sessions s ON s.id = u.session_id "
+        f"GROUP BY {column} ORDER BY sum(u.cost_usd) DESC, {column}"
+    ).fetchall()
+    return tuple(
+        SpendRow(
+            key=str(r[0]),
+            requests=int(r[1]),
+            input_tokens=int(r[2] or 0),
+            cache_read=int(r[3] or 0),
+            cache_write=int(r[4] or 0),
+            output_tokens=int(r[5] or 0),
+            cost_usd=float(r[6] or 0.0),
+            unpriced_requests=int(r[7] or 0),
+            first_at=float(r[8] or 0.0),
+            last_at=float(r[9] or 0.0),
+            label=str(r[10]),
+        )
+        for r in rows
+    )

@@ -110,3 +110,26 @@ def test_the_ledger_survives_reopening(tmp_path: Path) -> None:
     with Store.open(path) as second:
         (only,) = second.call(ledger)
     assert only.requests == 1 and only.input_tokens == 1000
+
+
+def test_spend_by_model_and_session_and_rows_per_reply(store: Store) -> None:
+    from treechat.core.model import Session
+    from treechat.store.usage import spend_by, usage_for_heads, usage_rows
+
+    store.call(lambda r: r.create_session(
+        Session(id="s1", title="First chat", head=None, model="", created_at=1.0, updated_at=1.0)))
+    for record in (row(0, head="n1"), row(1, head="n2"),
+                   row(2, session="s2", model="openai/local", priced=False, head="n3")):
+        store.call(lambda r, rec=record: record_usage(r, rec))
+    by_model = store.call(lambda r: spend_by(r, "model"))
+    assert [(s.key, s.requests, s.priced) for s in by_model] == [
+        ("anthropic/claude-sonnet-4-5", 2, True), ("openai/local", 1, False)]
+    by_session = {s.key: s for s in store.call(lambda r: spend_by(r, "session"))}
+    assert by_session["s1"].label == "First chat" and by_session["s2"].label == "s2"
+    assert by_session["s1"].cost_usd == pytest.approx(0.03)
+    assert by_session["s2"].cost_usd == 0.0 and by_session["s2"].unpriced_requests == 1
+    per_reply = store.call(lambda r: usage_for_heads(r, ["n2", "n3", "missing"]))
+    assert set(per_reply) == {"n2", "n3"} and per_reply["n2"][0].input_tokens == 2000
+    assert len(store.call(lambda r: usage_rows(r, since=1001.0))) == 2
+    with pytest.raises(ValueError):
+        store.call(lambda r: spend_by(r, "colour"))
