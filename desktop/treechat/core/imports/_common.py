@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -364,10 +365,18 @@ def _last_model(nodes: Sequence[ImportedMessage]) -> str:
     return ""
 
 
+_PLACEHOLDER_LINE = re.compile(r"^\[(?:file|image|audio|video): [^\]]*\]$")
+
+
 def _title_from(nodes: Sequence[ImportedMessage]) -> str:
     for node in nodes:
-        if node.role == "user" and isinstance(node.output, str) and node.output.strip():
-            line = " ".join(node.output.split())
+        if node.role != "user" or not isinstance(node.output, str):
+            continue
+        words = "\n".join(
+            line for line in node.output.splitlines() if not _PLACEHOLDER_LINE.match(line.strip())
+        )
+        if words.strip():
+            line = " ".join(words.split())
             return line if len(line) <= 60 else line[:59].rstrip() + "…"
     return ""
 

@@ -19,6 +19,7 @@ from ._common import (
     imported_from,
     mapping_of,
     parse_time,
+    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -140,6 +141,15 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
     meta.update(extra)
     if source_meta:
         meta["chatgpt"] = source_meta
+    # Files the user uploaded with a message are listed in its metadata, not its parts.
+    uploads = [
+        attachment(str(a.get("name") or ""), ref=str(a.get("id") or ""),
+                   mime_type=str(a.get("mime_type") or ""), size_bytes=a.get("size"), source=a)
+        for a in source_meta.get("attachments") or () if isinstance(a, dict)
+    ]
+    if uploads:
+        meta["attachments"] = [*meta.get("attachments", ()), *uploads]
+        text = with_attachment_lines(text, uploads)
 
     hidden = bool(source_meta.get("is_visually_hidden_from_conversation")) or (
         content_type in _CONTEXT_TYPES

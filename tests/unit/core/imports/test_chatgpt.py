@@ -332,3 +332,82 @@ def test_message_without_content_object_is_dropped_and_head_moves_up() -> None:
     assert parsed.skipped == ()
     assert [n.source_id for n in parsed.conversations[0].nodes] == ["u1"]
     assert parsed.conversations[0].head_source_id == "u1"
+
+
+# --- today's export: reasoning, canvas, web.run, images, files (tests/data/imports) --------
+
+
+def reasoning_fixture() -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(
+        (DATA / "chatgpt-reasoning-tools.json").read_text(encoding="utf-8"))
+    return data
+
+
+def active_path_of(conv: Any) -> list[Any]:
+    by_id = {n.source_id: n for n in conv.nodes}
+    node = by_id[conv.head_source_id]
+    out = [node]
+    while node.parent_source_id is not None:
+        node = by_id[node.parent_source_id]
+        out.append(node)
+    return out[::-1]
+
+
+def test_thoughts_and_recap_are_the_reasoning_of_the_reply_not_messages() -> None:
+    parsed = chatgpt.parse(reasoning_fixture())
+    assert parsed.skipped == ()  # what was folded or empty is not reported as lost
+    conv = parsed.conversations[0]
+    by_id = {n.source_id: n for n in conv.nodes}
+    assert not {"th1", "rr1", "empty"} & set(by_id)
+    texts = [n.output for n in conv.nodes if n.role == "assistant"]
+    assert not any("Thought for" in str(t) or "**Reading the plot**" in str(t) for t in texts)
+    first = by_id["py"]  # the first thing the model did after thinking: run code
+    assert first.parent_source_id == "u1"
+    assert first.metadata["reasoning"] == (
+        "**Reading the plot**\nA sine wave with period 2π.\n\n"
+        "**Planning**\nRun code to confirm, then search the forecast.")
+    assert first.metadata["reasoning_recap"] == "Thought for 29s"
+
+
+def test_code_web_run_and_canvas_calls_are_tool_nodes_with_caller_edges() -> None:
+    conv = chatgpt.parse(reasoning_fixture()).conversations[0]
+    by_id = {n.source_id: n for n in conv.nodes}
+    calls = {k: by_id[k].metadata["tool_calls"][0] for k in ("py", "web", "cv")}
+    assert calls["py"]["name"] == "python" and "math.sin" in calls["py"]["arguments"]
+    assert calls["web"] == {"id": "web", "name": "web.run",
+                            "arguments": {"search_query": [{"q": "Oslo weather tomorrow"}]}}
+    assert calls["cv"]["name"] == "canmore.create_textdoc"
+    assert calls["cv"]["arguments"]["name"] == "packing_list"
+    for caller, tool in (("py", "out"), ("web", "webres"), ("cv", "cvres")):
+        node = by_id[tool]
+        assert (node.role, node.edge, node.parent_source_id) == ("tool", "caller", caller)
+        assert node.metadata["tool_call_id"] == caller
+    assert by_id["out"].output == "1.0" and by_id["webres"].name == "web.run"
+    # the empty message that carried the chain is gone; the answer hangs where it belongs
+    assert by_id["a1"].parent_source_id == "web"
+
+
+def test_active_path_branches_and_head_of_todays_export() -> None:
+    conv = chatgpt.parse(reasoning_fixture()).conversations[0]
+    assert conv.head_source_id == "a2" and conv.branches == 2
+    assert [(n.role, n.source_id) for n in active_path_of(conv)] == [
+        ("system", "sys"), ("user", "u1"), ("assistant", "py"), ("assistant", "web"),
+        ("assistant", "a1"), ("user", "u2"), ("assistant", "cv"), ("assistant", "a2")]
+    by_id = {n.source_id: n for n in conv.nodes}
+    assert by_id["a2b"].parent_source_id == "u2"  # the other branch: a plain answer
+
+
+def test_images_and_uploaded_files_are_named_placeholders() -> None:
+    plot, quote = chatgpt.parse(reasoning_fixture()).conversations
+    u1 = next(n for n in plot.nodes if n.source_id == "u1")
+    (image,) = u1.metadata["attachments"]
+    assert image == {"placeholder": True, "kind": "image", "name": "file-PLOT123",
+                     "ref": "file-service://file-PLOT123", "size_bytes": 48213,
+                     "source": image["source"]}
+    assert u1.output.startswith("[image: file-PLOT123]\n")
+    q1 = next(n for n in quote.nodes if n.source_id == "q1")
+    assert q1.output.endswith("[file: report.pdf]")
+    assert q1.metadata["attachments"][0]["ref"] == "file-REPORT"
+    tether = next(n for n in quote.nodes if n.source_id == "quote")
+    assert (tether.role, tether.edge, tether.parent_source_id) == ("tool", "caller", "q1call")
+    assert "Revenue grew 12%" in tether.output and tether.metadata["quote"]["title"] == "report.pdf"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from treechat.core.imports import claude
@@ -137,3 +139,74 @@ def test_nil_parent_variants_are_roots() -> None:
     ]}
     (conv,) = claude.parse(data).conversations
     assert all(n.parent_source_id is None for n in conv.nodes)
+
+
+# --- the fixture written from the export's documented shape (see tests/data/imports) ------
+
+FIXTURE = Path(__file__).resolve().parents[3] / "data" / "imports" / "claude-tools-thinking.json"
+
+
+def fixture() -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    return data
+
+
+def path_to_head(conv: Any) -> list[Any]:
+    by_id = {n.source_id: n for n in conv.nodes}
+    node = by_id[conv.head_source_id]
+    out = [node]
+    while node.parent_source_id is not None:
+        node = by_id[node.parent_source_id]
+        out.append(node)
+    return out[::-1]
+
+
+def test_out_of_order_messages_are_put_in_time_order_human_before_its_reply() -> None:
+    parsed = claude.parse(fixture())
+    assert parsed.skipped == ()
+    conv = parsed.conversations[0]
+    # the file lists the follow-up first, and the first reply shares the question's time
+    assert [(n.role, n.output) for n in path_to_head(conv)] == [
+        ("user", "What is the weather in Hanoi? My notes are attached.\n\n"
+                 "[file: trip-notes.txt]\n[image: map.png]"),
+        ("assistant", "Let me look that up."),
+        ("assistant", "It is 32C and humid in Hanoi."),
+        ("user", "And tomorrow?"),
+        ("assistant", "Tomorrow looks rainy."),
+    ]
+    assert conv.head_source_id == "m4-assistant" and conv.branches == 1
+
+
+def test_tool_blocks_with_null_ids_pair_in_order_and_thinking_is_the_reasoning() -> None:
+    conv = claude.parse(fixture()).conversations[0]
+    by_id = {n.source_id: n for n in conv.nodes}
+    call = by_id["m2-assistant#part1"]
+    assert call.metadata["reasoning"] == "The user wants current weather. I should search."
+    (spec,) = call.metadata["tool_calls"]
+    assert (spec["name"], spec["arguments"]) == ("web_search", {"query": "Hanoi weather"})
+    result = by_id["m2-assistant#result1"]
+    assert (result.role, result.edge, result.parent_source_id) == (
+        "tool", "caller", "m2-assistant#part1")
+    assert result.metadata["tool_call_id"] == spec["id"] and result.output == "32C and humid"
+    assert result.input == {"query": "Hanoi weather"}
+    files = by_id["m1-user"].metadata["attachments"]
+    assert [(f["kind"], f["name"], f["placeholder"]) for f in files] == [
+        ("file", "trip-notes.txt", True), ("image", "map.png", True)]
+    assert files[0]["text"] == "Arrive Tuesday, 3 days." and files[1]["ref"] == "f-map-1"
+
+
+def test_messages_made_only_of_tool_blocks_become_a_call_and_its_tool_node() -> None:
+    conv = claude.parse(fixture()).conversations[1]
+    by_id = {n.source_id: n for n in conv.nodes}
+    # the human message that only carries the result is not a chat message of its own
+    assert "b3" not in by_id
+    assert by_id["b2"].metadata["tool_calls"][0]["id"] == "toolu_add"
+    answer = by_id["b3#answer1"]
+    assert (answer.role, answer.edge, answer.parent_source_id, answer.output) == (
+        "tool", "caller", "b2", "5")
+    assert answer.metadata["tool_call_id"] == "toolu_add" and answer.input == {"a": 2, "b": 3}
+    assert answer.name == "add"
+    # both replies continue the turn from the call; the retry is HEAD, with its reasoning
+    assert by_id["b4"].parent_source_id == "b2" and by_id["b5-retry"].parent_source_id == "b2"
+    assert conv.head_source_id == "b5-retry" and conv.branches == 2
+    assert by_id["b5-retry"].metadata["reasoning"] == "Just report the tool's answer."

@@ -39,6 +39,12 @@ TREECHAT = {"format": "treechat", "version": 1, "session": {"id": "s", "title": 
         (OPENWEBUI, "openwebui"),
         (OPENWEBUI[0]["chat"], "openwebui"),
         (TREECHAT, "treechat"),
+        (real("claude-tools-thinking.json"), "claude"),
+        (real("chatgpt-reasoning-tools.json"), "chatgpt"),
+        (real("deepseek-export.json"), "deepseek"),
+        (real("grok-prod-grok-backend.json"), "grok"),
+        (real("grok-prod-grok-backend.json")["conversations"], "grok"),
+        (real("aistudio-prompt.json"), "aistudio"),
     ],
 )
 def test_each_format_is_recognised(data: Any, expected: str) -> None:
