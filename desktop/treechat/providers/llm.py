@@ -383,3 +383,84 @@ def reservation_cost(model: str, prompt_tokens: int, output_tokens: int) -> Cost
     """Ceiling for a call not yet made: the uncached price, because a cache hit is never
     guaranteed (CTX-008)."""
     return request_cost(model, prompt_tokens, output_tokens)
+
+
+# --- request parameters ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCapabilities:
+    """Which of a chat's request parameters the model takes (litellm's own view of it, from
+    `get_supported_openai_params` and `supports_reasoning`). A parameter the model does not
+    take is neither shown nor sent."""
+
+    temperature: bool = True
+    top_p: bool = True
+    max_tokens: bool = True
+    reasoning_effort: bool = False
+    thinking_budget: bool = False
+
+    @property
+    def reasoning(self) -> bool:
+        return self.reasoning_effort or self.thinking_budget
+
+
+_capability_cache: dict[str, ModelCapabilities] = {}
+
+
+def model_capabilities(model: str) -> ModelCapabilities:
+    """What `model` accepts, cached per model (blocks until litellm is loaded: call it off
+    the GUI thread). A model litellm cannot place gets the common three and no reasoning."""
+    cached = _capability_cache.get(model)
+    if cached is not None:
+        return cached
+    litellm = litellm_module()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model)
+    except Exception:
+        provider = provider_of(model) or None
+    try:
+        params = set(
+            litellm.get_supported_openai_params(model=model, custom_llm_provider=provider) or ()
+        )
+    except Exception:
+        params = set()
+    try:
+        reasoning = bool(litellm.supports_reasoning(model=model, custom_llm_provider=provider))
+    except Exception:
+        reasoning = False
+    if not params:
+        params = {"temperature", "top_p", "max_tokens"}
+    caps = ModelCapabilities(
+        temperature="temperature" in params,
+        top_p="top_p" in params,
+        max_tokens=bool({"max_tokens", "max_completion_tokens"} & params),
+        reasoning_effort=reasoning and "reasoning_effort" in params,
+        thinking_budget=reasoning and "thinking" in params,
+    )
+    _capability_cache[model] = caps
+    return caps
+
+
+def request_parameters(
+    model: str,
+    *,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    reasoning_effort: str | None = None,
+    thinking_budget: int | None = None,
+) -> dict[str, Any]:
+    """The completion keyword arguments for a chat's parameters, keeping only those `model`
+    takes (a setting the model has no use for is left out, not sent for litellm to drop).
+    The reply-token limit travels as `TurnRequest.max_tokens`."""
+    caps = model_capabilities(model)
+    out: dict[str, Any] = {}
+    if temperature is not None and caps.temperature:
+        out["temperature"] = temperature
+    if top_p is not None and caps.top_p:
+        out["top_p"] = top_p
+    if thinking_budget is not None and caps.thinking_budget:
+        out["thinking"] = {"type": "enabled", "budget_tokens": int(thinking_budget)}
+    elif reasoning_effort is not None and caps.reasoning_effort:
+        out["reasoning_effort"] = reasoning_effort
+    return out
