@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 # Tools whose calls and results stay whole in the context however old they are (spec §5):
@@ -22,10 +22,12 @@ JSONSchema = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool call gives back to the model: success or failure, always as text."""
+    """What a tool call gives back to the model: success or failure, always as text.
+    `metadata` lands on the tool node (e.g. which MCP server answered)."""
 
     ok: bool
     text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def success(cls, text: str) -> ToolResult:

@@ -1,0 +1,1 @@
+"""Tools from Model Context Protocol servers, through the official `mcp` SDK."""

@@ -1,0 +1,147 @@
+"""The launcher a stdio MCP server runs under, so it never outlives Treechat.
+
+Run as a script (`python guard.py --parent-pid P -- COMMAND ARGS...`); standard library only,
+it never imports the rest of Treechat. It starts COMMAND in the process group the guard leads,
+with the guard's stdin, stdout and stderr (the MCP pipes pass straight through, nothing is
+copied), and ends that whole group when Treechat goes away, however it goes: an MCP server is
+any program (`npx` starting `node`, `uvx` starting Python), so it cannot be asked to watch its
+parent itself the way the bundled model's server does (`providers/local_server.py`).
+
+Three guards, because each has a gap: PR_SET_PDEATHSIG (Linux: the kernel sends SIGTERM when
+the thread that spawned us ends), a hang-up on stdin (every POSIX system: the parent holds the
+write end of the pipe and the OS closes it when the parent dies; the guard only polls for the
+hang-up and never reads, so no byte meant for the server is taken) and polling the parent pid
+(an orphan is re-parented). SIGTERM from the SDK's own shutdown takes the same path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+_PR_SET_PDEATHSIG = 1
+GRACE_SECONDS = 1.5  # to exit on its own, then between SIGTERM and SIGKILL
+NOT_FOUND_EXIT = 127
+
+
+class _Guard:
+    """Ends the process group the guard leads (the server and everything it started)."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self.child = child
+        self.ending = threading.Event()
+        self.child_exited = threading.Event()
+
+    def end_group(self, reason: str, *, polite: bool) -> None:
+        if self.ending.is_set():
+            return
+        self.ending.set()
+        print(f"treechat mcp guard: {reason}; stopping the server", file=sys.stderr, flush=True)
+        if polite:  # a closed stdin is how MCP asks a stdio server to exit
+            self.child_exited.wait(GRACE_SECONDS)
+        # The SIGTERM this sends reaches the guard too; its handler ignores it from now on.
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGTERM)
+        self.child_exited.wait(GRACE_SECONDS)
+        # Whatever is left (a grandchild ignoring SIGTERM) goes too, and the guard with it.
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(0)
+
+    def end_in_background(self, reason: str, *, polite: bool) -> None:
+        if self.ending.is_set():
+            return
+        threading.Thread(
+            target=self.end_group, args=(reason,), kwargs={"polite": polite}, daemon=True
+        ).start()
+
+
+def _watch_stdin_hangup(guard: _Guard) -> None:
+    if not hasattr(select, "poll"):
+        return
+    poller = select.poll()
+    # No events asked for: poll still reports POLLHUP / POLLERR, and never consumes data.
+    poller.register(0, 0)
+    while not guard.ending.is_set():
+        try:
+            events = poller.poll(500)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if any(mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, mask in events):
+            guard.end_group("Treechat closed the pipe", polite=True)
+            return
+
+
+def _watch_parent_pid(guard: _Guard, parent_pid: int, poll_seconds: float) -> None:
+    while not guard.ending.is_set():
+        time.sleep(poll_seconds)
+        if os.getppid() != parent_pid:
+            guard.end_group("Treechat is gone", polite=False)
+            return
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="treechat-mcp-guard")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--poll", type=float, default=0.5)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        parser.error("no server command given")
+    if os.getpgrp() != os.getpid():
+        # Lead a group of our own (the SDK starts us in a new session already), so ending
+        # "our group" can never reach the app's.
+        os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != args.parent_pid:
+        return 0  # the parent died before prctl took effect
+    try:
+        child = subprocess.Popen(command)
+    except FileNotFoundError:
+        print(f"command not found: {command[0]}", file=sys.stderr, flush=True)
+        return NOT_FOUND_EXIT
+    except PermissionError:
+        print(f"command is not executable: {command[0]}", file=sys.stderr, flush=True)
+        return NOT_FOUND_EXIT
+    except OSError as exc:
+        print(f"could not start {command[0]}: {exc}", file=sys.stderr, flush=True)
+        return NOT_FOUND_EXIT
+    # Our copy of stdout would keep the pipe open after the server exits; the server has its
+    # own, so the SDK sees end-of-file exactly when the server is gone.
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    guard = _Guard(child)
+    # The handler only starts the stop: the main thread must keep reaping the child.
+    signal.signal(signal.SIGTERM, lambda *_: guard.end_in_background("asked to stop", polite=False))
+    threading.Thread(target=_watch_stdin_hangup, args=(guard,), daemon=True).start()
+    threading.Thread(
+        target=_watch_parent_pid, args=(guard, args.parent_pid, args.poll), daemon=True
+    ).start()
+    code = child.wait()
+    guard.child_exited.set()
+    if guard.ending.is_set():
+        time.sleep(3 * GRACE_SECONDS)  # end_group ends the process
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
