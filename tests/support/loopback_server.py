@@ -64,6 +64,9 @@ class Reply:
     error_after: int | None = None
     usage: str = "full"
     tokens_per_second: float | None = None
+    reasoning: str = ""  # streamed before the answer (OpenAI `reasoning_content`, Anthropic
+    # `thinking` blocks) and billed as output, as reasoning models do
+    finish: str | None = None  # e.g. "length": the reply ran out of tokens
 
 
 @dataclass
@@ -78,6 +81,7 @@ class Recorded:
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     status: int = 200
     pieces_sent: int = 0
     piece_times: list[float] = field(default_factory=list)
@@ -392,7 +396,8 @@ class LoopbackProvider:
             }
             for c in reply.tool_calls
         ]
-        rec.output_tokens = count_tokens(text) + sum(
+        rec.reasoning_tokens = count_tokens(reply.reasoning) if reply.reasoning else 0
+        rec.output_tokens = rec.reasoning_tokens + count_tokens(text) + sum(
             count_tokens(c["name"] + c["arguments"]) for c in calls
         )
         stream = bool(body.get("stream"))
@@ -508,7 +513,7 @@ class LoopbackProvider:
             "total_tokens": rec.prompt_tokens + rec.output_tokens,
             "prompt_tokens_details": {"cached_tokens": rec.cache_read, "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": rec.reasoning_tokens,
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -660,6 +665,8 @@ class LoopbackProvider:
             emit(f"data: {json.dumps(payload)}\n\n", piece)
 
         chunk({"role": "assistant", "content": "", "refusal": None})
+        for piece in _pieces(reply.reasoning) if reply.reasoning else ():
+            chunk({"reasoning_content": piece}, piece=True)
         for piece in _pieces(text):
             chunk({"content": piece}, piece=True)
         for index, call in enumerate(calls):
@@ -685,7 +692,7 @@ class LoopbackProvider:
                     },
                     piece=True,
                 )
-        chunk({}, finish="tool_calls" if calls else "stop")
+        chunk({}, finish=reply.finish or ("tool_calls" if calls else "stop"))
         if wants_usage and reply.usage != "none":
             usage = self._usage_openai(rec)
             if reply.usage == "zeros":
@@ -738,12 +745,41 @@ class LoopbackProvider:
             },
         )
         index = 0
-        if text:
+        if reply.reasoning:
             event(
                 "content_block_start",
                 {
                     "type": "content_block_start",
                     "index": 0,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
+            for piece in _pieces(reply.reasoning):
+                event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    },
+                    piece=True,
+                )
+            event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "signature_delta", "signature": "loopback-signature"},
+                },
+            )
+            event("content_block_stop", {"type": "content_block_stop", "index": 0})
+            index = 1
+        if text:
+            event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
                     "content_block": {"type": "text", "text": ""},
                 },
             )
@@ -753,13 +789,13 @@ class LoopbackProvider:
                     "content_block_delta",
                     {
                         "type": "content_block_delta",
-                        "index": 0,
+                        "index": index,
                         "delta": {"type": "text_delta", "text": piece},
                     },
                     piece=True,
                 )
-            event("content_block_stop", {"type": "content_block_stop", "index": 0})
-            index = 1
+            event("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
         for call in calls:
             event(
                 "content_block_start",
@@ -795,7 +831,8 @@ class LoopbackProvider:
             {
                 "type": "message_delta",
                 "delta": {
-                    "stop_reason": "tool_use" if calls else "end_turn",
+                    "stop_reason": {"length": "max_tokens"}.get(reply.finish or "", reply.finish)
+                    or ("tool_use" if calls else "end_turn"),
                     "stop_sequence": None,
                 },
                 "usage": {"output_tokens": usage["output_tokens"]},

@@ -38,6 +38,15 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the reasoning ("Thinking") a model streams before or beside its answer;
+    kept apart from the answer (`core.reply.reasoning_of` on the finished node)."""
+
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     session_id: str
     call_id: str
@@ -78,6 +87,7 @@ class TurnFailed:
 TurnEvent = (
     TurnStarted
     | TextDelta
+    | ReasoningDelta
     | ToolCallStarted
     | NodeAdded
     | OccupancyChanged
