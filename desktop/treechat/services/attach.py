@@ -3,7 +3,6 @@ send, or merge several branch heads now into one turn with a multi-parent commit
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from ..core.model import Annotation, GraphError, Node
 from ..store.commit_history import newest_commits_for_heads
 from ..store.repository import Repository
 from .chat import Attachment, ChatService
+from .clock import Clock
 from .events import EventSink
 from .sessions import load_view, new_id
 
@@ -108,13 +108,13 @@ class AttachService:
         self,
         chat: ChatService,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         make_id: Callable[[], str] = new_id,
     ) -> None:
         self.chat = chat
         self.store = chat.store
         self.engine = chat.engine
-        self.clock = clock
+        self.clock = clock or chat.clock
         self.make_id = make_id
 
     async def stage(self, source_session: str, source_head: str | None = None) -> StagedAttach:
@@ -137,7 +137,7 @@ class AttachService:
             return session.title, node
 
         title, head = await self.store.run(read)
-        commit = await self.engine.commit_for(source_session, head.id, now=self.clock())
+        commit = await self.engine.commit_for(source_session, head.id, now=self.clock.now())
         shown = preview(head.text) or head.role
         attachment = Attachment(
             source_session=source_session,
@@ -176,7 +176,7 @@ class AttachService:
             for b in [base, *peers]:
                 if a != b and dag.is_ancestor(view.graph, a, b):
                     raise GraphError("one of the chosen heads is already part of another")
-        now = self.clock()
+        now = self.clock.now()
         commits = [await self.engine.commit_for(session_id, p, now=now) for p in peers]
         refs = [
             {"source_session": session_id, "source_head": p, "source_commit": c.id}
@@ -227,7 +227,7 @@ class AttachService:
             plan.session_id, plan.merge_node.id, model=model, on_event=on_event
         )
         commit = await self.engine.commit_for(
-            plan.session_id, plan.merge_node.id, now=self.clock()
+            plan.session_id, plan.merge_node.id, now=self.clock.now()
         )
         return MergeResult(plan.merge_node, plan.attach_nodes, reply, commit, plan.peers)
 

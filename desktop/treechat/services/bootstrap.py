@@ -13,6 +13,7 @@ from ..providers.local_servers import LocalServers
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
 from .chat import ChatConfig, ChatService
+from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
@@ -30,6 +31,7 @@ class Services:
     chat: ChatService
     keys: KeyStore
     local_servers: LocalServers | None
+    clock: Clock = SYSTEM_CLOCK
 
     async def close(self) -> None:
         await self.chat.close()
@@ -46,11 +48,12 @@ def build_services(
     extra_models: tuple[ModelChoice, ...] = (),
     keys: KeyStore | None = None,
     store: Store | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Services:
     """Open the store (recovering crashed drafts), unless it is given open, and wire the
-    services on top of it."""
+    services on top of it. Every service reads the time from `clock`."""
     if store is None:
-        store = open_and_recover(default_store_path(data_dir))
+        store = open_and_recover(default_store_path(data_dir), clock=clock)
     settings: dict[str, Any] = store.call(
         lambda r: {
             k: r.get_setting(k)
@@ -72,5 +75,5 @@ def build_services(
         workspace=Path(workspace) if workspace else None,
         global_instructions=settings.get(SETTINGS_INSTRUCTIONS) or "",
     )
-    chat = ChatService(store, engine, models, config=config)
-    return Services(store, engine, models, chat, keys, servers)
+    chat = ChatService(store, engine, models, config=config, clock=clock)
+    return Services(store, engine, models, chat, keys, servers, clock)

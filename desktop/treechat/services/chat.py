@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..tools.base import ToolBox
 from ..tools.files import Workspace, file_tools
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
+from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
 from .drafts import DraftWriter
 from .events import (
@@ -116,7 +116,7 @@ class ChatService:
         models: ModelCatalog,
         *,
         config: ChatConfig | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
     ) -> None:
         self.store = store
@@ -235,7 +235,7 @@ class ChatService:
             model=endpoint.model,
             window=endpoint.window,
             head=view.head,
-            now=self.clock(),
+            now=self.clock.now(),
             measured=measured,
             system_prompt=self._system_prompt(),
             situation=self._situation(),
@@ -256,7 +256,7 @@ class ChatService:
             tools=self._tools(session_id, endpoint).specs(),
             system_prompt=self._system_prompt(),
             situation=self._situation(),
-            now=self.clock(),
+            now=self.clock.now(),
             force_compact=True,
         )
         return prep.occupancy
@@ -277,7 +277,7 @@ class ChatService:
     ) -> Node:
         if not attachments:
             return await self.sessions.append_message(session_id, text)
-        now = self.clock()
+        now = self.clock.now()
         ids = [self.make_id() for _ in range(len(attachments) + 1)]
 
         def work(repo: Repository) -> Node:
@@ -437,7 +437,7 @@ class ChatService:
             tools=toolbox.specs(),
             system_prompt=self._system_prompt(),
             situation=self._situation(),
-            now=self.clock(),
+            now=self.clock.now(),
             measured=measured,
         )
         if prep.compacted:
@@ -507,7 +507,7 @@ class ChatService:
                 endpoint.model,
                 result,
                 prep.estimated_prompt_tokens,
-                self.clock(),
+                self.clock.now(),
             )
             await self.store.run(lambda r: ledger.record_usage(r, row))
 
@@ -528,7 +528,7 @@ class ChatService:
             sink(TurnFailed(session_id, _turn_error(result.error), partial))
             return _StepDone(partial)
 
-        now = self.clock()
+        now = self.clock.now()
         assistant = Node(
             id=self.make_id(),
             seq=0,
@@ -572,7 +572,7 @@ class ChatService:
             tool_node = Node(
                 id=self.make_id(),
                 seq=0,
-                created_at=self.clock(),
+                created_at=self.clock.now(),
                 session_id=session_id,
                 role="tool",
                 name=call.name,
@@ -613,7 +613,7 @@ class ChatService:
         draft: DraftWriter,
         reason: str,
     ) -> Node:
-        now = self.clock()
+        now = self.clock.now()
         node = Node(
             id=self.make_id(),
             seq=0,
@@ -642,7 +642,7 @@ class ChatService:
             model=endpoint.model,
             window=endpoint.window,
             head=head,
-            now=self.clock(),
+            now=self.clock.now(),
             measured=measured,
             system_prompt=self._system_prompt(),
             situation=self._situation(),

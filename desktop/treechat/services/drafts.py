@@ -4,12 +4,12 @@ most the last second; promoted to a node when the reply ends."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
+import math
 from typing import Any
 
 from ..store.database import Store
 from ..store.repository import Draft
+from .clock import SYSTEM_CLOCK, Clock
 
 FLUSH_INTERVAL_S = 1.0
 
@@ -27,7 +27,7 @@ class DraftWriter:
         parent_id: str | None,
         model: str,
         interval: float = FLUSH_INTERVAL_S,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         metadata: dict[str, Any] | None = None,
     ) -> None:
         self.store = store
@@ -38,10 +38,10 @@ class DraftWriter:
         self.interval = interval
         self.clock = clock
         self.metadata = dict(metadata or {})
-        self.started_at = clock()
+        self.started_at = clock.now()
         self._parts: list[str] = []
         self._flushed_len = -1
-        self._last_flush = 0.0
+        self._last_flush = -math.inf
         self._pending: asyncio.Future[None] | None = None
 
     @property
@@ -55,7 +55,7 @@ class DraftWriter:
 
     def add(self, delta: str) -> None:
         self._parts.append(delta)
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if now - self._last_flush >= self.interval and (
             self._pending is None or self._pending.done()
         ):
@@ -73,7 +73,7 @@ class DraftWriter:
             model=self.model,
             text=text,
             started_at=self.started_at,
-            updated_at=self.clock(),
+            updated_at=self.clock.now(),
             metadata=self.metadata,
         )
         await self.store.run(lambda r: r.write_draft(draft))

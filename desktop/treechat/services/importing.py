@@ -13,7 +13,6 @@ import functools
 import json
 import sys
 import threading
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from ..core.model import Annotation, Node, Session
 from ..store.database import Store
 from ..store.imports import write_conversation
 from ..store.repository import Repository
+from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
 
 __all__ = [
@@ -155,7 +155,7 @@ async def import_file(
     *,
     progress: Callable[[ImportProgress], None] | None = None,
     cancel: CancelFlag | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     make_id: Callable[[], str] = new_id,
 ) -> ImportSummary:
     """Import every conversation in `path`; each becomes a session (or tops up the session an
@@ -178,7 +178,7 @@ async def import_file(
             break
         written = await store.run(
             functools.partial(
-                write_conversation, conv=conversation, now=clock(), make_id=make_id
+                write_conversation, conv=conversation, now=clock.now(), make_id=make_id
             )
         )
         if written.created_session:
@@ -207,7 +207,7 @@ async def export_session(
     fmt: str = "json",
     all_branches: bool = False,
     *,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> str:
     """The session as text: "json" is the whole graph in Treechat's export format (see
     `core.imports.treechat`), which `import_file` reads back into the same graph; "md" is
@@ -225,7 +225,7 @@ async def export_session(
 
     session, nodes, notes = await store.run(load)
     if fmt == "json":
-        document = dump_session(session, nodes, exported_at=clock())
+        document = dump_session(session, nodes, exported_at=clock.now())
         return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
     return render_markdown(
         session, Graph(nodes), all_branches=all_branches, hidden=dag.hidden_set(notes)

@@ -3,17 +3,17 @@ being streamed when the last process died."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..core.model import Node
 from ..store.database import Store
+from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
 
 
 def open_and_recover(
-    path: Path, *, clock: Callable[[], float] = time.time, make_id: Callable[[], str] = new_id
+    path: Path, *, clock: Clock = SYSTEM_CLOCK, make_id: Callable[[], str] = new_id
 ) -> Store:
     """Open the store at `path` and turn leftover drafts into interrupted assistant nodes."""
     store = Store.open(path)
@@ -26,7 +26,7 @@ def open_and_recover(
 
 
 def recover_drafts(
-    store: Store, *, clock: Callable[[], float] = time.time, make_id: Callable[[], str] = new_id
+    store: Store, *, clock: Clock = SYSTEM_CLOCK, make_id: Callable[[], str] = new_id
 ) -> tuple[Node, ...]:
-    now = clock()
+    now = clock.now()
     return store.call(lambda r: r.recover_drafts(make_id, now))

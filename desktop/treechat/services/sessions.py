@@ -3,7 +3,6 @@ hide, pin, purge. Each returns what changed so a view can redraw from it."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from ..core.dag import Graph
 from ..core.model import Annotation, GraphError, Node, Session
 from ..store.database import Store
 from ..store.repository import Repository
+from .clock import SYSTEM_CLOCK, Clock
 
 
 def new_id() -> str:
@@ -62,7 +62,7 @@ class SessionService:
         self,
         store: Store,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
     ) -> None:
         self.store = store
@@ -73,7 +73,7 @@ class SessionService:
         return await self.store.run(lambda r: r.list_sessions(include_hidden))
 
     async def create(self, title: str = "New chat", model: str = "") -> Session:
-        now = self.clock()
+        now = self.clock.now()
         session = Session(
             id=self.make_id(),
             title=title,
@@ -101,7 +101,7 @@ class SessionService:
 
         This write completes before anything else happens with the message, so what a
         person typed is on disk before any provider is called."""
-        now = self.clock()
+        now = self.clock.now()
         node_id = self.make_id()
 
         def work(repo: Repository) -> Node:
@@ -126,7 +126,7 @@ class SessionService:
 
     async def edit(self, session_id: str, node_id: str, text: str) -> Node:
         """A different-content sibling of a user message; HEAD moves to it."""
-        now = self.clock()
+        now = self.clock.now()
         fresh = self.make_id()
 
         def work(repo: Repository) -> Node:
@@ -141,7 +141,7 @@ class SessionService:
 
     async def switch_version(self, session_id: str, node_id: str, index: int) -> SessionView:
         """Show version `index` of a node: HEAD moves to that branch's tip; nothing runs."""
-        now = self.clock()
+        now = self.clock.now()
 
         def work(repo: Repository) -> SessionView:
             view = load_view(repo, session_id)
@@ -153,7 +153,7 @@ class SessionService:
 
     async def checkout(self, session_id: str, node_id: str) -> SessionView:
         """Move HEAD to any node of the session's graph (display only)."""
-        now = self.clock()
+        now = self.clock.now()
 
         def work(repo: Repository) -> SessionView:
             view = load_view(repo, session_id)
@@ -167,7 +167,7 @@ class SessionService:
 
     async def branch(self, session_id: str, node_id: str, title: str | None = None) -> Session:
         """A new session whose HEAD is `node_id`; the history is shared, not copied."""
-        now = self.clock()
+        now = self.clock.now()
         fresh = self.make_id()
 
         def work(repo: Repository) -> Session:
@@ -189,7 +189,7 @@ class SessionService:
     async def annotate(self, session_id: str, node_id: str, kind: str) -> SessionView:
         """Pin/unpin a node or hide/unhide a branch. Hiding the branch HEAD is on moves HEAD
         to the nearest visible ancestor."""
-        now = self.clock()
+        now = self.clock.now()
         if kind not in ("pin", "unpin", "hidden", "unhidden", "merged"):
             raise ValueError(f"unknown annotation {kind!r}")
 

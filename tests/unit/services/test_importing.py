@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from tests.support.clock import FakeClock
 from tests.support.exports import big_chatgpt_export
 
 from treechat import cli
@@ -196,7 +197,7 @@ async def test_json_export_then_import_into_an_empty_store_gives_the_same_graph(
 ) -> None:
     await import_file(store, CHATGPT)
     await import_file(store, LIBRECHAT)
-    service = SessionService(store, clock=lambda: 1_800_000_000.0)
+    service = SessionService(store, clock=FakeClock())
     native = await service.create("Native", model="openai/gpt-4o")
     u1 = await service.append_message(native.id, "first question")
     await service.append_message(native.id, "first answer", role="assistant")

@@ -1,0 +1,89 @@
+"""A reply in flight reaches the store at most once per interval of the clock it is given,
+and a crash leaves what was flushed: on a real DuckDB file, with a clock the test moves."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from tests.support.clock import FakeClock
+
+from treechat.services.drafts import DraftWriter
+from treechat.services.recovery import recover_drafts
+from treechat.services.sessions import SessionService
+from treechat.store.database import Store
+
+
+@pytest_asyncio.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    store = Store.open(tmp_path / "d.duckdb")
+    yield store
+    store.close()
+
+
+async def writer(store: Store, clock: FakeClock, interval: float = 1.0) -> DraftWriter:
+    sessions = SessionService(store, clock=clock)
+    session = await sessions.create("Draft")
+    user = await sessions.append_message(session.id, "question")
+    return DraftWriter(store, draft_id="d1", session_id=session.id, parent_id=user.id,
+                       model="openai/test", interval=interval, clock=clock)
+
+
+def stored_text(store: Store) -> str:
+    (draft,) = store.call(lambda r: r.drafts())
+    return draft.text
+
+
+@pytest.mark.asyncio
+async def test_streamed_text_is_flushed_once_per_interval_of_the_clock(store: Store) -> None:
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    assert stored_text(store) == ""
+
+    draft.add("one ")  # the first delta is written at once
+    await draft.settle()
+    assert stored_text(store) == "one "
+    draft.add("two ")
+    clock.advance(0.5)
+    draft.add("three ")  # half an interval later: held back
+    await draft.settle()
+    assert stored_text(store) == "one "
+    clock.advance(0.5)
+    draft.add("four")  # a full interval since the last write: all of it goes
+    await draft.settle()
+    assert stored_text(store) == "one two three four"
+    assert draft.text == "one two three four"
+
+
+@pytest.mark.asyncio
+async def test_the_draft_carries_the_clocks_wall_time(store: Store) -> None:
+    clock = FakeClock.at_local(2027, 3, 1, 9, 30)
+    draft = await writer(store, clock)
+    await draft.start()
+    clock.advance(42)
+    draft.add("text")
+    await draft.settle()
+    (row,) = store.call(lambda r: r.drafts())
+    assert row.started_at == FakeClock.at_local(2027, 3, 1, 9, 30).now()
+    assert row.updated_at == row.started_at + 42
+
+
+@pytest.mark.asyncio
+async def test_what_was_flushed_survives_as_an_interrupted_reply(store: Store) -> None:
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    draft.add("half an ans")
+    await draft.settle()
+    draft.add("wer never flushed")  # within the interval, then the process dies
+    clock.advance(60)
+    (reply,) = recover_drafts(store, clock=clock, make_id=lambda: "recovered")
+    assert reply.role == "assistant" and reply.interrupted
+    assert reply.output == "half an ans"
+    assert reply.created_at == FakeClock().now()  # when its text was last written
+    (session,) = store.call(lambda r: r.list_sessions())
+    assert session.head == reply.id and session.updated_at == clock.now()
+    assert store.call(lambda r: r.drafts()) == ()
