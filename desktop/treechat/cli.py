@@ -4,9 +4,24 @@ headless on the same store and engine. Kept light: the window's start-up goes th
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from . import __version__, paths
+
+DATA_DIR_HELP = (
+    f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
+    "platform's user data folder)"
+)
+
+
+def _accept_common_options_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Let every subcommand take `--data-dir` after its name too (`treechat import F
+    --data-dir D`). SUPPRESS as the default keeps a value given before the subcommand: the
+    subparser sets the attribute only when the option appears after it."""
+    for subparser in sub.choices.values():
+        if not any("--data-dir" in a.option_strings for a in subparser._actions):
+            subparser.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,11 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the window.",
     )
     parser.add_argument("--version", action="version", version=f"treechat {__version__}")
-    parser.add_argument(
-        "--data-dir",
-        help=f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
-        "platform's user data folder)",
-    )
+    parser.add_argument("--data-dir", help=DATA_DIR_HELP)
     parser.add_argument(
         "--smoke",
         nargs=argparse.REMAINDER,
@@ -51,11 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
 
-    sub.add_parser("doctor", help="show the store, schema version, node count and environment")
+    p = sub.add_parser(
+        "doctor", help="show the store, schema version, node count and environment"
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="read every table back and verify the file's checksums (read-only)",
+    )
 
     p = sub.add_parser("send", help="send one message and stream the reply to standard output")
     p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
-    p.add_argument("text", help="the message")
+    p.add_argument("text", nargs="?", help="the message; `-` reads it from standard input")
+    p.add_argument(
+        "--file",
+        metavar="FILE",
+        help="read the message from FILE (`-` for standard input): long text need not go "
+        "through the command line",
+    )
     p.add_argument("--new", action="store_true", help="start a new session for this message")
     p.add_argument(
         "--model",
@@ -75,6 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+
+
+
+    from .cli_store import register as register_store_commands
+
+    register_store_commands(sub)
+    _accept_common_options_after(sub)
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -92,13 +124,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(paths.data_dir(args.data_dir))
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command == "send" and args.session is not None and args.new:
-        parser.error("give either SESSION or --new, not both")
-    if args.command == "send" and args.session is None and not args.new:
-        parser.error("give a SESSION or --new")
+    bad = _unreadable_argument(args)
+    if bad is not None:
+        parser.error(bad)
+    if args.command == "send":
+        from .commands_send import CliInputError, normalize_send_args
+
+        try:
+            normalize_send_args(args)
+        except CliInputError as exc:
+            parser.error(str(exc))
     from .commands import run as run_command
 
-    return run_command(args)
+    try:
+        return run_command(args)
+    except KeyboardInterrupt:
+        print("treechat: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `treechat export … | head`: the reader left, nothing to say
+        _silence_stdout()
+        return 141
+
+
+# Arguments that name files to read or write: the OS takes a name in any bytes, so an
+# undecodable one is still a valid path here.
+_PATH_ARGUMENTS = frozenset({"file", "output"})
+
+
+def _unreadable_argument(args: argparse.Namespace) -> str | None:
+    """One line for an argument that arrived as bytes that are not UTF-8 (Python keeps them as
+    lone surrogates, which no text field or the store can hold)."""
+    for name, value in vars(args).items():
+        if not isinstance(value, str) or name in _PATH_ARGUMENTS:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = name.replace("_", "-")
+            raw = value.encode("utf-8", "surrogateescape")
+            return (
+                f"{shown}: not valid UTF-8 text ({raw!r}, byte {exc.start + 1} cannot be read); "
+                "pass text and names in UTF-8, or long text with `send --file`"
+            )
+    return None
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ def run(args: argparse.Namespace) -> int:
     handler = COMMANDS[args.command]
     try:
         return handler(args)
+    from .commands_send import CliInputError
+    from .core.model import GraphError
+
     except StoreError as exc:
         print(f"treechat: {exc}", file=sys.stderr)
         return 2
@@ -30,6 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def store_path(args: argparse.Namespace) -> Path:
+    except (CliInputError, GraphError) as exc:  # an ambiguous session prefix, bad input
+        print(f"treechat: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. `export -o` into a folder that does not exist
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"treechat: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     return default_store_path(paths.data_dir(args.data_dir))
 
 
@@ -78,6 +88,8 @@ def find_session_id(store: Store, ref: str) -> str:
     session = store.call(lambda r: r.find_session(ref))
     if session is None:
         raise LookupError(f"no session matches {ref!r} (see `treechat sessions`)")
+    if not ref.strip():
+        raise LookupError("the session is empty; give its id, a unique id prefix or its title")
     return session.id
 
 
@@ -180,66 +192,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"nodes:          {nodes}")
     print(f"opened in:      {(time.perf_counter() - started) * 1000:.0f} ms")
     return 0
+    if getattr(args, "check", False):
+        from .commands_store import cmd_doctor_check
+
+        return cmd_doctor_check(args)
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from .services.bootstrap import build_services
-    from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+    from .commands_send import cmd_send as run_send
 
-    services = build_services(paths.data_dir(args.data_dir), detect_local_servers=False)
-    failed: list[TurnFailed] = []
-    finished: list[TurnFinished] = []
-
-    def on_event(event: object) -> None:
-        if isinstance(event, TextDelta):
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-        elif isinstance(event, TurnStarted):
-            print(f"[{event.model}]", file=sys.stderr, flush=True)
-        elif isinstance(event, TurnFailed):
-            failed.append(event)
-        elif isinstance(event, TurnFinished):
-            finished.append(event)
-
-    async def run() -> str:
-        chat = services.chat
-        try:
-            if args.new:
-                session = await chat.sessions.create(model=args.model or "")
-                session_id = session.id
-            else:
-                session_id = find_session_id(services.store, args.session)
-            await chat.send(
-                session_id, args.text, model=args.model, api_base=args.api_base, on_event=on_event
-            )
-            return session_id
-        finally:
-            await services.close()
-
-    try:
-        session_id = asyncio.run(run())
-    finally:
-        services.close_store()
-    sys.stdout.write("\n")
-    if failed:
-        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
-        return 1
-    if finished:
-        node = finished[0].node
-        usage = node.metadata.get("usage") or {}
-        parts = [f"session {session_id[:12]}"]
-        if usage:
-            parts.append(
-                f"{usage.get('prompt_tokens', 0)} prompt tokens "
-                f"({usage.get('cache_read', 0)} cached)"
-            )
-            parts.append(f"{usage.get('output_tokens', 0)} output")
-            if usage.get("cost_usd") is not None:
-                parts.append(f"${usage['cost_usd']:.6f}")
-        if node.interrupted:
-            parts.append("interrupted")
-        print("[" + " · ".join(parts) + "]", file=sys.stderr)
-    return 0
+    return run_send(args)
 
 
 def cmd_context(args: argparse.Namespace) -> int:
@@ -326,3 +288,10 @@ COMMANDS = {
     "context": cmd_context,
     "ledger": cmd_ledger,
 }
+def cmd_backup(args: argparse.Namespace) -> int:
+    from .commands_store import cmd_backup as run_backup
+
+    return run_backup(args)
+
+
+    "backup": cmd_backup,

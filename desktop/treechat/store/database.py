@@ -9,16 +9,26 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
+import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import duckdb
 
+from . import integrity
+from .integrity import IntegrityReport
 from .repository import Repository
 from .schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .backup import Backup
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -46,6 +56,114 @@ class StoreLockedError(StoreError):
     pass
 
 
+class StoreDamagedError(StoreCorruptError):
+    """The file failed its integrity check: it is open read-only and is never written."""
+
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def make_private_dir(folder: Path) -> None:
+    """Create `folder` (and its parents) readable by this user only; tighten it if it exists.
+    On Windows the user's profile already keeps other users out and chmod means little."""
+    folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    if os.name != "nt":
+        with contextlib.suppress(OSError):
+            os.chmod(folder, PRIVATE_DIR_MODE)
+
+
+def make_private_file(path: Path) -> None:
+    if os.name != "nt":
+        with contextlib.suppress(OSError):
+            os.chmod(path, PRIVATE_FILE_MODE)
+
+
+def damaged_message(path: Path, problem: str) -> str:
+    """What the user reads when the store is damaged: what happened, that nothing is written,
+    and the two ways out."""
+    return (
+        f"The conversation store {path} is damaged: {problem}. Treechat will not write to it; "
+        "what can still be read is shown read-only. To recover, restore a backup "
+        "(`treechat backup list`, then `treechat backup restore NAME`; in the window, "
+        "Help → Restore a backup…), or export the chats that can still be read "
+        "(`treechat export SESSION -o FILE`)."
+    )
+
+
+# Statements that only read (or end a transaction): they run on a store whose check has not
+# finished, or that failed it. Anything else is a write and waits for the check.
+_READ_ONLY_STATEMENT = re.compile(
+    r"^\s*(SELECT|WITH|FROM|VALUES|PRAGMA|SHOW|DESCRIBE|EXPLAIN|SUMMARIZE|SET|RESET|"
+    r"COMMIT|ROLLBACK|ABORT|END|CALL)\b",
+    re.IGNORECASE,
+)
+
+
+# Stores open in this process: DuckDB shares one instance per file within a process, so its
+# file lock does not keep a restore from swapping a file this process still has open.
+_open_here: set[Path] = set()
+_open_here_lock = threading.Lock()
+
+
+def is_open_here(path: Path) -> bool:
+    with _open_here_lock:
+        return Path(path).resolve() in _open_here
+
+
+class _WriteGate:
+    """Holds every write until the integrity check has passed; refuses them if it failed.
+
+    The check reads the whole file on its own thread while the worker answers reads, so
+    opening a large store is not slowed; the first write of a session waits for it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._done = threading.Event()
+        self.report: IntegrityReport | None = None
+
+    def settle(self, report: IntegrityReport) -> None:
+        """Record what was found; the first damage found stays the answer."""
+        if self.report is None or self.report.ok:
+            self.report = report
+        self._done.set()
+
+    @property
+    def settled(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> IntegrityReport | None:
+        self._done.wait(timeout)
+        return self.report
+
+    def admit(self, statement: object) -> None:
+        if isinstance(statement, str) and _READ_ONLY_STATEMENT.match(statement):
+            return
+        report = self.wait()
+        if report is not None and not report.ok:
+            raise StoreDamagedError(damaged_message(self.path, report.problem))
+
+
+class _GatedConnection:
+    """The worker's connection with writes passed through the gate first. Everything else
+    (fetching, closing) is the DuckDB connection's own."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, gate: _WriteGate) -> None:
+        self._con = con
+        self._gate = gate
+
+    def execute(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+        self._gate.admit(query)
+        return self._con.execute(query, *args, **kwargs)  # type: ignore[arg-type]
+
+    def executemany(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+        self._gate.admit(query)
+        return self._con.executemany(query, *args, **kwargs)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
 def _classify_open_error(path: Path, exc: Exception) -> StoreError:
     text = str(exc)
     if re.search(r"could not set lock|conflicting lock", text, re.IGNORECASE):
@@ -64,35 +182,104 @@ def _classify_open_error(path: Path, exc: Exception) -> StoreError:
 class Store:
     """The DuckDB file and the single worker thread that owns its connection."""
 
-    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(
+        self,
+        path: Path,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        damage: IntegrityReport | None = None,
+        verified: IntegrityReport | None = None,
+    ) -> None:
         self.path = path
-        self._repo = Repository(con)
+        self._con = con
+        self._gate = _WriteGate(path)
+        self.read_only = damage is not None
+        if damage is not None:
+            self._gate.settle(damage)
+        elif verified is not None:
+            self._gate.settle(verified)
+        try:
+            gated = cast(duckdb.DuckDBPyConnection, _GatedConnection(con, self._gate))
+            self._repo = Repository(gated)
+        except duckdb.Error as exc:
+            con.close()
+            if integrity.is_damage(exc):
+                raise StoreDamagedError(
+                    damaged_message(path, f"its messages cannot be read ({exc})")
+                ) from None
+            raise
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="treechat-store"
         )
         self._closed = False
         self._lock = threading.Lock()
+        with _open_here_lock:
+            _open_here.add(path.resolve())
+        self._checker: threading.Thread | None = None
+        self._check_cursor: duckdb.DuckDBPyConnection | None = None
+        if not self._gate.settled:
+            self._start_check()
+
+    # --- integrity ---------------------------------------------------------------------
+
+    @property
+    def damage(self) -> IntegrityReport | None:
+        """The failed check, once known; None while it runs or when the file is whole."""
+        report = self._gate.report
+        return report if report is not None and not report.ok else None
+
+    def integrity(self, timeout: float | None = None) -> IntegrityReport | None:
+        """Wait for the check of this session (None if it has not finished in `timeout`)."""
+        return self._gate.wait(timeout)
+
+    def _start_check(self) -> None:
+        self._check_cursor = self._con.cursor()
+        cursor = self._check_cursor
+
+        def run() -> None:
+            try:
+                report = integrity.full_check(cursor, self.path)
+            except Exception as exc:  # DuckDB itself failed
+                report = IntegrityReport(self.path, problem=f"it could not be checked ({exc})")
+            if self._closed:  # interrupted by close(): nothing was learnt, nothing waits
+                self._gate.settle(IntegrityReport(self.path))
+                return
+            if not report.ok:
+                log.error("store %s failed its integrity check: %s", self.path, report.problem)
+            self._gate.settle(report)
+
+        self._checker = threading.Thread(target=run, name="treechat-store-check", daemon=True)
+        self._checker.start()
 
     # --- opening ---------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: Path) -> Store:
-        """Open (or create) the store at `path`, migrating an older file forward.
+        """Open (or create) the store at `path`, migrating an older file forward (after a
+        backup of it).
 
-        A newer, corrupt or locked file raises a `StoreError` and is never written to.
+        A newer, corrupt or locked file raises a `StoreError` and is never written to. A file
+        that fails the integrity check (truncated, damaged blocks) opens read-only, with
+        `damage` saying why; the check of the whole file runs beside the first reads, and
+        writes wait for it.
         """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         existed = path.exists()
         if existed:
             _check_header(path)
+            quick = _probe(path)
+            if not quick.ok:
+                log.error("store %s failed its integrity check: %s", path, quick.problem)
+                return cls._open_damaged(path, quick)
         try:
             con = duckdb.connect(str(path))
         except duckdb.Error as exc:
             raise _classify_open_error(path, exc) from None
+        make_private_file(path)
+        verified: IntegrityReport | None = None
         try:
-            con.execute(f"SET index_scan_max_count = {INDEX_SCAN_MAX_ROWS}")
-            con.execute("SET index_scan_percentage = 0")
+            _tune(con)
             version = _schema_version(con) if existed else 0
             if version > SCHEMA_VERSION:
                 raise StoreTooNewError(
@@ -105,7 +292,19 @@ class Store:
                     f"The file {path} is a DuckDB database but not a Treechat store "
                     "(no schema_version table). It was left untouched."
                 )
+            if existed and version < SCHEMA_VERSION:
+                # A migration rewrites the file: check all of it, and keep a copy, first.
+                verified = integrity.full_check(con, path)
+                if not verified.ok:
+                    con.close()
+                    log.error("store %s failed its integrity check: %s", path, verified.problem)
+                    return cls._open_damaged(path, verified)
+                from .backup import create_backup
+
+                create_backup(con, path, reason=f"before-migration-{version}-to-{SCHEMA_VERSION}")
             _migrate(con, version)
+            if not existed:
+                verified = IntegrityReport(path, complete=True)
         except StoreError:
             con.close()
             raise
@@ -114,7 +313,19 @@ class Store:
             raise StoreCorruptError(
                 f"The conversation store {path} is damaged and was left untouched: {exc}"
             ) from None
-        return cls(path, con)
+        return cls(path, con, verified=verified)
+
+    @classmethod
+    def _open_damaged(cls, path: Path, report: IntegrityReport) -> Store:
+        """The damaged file, read-only at DuckDB's level too: nothing can write to it."""
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error as exc:
+            if isinstance(_classify_open_error(path, exc), StoreLockedError):
+                raise _classify_open_error(path, exc) from None
+            raise StoreDamagedError(damaged_message(path, report.problem)) from None
+        _tune(con)
+        return cls(path, con, damage=report)
 
     # --- running work on the worker --------------------------------------------------
 
@@ -122,7 +333,21 @@ class Store:
         with self._lock:
             if self._closed:
                 raise StoreError("the store is closed")
-            return self._executor.submit(fn, self._repo)
+            return self._executor.submit(self._guarded, fn)
+
+    def _guarded(self, fn: Callable[[Repository], T]) -> T:
+        """Run `fn`; a read that runs into a damaged block becomes a `StoreDamagedError` that
+        says what to do, not a DuckDB traceback."""
+        try:
+            return fn(self._repo)
+        except duckdb.Error as exc:
+            if not integrity.is_damage(exc):
+                raise
+            problem = f"part of it cannot be read ({integrity.short_error(exc)})"
+            if self._gate.report is None or self._gate.report.ok:
+                self._gate.settle(IntegrityReport(self.path, problem=problem))
+                log.error("store %s is damaged: %s", self.path, problem)
+            raise StoreDamagedError(damaged_message(self.path, problem)) from None
 
     def call(self, fn: Callable[[Repository], T]) -> T:
         """Run `fn` on the worker and wait for it (CLI, tests, worker-free code)."""
@@ -137,8 +362,49 @@ class Store:
             if self._closed:
                 return
             self._closed = True
+        checker, cursor = self._checker, self._check_cursor
+        if checker is not None and cursor is not None:
+            if checker.is_alive():
+                with contextlib.suppress(duckdb.Error):
+                    cursor.interrupt()
+            checker.join()
+            with contextlib.suppress(duckdb.Error):
+                cursor.close()
         self._executor.submit(self._repo.close).result()
         self._executor.shutdown(wait=True)
+        with _open_here_lock:
+            _open_here.discard(self.path.resolve())
+
+    # --- backups -----------------------------------------------------------------------
+
+    def backup(self, reason: str = "manual") -> Backup:
+        """Write a backup of this store now (blocks; `abackup` from a coroutine). It reads a
+        snapshot on a cursor of its own, so the worker keeps answering meanwhile."""
+        from .backup import BackupError, create_backup
+
+        report = self.integrity()
+        if report is not None and not report.ok:
+            raise BackupError(
+                "the store is damaged, so a backup of it would be too; restore an older backup "
+                "or export the chats that can be read"
+            )
+        cursor = self.submit(lambda _r: self._con.cursor()).result()
+        try:
+            return create_backup(cursor, self.path, reason=reason)
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                cursor.close()
+
+    async def abackup(self, reason: str = "manual") -> Backup:
+        return await asyncio.to_thread(self.backup, reason)
+
+    def backup_if_due(self, reason: str = "daily") -> Backup | None:
+        """A backup when the newest one is a day old or there is none (at start or quit)."""
+        from .backup import needs_backup
+
+        if self.damage is not None or not needs_backup(self.path):
+            return None
+        return self.backup(reason)
 
     def __enter__(self) -> Store:
         return self
@@ -162,6 +428,58 @@ def _check_header(path: Path) -> None:
             f"The conversation store {path} is not a DuckDB database "
             "(its header is damaged or it is another kind of file). It was left untouched."
         )
+
+
+def _tune(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"SET index_scan_max_count = {INDEX_SCAN_MAX_ROWS}")
+    con.execute("SET index_scan_percentage = 0")
+
+
+def _probe(path: Path) -> IntegrityReport:
+    """Look at the file read-only before opening it for writing: whether it holds all its
+    blocks, and whether a write-ahead log beside it is one DuckDB can replay. A log it cannot
+    read would be dropped by the next checkpoint: it is moved aside (and logged) instead."""
+    wal = path.with_name(path.name + ".wal")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise _classify_open_error(path, exc) from None
+    try:
+        report = integrity.quick_check(con, path)
+        wal_size = os.path.getsize(wal) if wal.exists() else 0
+        replayed = ""
+        if wal_size:
+            row = con.execute(
+                "SELECT wal_size FROM pragma_database_size() "
+                "WHERE database_name = current_database()"
+            ).fetchone()
+            replayed = str(row[0]) if row else ""
+    except duckdb.Error as exc:
+        report = IntegrityReport(path, problem=f"it cannot be read ({integrity.short_error(exc)})")
+        wal_size, replayed = 0, ""
+    finally:
+        con.close()
+    if wal_size and replayed.startswith("0 "):
+        set_aside_unreadable_wal(wal)
+    return report
+
+
+def set_aside_unreadable_wal(wal: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = wal.with_name(f"{wal.name}.unreadable-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = wal.with_name(f"{wal.name}.unreadable-{stamp}-{n}")
+    os.replace(wal, target)
+    log.warning(
+        "the write-ahead log %s could not be read by DuckDB (%d bytes); it was moved to %s "
+        "and the store opened without it",
+        wal,
+        target.stat().st_size,
+        target,
+    )
+    return target
 
 
 def _is_empty(con: duckdb.DuckDBPyConnection) -> bool:

@@ -1,0 +1,231 @@
+"""`treechat send`: the typed message is committed and acknowledged first, then the reply
+streams to standard output. Long text comes from a file or standard input, never cut silently;
+Ctrl+C, SIGTERM and SIGHUP stop the reply and keep what streamed."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .store.database import Store, default_store_path
+
+STDIN = "-"
+SIGNAL_NAMES = {signal.SIGINT: "Ctrl+C", signal.SIGTERM: "SIGTERM"}
+if hasattr(signal, "SIGHUP"):
+    SIGNAL_NAMES[signal.SIGHUP] = "SIGHUP"
+
+
+class CliInputError(ValueError):
+    """Something the user typed cannot be used; the message says what and how to fix it."""
+
+
+def normalize_send_args(args: argparse.Namespace) -> None:
+    """Sort SESSION and TEXT out of the positionals: with `--new` or `--file` one word is the
+    session or the text depending on what else was given."""
+    session, text = args.session, args.text
+    if args.new and text is None and session is not None and args.file is None:
+        session, text = None, session
+    if args.file is not None and text is not None:
+        raise CliInputError("give the message either as TEXT or with --file, not both")
+    if session is not None and args.new:
+        raise CliInputError("give either SESSION or --new, not both")
+    if session is None and not args.new:
+        raise CliInputError("give a SESSION or --new")
+    if text is None and args.file is None:
+        raise CliInputError(
+            "give a SESSION (or --new) and then the message: TEXT, --file FILE, "
+            "or --file - for standard input"
+        )
+    args.session, args.text = session, text
+
+
+def message_text(args: argparse.Namespace) -> str:
+    """The message to send: TEXT, the file named by --file, or standard input for `-`."""
+    source = args.file if args.file is not None else (STDIN if args.text == STDIN else None)
+    if source is None:
+        text = str(args.text)
+    elif source == STDIN:
+        data = sys.stdin.buffer.read()
+        text = _decode(data, "standard input")
+    else:
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CliInputError(f"cannot read {source}: {exc.strerror or exc}") from None
+        text = _decode(data, str(path))
+    if not text.strip():
+        raise CliInputError("the message is empty (only whitespace); nothing was sent")
+    return text
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliInputError(
+            f"{where} is not UTF-8 text (byte {exc.start} cannot be read); nothing was sent"
+        ) from None
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from .providers import llm
+
+    normalize_send_args(args)
+    text = message_text(args)
+    # litellm takes seconds to import: start it now, while the store opens and the message is
+    # committed, so the user sees the acknowledgment first and the reply sooner.
+    llm.start_warmup()
+    data_dir = paths.data_dir(args.data_dir)
+    from .services.recovery import open_and_recover
+
+    store = open_and_recover(default_store_path(data_dir))
+    try:
+        session_id, user_id = asyncio.run(_commit(store, args, text))
+        print(
+            f"[sent: {len(text):,} characters, committed to session {session_id[:12]}]",
+            file=sys.stderr,
+            flush=True,
+        )
+        return _reply(store, data_dir, args, session_id, user_id, text)
+    finally:
+        store.close()
+
+
+async def _commit(store: Store, args: argparse.Namespace, text: str) -> tuple[str, str]:
+    from .commands import find_session_id
+    from .services.sessions import SessionService
+
+    sessions = SessionService(store)
+    if args.new:
+        session_id = (await sessions.create(model=args.model or "")).id
+    else:
+        session_id = find_session_id(store, args.session)
+    user = await sessions.append_message(session_id, text.strip())
+    return session_id, user.id
+
+
+def _reply(
+    store: Store,
+    data_dir: Path,
+    args: argparse.Namespace,
+    session_id: str,
+    user_id: str,
+    text: str,
+) -> int:
+    from .services.bootstrap import build_services
+    from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+
+    services = build_services(data_dir, detect_local_servers=False, store=store)
+    failed: list[TurnFailed] = []
+    finished: list[TurnFinished] = []
+    stopped_by: list[str] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TextDelta):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, TurnStarted):
+            print(f"[{event.model}]", file=sys.stderr, flush=True)
+        elif isinstance(event, TurnFailed):
+            failed.append(event)
+        elif isinstance(event, TurnFinished):
+            finished.append(event)
+
+    async def run() -> None:
+        try:
+            with _stop_on_signals(stopped_by):
+                await services.chat.retry(
+                    session_id, user_id, model=args.model, api_base=args.api_base,
+                    on_event=on_event,
+                )
+        finally:
+            await services.close()
+
+    try:
+        asyncio.run(run())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        stopped_by.append("Ctrl+C")
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if stopped_by:
+        print(
+            f"treechat: stopped by {stopped_by[0]}; the message and the reply so far are kept "
+            f"in session {session_id[:12]}",
+            file=sys.stderr,
+        )
+        return 130
+    if failed:
+        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
+        return 1
+    if finished:
+        _print_summary(session_id, finished[0], text)
+    return 0
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stopped_by: list[str]) -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the turn the way Ctrl+C does: the running task is cancelled,
+    the chat service writes the text so far as an interrupted reply, then the command ends."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None or task is None:
+            continue
+
+        def stop(sig: signal.Signals = sig) -> None:
+            stopped_by.append(SIGNAL_NAMES.get(sig, sig.name))
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(sig, stop)
+        except (NotImplementedError, RuntimeError):  # Windows: no loop signal handlers
+            continue
+        installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+def _print_summary(session_id: str, event: Any, text: str) -> None:
+    node = event.node
+    usage = node.metadata.get("usage") or {}
+    parts = [f"session {session_id[:12]}"]
+    if usage:
+        parts.append(
+            f"{usage.get('prompt_tokens', 0)} prompt tokens ({usage.get('cache_read', 0)} cached)"
+        )
+        parts.append(f"{usage.get('output_tokens', 0)} output")
+        if usage.get("cost_usd") is not None:
+            parts.append(f"${usage['cost_usd']:.6f}")
+    if node.interrupted:
+        parts.append("interrupted")
+    print("[" + " · ".join(parts) + "]", file=sys.stderr)
+    occupancy = getattr(event, "occupancy", None)
+    _warn_if_cut(text, usage, occupancy)
+
+
+def _warn_if_cut(text: str, usage: dict[str, Any], occupancy: Any) -> None:
+    """Say so when the message could not go whole: the model's window is smaller than it."""
+    window = getattr(occupancy, "window", None)
+    prompt = int(usage.get("prompt_tokens") or 0)
+    if not window or not prompt:
+        return
+    # Four characters a token is the conservative end for prose; code and CJK run denser.
+    if len(text) // 4 > int(window):
+        print(
+            f"treechat: the message ({len(text):,} characters) is longer than the model's "
+            f"window ({int(window):,} tokens): the request carried {prompt:,} prompt tokens, "
+            "so only part of it was sent. The whole message is stored in the session.",
+            file=sys.stderr,
+        )
