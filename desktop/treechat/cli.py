@@ -96,16 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ledger", help="tokens, cache reads/writes and cost per model")
     p.add_argument("session", nargs="?", help="only this session")
     p.add_argument("--json", action="store_true")
-    return parser
-
-
-
-
 
     from .cli_store import register as register_store_commands
 
     register_store_commands(sub)
     _accept_common_options_after(sub)
+    return parser
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
