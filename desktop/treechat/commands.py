@@ -18,21 +18,18 @@ from .store.database import Store, StoreError, default_store_path
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand `args.command`; store and lookup failures become one line."""
-    handler = COMMANDS[args.command]
-    try:
-        return handler(args)
     from .commands_send import CliInputError
     from .core.model import GraphError
 
+    handler = COMMANDS[args.command]
+    try:
+        return handler(args)
     except StoreError as exc:
         print(f"treechat: {exc}", file=sys.stderr)
         return 2
     except LookupError as exc:
         print(f"treechat: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-
-
-def store_path(args: argparse.Namespace) -> Path:
     except (CliInputError, GraphError) as exc:  # an ambiguous session prefix, bad input
         print(f"treechat: {exc}", file=sys.stderr)
         return 2
@@ -40,6 +37,9 @@ def store_path(args: argparse.Namespace) -> Path:
         where = f" {exc.filename}" if exc.filename else ""
         print(f"treechat: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def store_path(args: argparse.Namespace) -> Path:
     return default_store_path(paths.data_dir(args.data_dir))
 
 
@@ -85,11 +85,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def find_session_id(store: Store, ref: str) -> str:
+    if not ref.strip():
+        raise LookupError("the session is empty; give its id, a unique id prefix or its title")
     session = store.call(lambda r: r.find_session(ref))
     if session is None:
         raise LookupError(f"no session matches {ref!r} (see `treechat sessions`)")
-    if not ref.strip():
-        raise LookupError("the session is empty; give its id, a unique id prefix or its title")
     return session.id
 
 
@@ -179,6 +179,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if getattr(args, "check", False):
+        from .commands_store import cmd_doctor_check
+
+        return cmd_doctor_check(args)
     path = store_path(args)
     print(f"treechat {__version__}")
     print(f"store:          {path}")
@@ -192,10 +196,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"nodes:          {nodes}")
     print(f"opened in:      {(time.perf_counter() - started) * 1000:.0f} ms")
     return 0
-    if getattr(args, "check", False):
-        from .commands_store import cmd_doctor_check
-
-        return cmd_doctor_check(args)
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -279,6 +279,12 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    from .commands_store import cmd_backup as run_backup
+
+    return run_backup(args)
+
+
 COMMANDS = {
     "sessions": cmd_sessions,
     "import": cmd_import,
@@ -287,11 +293,5 @@ COMMANDS = {
     "send": cmd_send,
     "context": cmd_context,
     "ledger": cmd_ledger,
-}
-def cmd_backup(args: argparse.Namespace) -> int:
-    from .commands_store import cmd_backup as run_backup
-
-    return run_backup(args)
-
-
     "backup": cmd_backup,
+}
