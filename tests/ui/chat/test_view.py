@@ -768,9 +768,9 @@ def test_resizing_many_times_forgets_old_widths_and_rows_stay_exact(
     runner: asyncio.Runner, service: SessionService, chat: ChatView, qtbot: QtBot,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from treechat.ui.chat import delegate as chat_delegate
+    from treechat.ui.chat import heights as chat_heights
 
-    monkeypatch.setattr(chat_delegate, "HEIGHTS_KEPT", 50)
+    monkeypatch.setattr(chat_heights, "HEIGHTS_KEPT", 50)
     open_long(runner, service, chat, 120, 600)
     rows = chat.model.rows
     qtbot.waitUntil(lambda: chat.measured_count() == len(rows), timeout=30_000)

@@ -8,14 +8,11 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPalette, QTextTable
 from PySide6.QtWidgets import QApplication
 
-from treechat.ui.richtext.markdown import (
-    DocumentCache,
-    MarkdownTheme,
-    estimate_height,
-    highlight,
-    render_markdown,
-    render_plain,
-)
+from treechat.ui.richtext.document_cache import DocumentCache
+from treechat.ui.richtext.highlighting import highlight
+from treechat.ui.richtext.markdown import render_markdown, render_plain
+from treechat.ui.richtext.measure import estimate_height
+from treechat.ui.richtext.theme import MarkdownTheme
 
 SAMPLE = """## Parsing JSON
 

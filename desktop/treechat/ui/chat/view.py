@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (
 
 from ...services.events import TurnError
 from ...services.sessions import SessionView
-from .delegate import ChatDelegate, MessageEditor
+from .delegate import ChatDelegate
+from .message_editor import MessageEditor
 from .model import ChatModel, ChatRow, RowKind
 
 # Streamed text is painted at most this often (the coalescing interval grows when laying

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPolygonF
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
+from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
 
@@ -21,12 +22,8 @@ class _Diamond(QWidget):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(Qt.PenStyle.NoPen)
         dark = colors_of(self.palette()).dark
-        painter.setBrush(QColor("#a98bfa" if dark else "#8b5cf6"))
-        painter.drawPolygon(QPolygonF([QPointF(6, 0.5), QPointF(11.5, 6), QPointF(6, 11.5),
-                                       QPointF(0.5, 6)]))
+        draw_icon(painter, "attach", QRectF(0, 0, 12, 12), QColor("#a98bfa" if dark else "#8b5cf6"))
 
 
 def format_tokens(tokens: int) -> str:

@@ -40,7 +40,7 @@ from ..composer.composer import Composer
 from ..dialogs.context_breakdown import ContextBreakdownDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..occupancy.format import CompactionState, headline
-from ..richtext.markdown import warm_up_highlighting
+from ..richtext.highlighting import warm_up_highlighting
 from ..sessions.export_drop import ExportDropFilter
 from ..sessions.list import SessionList
 from ..shell.error_banner import ErrorBanner
