@@ -1,11 +1,23 @@
-"""Context engine benchmark: Treechat's engine against litellm's and langchain's
-`trim_messages` and against the reference cost ("limit") on the same seeded conversations
-with the same tokenizer; plus prepare() scaling and commit storage growth.
+"""Context engine benchmark: Treechat's engine against peers that trim on the same seeded
+conversations with the same tokenizer, plus prepare() scaling and commit storage growth.
 
-Prompt-cache reuse is simulated with OpenAI's automatic rule (longest common prefix with the
-previous request, >=1024 tokens, 128-token steps) for every arm, and with Anthropic's
-breakpoint rule for ours. Cost is at Claude Sonnet prices (input 1x, cache read 0.1x,
-cache write 1.25x)."""
+Two generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
+chatter, code, tool results up to 30k characters, an edited message, an attached branch, a
+two-hour pause) and one of real prose (`context_sim.simulate_prose`: the running
+interpreter's standard library docstrings and source files) with facts of three kinds planted
+in plain words: said by the user, concluded by the assistant, and only inside a tool result.
+Each fact is asked about once, later, and is counted at that turn: kept when the request holds
+its key and value together, or (for Treechat) when `recall` for the question returns it in its
+top three.
+
+Arms: Treechat; `trim` (drop the oldest whole turns with Treechat's own 80%->50% hysteresis on
+the same history budget); `trim + summary` (the same trim, the dropped turns condensed by
+Treechat's summarizer); litellm's and langchain's `trim_messages` at the whole prompt
+allowance. Cache reuse is simulated under OpenAI's automatic rule (longest common prefix,
+>= 1,024 tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
+breakpoint rule priced at Claude Sonnet's (the peers get breakpoints on the system prompt and
+on the last message); prices come from litellm's own table. A request over the window is a
+failure: counted, never priced."""
 
 from __future__ import annotations
 
@@ -22,14 +34,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.context_sim import Conversation, Turn, simulate
+from tests.support.context_sim import (
+    Conversation,
+    ProseConversation,
+    Turn,
+    simulate,
+    simulate_prose,
+)
 
 from treechat.core.budget import plan_budget
 from treechat.core.commit import ContextCommit
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.core.render import Composition, render_parts
+from treechat.core.render import Composition, RenderedMessage, render_parts
 from treechat.core.rules import CompactionRequest, RuleConfig, generate_chain
+from treechat.core.summarize import DeterministicSummarizer, SummaryEntry, SummaryRequest, fence
 from treechat.core.tokens import (
     REPLY_PRIMING_TOKENS,
     message_parts,
@@ -46,12 +65,14 @@ pytestmark = pytest.mark.bench
 WINDOW = 32_768
 MODEL = "anthropic/claude-sonnet-4-5"
 PEER_MODEL = "gpt-4o"  # litellm counts it with o200k_base, the encoding every arm is measured with
-PRICE_PER_TOKEN = 3.0 / 1_000_000  # Claude Sonnet input
-READ, WRITE = 0.1, 1.25
+OPENAI_PRICED = "gpt-4o"
+ANTHROPIC_PRICED = "claude-sonnet-4-5"
 OPENAI_MIN, OPENAI_STEP = 1024, 128
 ANTHROPIC_MIN, ANTHROPIC_LOOKBACK = 1024, 20
-SEEDS = (11, 23)
+SEEDS = (11, 23, 37)
 TURNS = 210
+LONG_TURNS = 520
+TRIGGER, TARGET = RuleConfig().summarize_trigger, RuleConfig().summarize_target
 
 SYSTEM = (
     "You are Treechat's coding assistant. You help the user maintain a Python billing service. "
@@ -81,7 +102,27 @@ TOOLS = [
     _tool("web_search", "Search the web.", {"query": {"type": "string"}}),
     _tool("write_file", "Write a file in the workspace.",
           {"path": {"type": "string"}, "content": {"type": "string"}}),
+    _tool("recall", "Search the earlier conversation no longer shown in full.",
+          {"query": {"type": "string"}}),
 ]
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Per-token prices of one provider, from litellm's table."""
+
+    input: float
+    read: float
+    write: float
+
+    @classmethod
+    def of(cls, model: str) -> Prices:
+        import litellm
+
+        c = litellm.model_cost[model]
+        base = float(c["input_cost_per_token"])
+        return cls(base, float(c.get("cache_read_input_token_cost") or base),
+                   float(c.get("cache_creation_input_token_cost") or base))
 
 
 # --- cache and cost accounting ------------------------------------------------------------
@@ -129,6 +170,19 @@ def _blocks(message: Mapping[str, Any]) -> int:
     return n + len(message.get("tool_calls") or ())
 
 
+def with_peer_breakpoints(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A peer's request as an Anthropic client would send it: a breakpoint on the system
+    prompt and one on the last message."""
+    out = [dict(m) for m in messages]
+    for i in {0, len(out) - 1} if out else set():
+        m = out[i]
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            m["content"] = [{"type": "text", "text": content,
+                             "cache_control": {"type": "ephemeral"}}]
+    return out
+
+
 @dataclass
 class Arm:
     """Per-request figures of one arm over a conversation."""
@@ -136,17 +190,28 @@ class Arm:
     name: str
     counter: CachedTiktokenCounter
     tools_tok: int
-    anthropic: bool = False
     prompts: list[int] = field(default_factory=list)
+    failed: list[bool] = field(default_factory=list)
     cached: list[int] = field(default_factory=list)
     best: list[float] = field(default_factory=list)
     a_read: list[int] = field(default_factory=list)
     a_write: list[int] = field(default_factory=list)
-    over: int = 0
     compactions: int = 0
-    final_text: str = ""
+    asked: dict[str, list[bool]] = field(default_factory=dict)  # kind -> kept at ask time
+    in_request: dict[str, list[bool]] = field(default_factory=dict)
+    lost_by_cause: dict[str, int] = field(default_factory=dict)
+    breaks_by_cause: dict[str, int] = field(default_factory=dict)
+    rollup_loss: list[float] = field(default_factory=list)
+    rollup_total_loss: list[float] = field(default_factory=list)
+    last_sizes: list[int] = field(default_factory=list)
+    last_prev_sizes: list[int] = field(default_factory=list)
+    last_lcp: int = 0
     _prev: list[tuple[str, int, str]] = field(default_factory=list)
     _entries: set[str] = field(default_factory=set)
+
+    @property
+    def over(self) -> int:
+        return sum(self.failed)
 
     def measure(self, messages: Sequence[Mapping[str, Any]], new_tokens: int,
                 max_output: int) -> None:
@@ -155,8 +220,7 @@ class Arm:
         prints = [_fingerprint(m) for m in messages]
         texts = ["\n".join(message_parts(_strip_marks(m))) for m in messages]
         prompt = self.tools_tok + sum(sizes) + (REPLY_PRIMING_TOKENS if messages else 0)
-        if prompt + max_output > WINDOW:
-            self.over += 1
+        self.failed.append(prompt + max_output > WINDOW)
         # OpenAI: longest common prefix with the previous request, tools first.
         lcp = self.tools_tok
         for i, (fp, size, text) in enumerate(zip(prints, sizes, texts, strict=True)):
@@ -174,16 +238,17 @@ class Arm:
                 same += 1
             lcp += same
             break
+        self.last_lcp = lcp
         cached = (lcp // OPENAI_STEP) * OPENAI_STEP if lcp >= OPENAI_MIN else 0
         self.cached.append(min(cached, prompt))
         self.prompts.append(prompt)
         self.best.append(max(0.0, (prompt - new_tokens) / prompt))
         self._prev = list(zip(prints, sizes, texts, strict=True))
-        if self.anthropic:
-            self._anthropic(messages, prints, sizes, prompt)
+        self.last_sizes = sizes
+        self._anthropic(messages, prints, sizes)
 
     def _anthropic(self, messages: Sequence[Mapping[str, Any]], prints: list[str],
-                   sizes: list[int], prompt: int) -> None:
+                   sizes: list[int]) -> None:
         """Breakpoint rule: a read at the longest cached prefix found at a breakpoint or up to
         20 blocks before it; everything up to the last breakpoint beyond that is written."""
         h = hashlib.sha256(str(self.tools_tok).encode())
@@ -216,43 +281,50 @@ class Arm:
 
     # --- figures --------------------------------------------------------------------
 
-    def cost(self) -> float:
-        return PRICE_PER_TOKEN * sum(READ * c + WRITE * (p - c)
-                                     for p, c in zip(self.prompts, self.cached, strict=True))
+    def ok(self) -> list[int]:
+        return [i for i, f in enumerate(self.failed) if not f]
 
-    def anthropic_cost(self) -> float:
-        return PRICE_PER_TOKEN * sum(
-            READ * r + WRITE * w + (p - r - w)
-            for p, r, w in zip(self.prompts, self.a_read, self.a_write, strict=True)
-        )
+    def openai_cost(self, prices: Prices) -> float:
+        return sum(prices.input * (self.prompts[i] - self.cached[i]) + prices.read * self.cached[i]
+                   for i in self.ok())
+
+    def anthropic_cost(self, prices: Prices) -> float:
+        return sum(prices.read * self.a_read[i] + prices.write * self.a_write[i]
+                   + prices.input * (self.prompts[i] - self.a_read[i] - self.a_write[i])
+                   for i in self.ok())
 
     def reuse_mean(self) -> float:
-        return statistics.fmean(c / p for c, p in zip(self.cached, self.prompts, strict=True))
+        return statistics.fmean(self.cached[i] / self.prompts[i] for i in self.ok())
 
     def anthropic_reuse_mean(self) -> float:
-        return statistics.fmean(r / p for r, p in zip(self.a_read, self.prompts, strict=True))
+        return statistics.fmean(self.a_read[i] / self.prompts[i] for i in self.ok())
 
     def best_mean(self) -> float:
-        return statistics.fmean(self.best)
+        return statistics.fmean(self.best[i] for i in self.ok())
+
+    def kept(self, kind: str, *, request_only: bool = False) -> float | None:
+        got = (self.in_request if request_only else self.asked).get(kind)
+        return sum(got) / len(got) if got else None
 
 
-@dataclass
-class Limit:
-    """The reference cost: new tokens since the previous request are written, the rest of the
-    full history (capped at the history budget) is read."""
+def holds(text: str, key: str, value: str) -> bool:
+    """Whether `text` states the fact: its value, with its key words near it (a value alone
+    may be a common word that turns up elsewhere)."""
+    low = text.lower()
+    v = value.lower()
+    if not key:
+        return v in low
+    k = key.lower()
+    at = low.find(v)
+    while at >= 0:
+        if k in low[max(0, at - 250): at + len(v) + 250]:
+            return True
+        at = low.find(v, at + 1)
+    return False
 
-    history_budget: int
-    prefix: int  # tools + system
-    cost: float = 0.0
-    first: bool = True
 
-    def request(self, history_before: int, new: int) -> None:
-        if self.first:
-            writes, reads = self.prefix + new, 0
-            self.first = False
-        else:
-            writes, reads = new, self.prefix + min(history_before, self.history_budget)
-        self.cost += PRICE_PER_TOKEN * (WRITE * writes + READ * reads)
+def request_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join("\n".join(message_parts(_strip_marks(m))) for m in messages)
 
 
 # --- peers ---------------------------------------------------------------------------------
@@ -396,7 +468,53 @@ class LangchainTrim:
         return list(convert_to_openai_messages(out))
 
 
-# --- driving a conversation through every arm --------------------------------------------
+class Trim:
+    """Drop the oldest whole turns once the history passes 80% of the budget, down to 50%
+    (Treechat's own schedule, on the same history budget); with `summarize`, the dropped turns
+    are condensed by Treechat's summarizer into summaries kept after the system prompt (the
+    oldest dropped once they pass Treechat's summary share)."""
+
+    def __init__(self, budget: int, counter: CachedTiktokenCounter, *, summarize: bool) -> None:
+        self.budget = budget
+        self.counter = counter
+        self.summarize = summarize
+        self.start = 0
+        self.summaries: list[dict[str, Any]] = []
+        self.rules = RuleConfig()
+        self.summarizer = DeterministicSummarizer(counter)
+
+    def _tok(self, m: Mapping[str, Any]) -> int:
+        return message_tokens(m, self.counter.count)
+
+    def __call__(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        system, body = entries[0][1], [m for _, m in entries[1:]]
+        self.start = min(self.start, len(body))
+        sizes = [self._tok(m) for m in body]
+        hist = sum(self._tok(s) for s in self.summaries) + sum(sizes[self.start:])
+        if hist > TRIGGER * self.budget:
+            users = [i for i in range(self.start + 1, len(body)) if body[i]["role"] == "user"]
+            new_start = self.start
+            for u in users:
+                new_start = u
+                if hist - sum(sizes[self.start:u]) <= TARGET * self.budget:
+                    break
+            dropped = body[self.start:new_start]
+            if self.summarize and dropped:
+                tokens = sum(sizes[self.start:new_start])
+                r = self.rules
+                target = max(r.min_summary_tokens, min(r.max_summary_tokens,
+                                                       int(tokens * r.summary_ratio)))
+                text = self.summarizer.summarize(SummaryRequest(
+                    entries=tuple(SummaryEntry(role=m["role"], text=str(m.get("content") or ""))
+                                  for m in dropped),
+                    target_tokens=target))
+                self.summaries.append({"role": "user",
+                                       "content": fence(text, count=len(dropped))})
+                while (len(self.summaries) > 1 and sum(map(self._tok, self.summaries))
+                       > r.summary_share * self.budget):
+                    self.summaries.pop(0)
+            self.start = new_start
+        return [system, *self.summaries, *body[self.start:]]
 
 
 @dataclass
@@ -409,18 +527,37 @@ class Raw:
         return [m for _, m in self.entries]
 
 
-def raw_text(raw: Raw) -> str:
-    return "\n".join(str(m.get("content")) for m in raw.messages())
-
-
 def _node(nid: str, role: str, t: float, session: str, **kw: Any) -> Node:
     return Node(id=nid, seq=0, created_at=t, session_id=session, role=role, **kw)  # type: ignore[arg-type]
 
 
-async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
+def _cause(parts: Sequence[RenderedMessage], commit: ContextCommit, prev: ContextCommit | None,
+           at: int) -> str:
+    """Why our request differs from the previous one from message `at` on."""
+    if at >= len(parts):
+        return "other"
+    part = parts[at]
+    if part.position < 0:
+        return "other"
+    it = commit.items[part.position]
+    if it.is_summary:
+        return "roll-up" if it.reason.startswith("rolled up") else "summary"
+    if it.state == "aged":
+        return "aging"
+    if it.state == "cleared":
+        return "idle clear" if it.reason == "idle_60min" else "other"
+    if prev is not None and any(x.state == "summarized" and x.source_node_id not in
+                                {y.source_node_id for y in prev.items if y.state == "summarized"}
+                                for x in commit.items[:part.position]):
+        return "summary"
+    return "other"
+
+
+async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
+                           peers: bool = True, tag: str = "") -> dict[str, Any]:
     counter = CachedTiktokenCounter("o200k_base")
-    store = Store.open(tmp / f"conv{conv.seed}.duckdb")
-    sid = f"main{conv.seed}"
+    store = Store.open(tmp / f"conv{tag}{conv.seed}.duckdb")
+    sid = f"main{tag}{conv.seed}"
     store.call(lambda r: r.create_session(Session(sid, "bench", None, MODEL, 0.0)))
     engine = ContextEngine(store, counter)
     tools_tok = tools_tokens(sorted(TOOLS, key=lambda t: t["function"]["name"]), counter.count)
@@ -429,29 +566,60 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
     sys_tok = message_tokens(sys_msg, counter.count)
     budget = plan_budget(WINDOW, system_tokens=sys_tok, tools_tokens=tools_tok)
     peer_allowance = budget.prompt_allowance - tools_tok
-    ours = Arm("treechat", counter, tools_tok, anthropic=True)
+    ours = Arm("treechat", counter, tools_tok)
+    trim = Arm("trim", counter, tools_tok)
+    trim_s = Arm("trim + summary", counter, tools_tok)
     lite = Arm("litellm", counter, tools_tok)
     lang = Arm("langchain", counter, tools_tok)
-    limit = Limit(budget.history, tools_tok + sys_tok)
+    trimmer = Trim(budget.history, counter, summarize=False)
+    trimmer_s = Trim(budget.history, counter, summarize=True)
     lang_trim = LangchainTrim(counter)
     raw = Raw([("system", {"role": "system", "content": f"{SYSTEM}\n\n{SITUATION}"})])
     head: str | None = None
     prev_len = 0  # items in our previous request's commit
     prev_raw = len(raw.entries)
-    raw_hist_before = 0
+    prev_commit: ContextCommit | None = None
+    prev_parts: tuple[RenderedMessage, ...] = ()
     side_head: str | None = None
     side_raw: list[dict[str, Any]] = []
-    t = 0.0
+    prepare_seconds: list[float] = []
 
     def append(nodes: Sequence[Node], new_head: str, now: float) -> None:
-
         store.call(lambda r: r.apply_change(sid, Change(tuple(nodes), new_head), now))
 
-    def raw_tokens(entries: Sequence[tuple[str, dict[str, Any]]]) -> int:
-        return sum(message_tokens(m, counter.count) for _, m in entries)
+    def record_break(commit: ContextCommit, parts: tuple[RenderedMessage, ...]) -> None:
+        """Cache breaks by cause: tokens of the previous request that this one rewrote."""
+        prev_total = sum(ours.last_prev_sizes) + tools_tok
+        if not prev_parts or ours.last_lcp >= prev_total:
+            return
+        at = 0
+        while at < min(len(parts), len(prev_parts)) and _fingerprint(
+                parts[at].message) == _fingerprint(prev_parts[at].message):
+            at += 1
+        cause = _cause(parts, commit, prev_commit, at)
+        lost = prev_total - ours.last_lcp
+        ours.lost_by_cause[cause] = ours.lost_by_cause.get(cause, 0) + lost
+        ours.breaks_by_cause[cause] = ours.breaks_by_cause.get(cause, 0) + 1
+        new_summaries = [it for it in commit.live_items() if it.is_summary and (
+            prev_commit is None or it.source_node_id not in
+            {x.source_node_id for x in prev_commit.items})]
+        if any(s.reason.startswith("rolled up") for s in new_summaries):
+            folded = any(s.reason.startswith("summarized") for s in new_summaries) or any(
+                commit.items[p].state == "summarized" and not commit.items[p].is_summary
+                and prev_commit is not None and p < len(prev_commit.items)
+                and prev_commit.items[p].state != "summarized"
+                for p in range(len(commit.items)))
+            # Where a fold alone would have rewritten the previous request: its first
+            # message after the system prompt and the summaries.
+            fold_at = next((k for k, p in enumerate(prev_parts)
+                            if p.category not in ("system", "summaries")), len(prev_parts))
+            sizes = ours.last_prev_sizes
+            own = sum(sizes[at:fold_at]) if folded else lost
+            ours.rollup_loss.append(own / prev_total)
+            ours.rollup_total_loss.append(lost / prev_total)
 
-    async def request(now: float) -> TurnPrep:
-        nonlocal prev_len, prev_raw, raw_hist_before
+    async def request(now: float, asks: Any) -> TurnPrep:
+        nonlocal prev_len, prev_raw, prev_commit, prev_parts
         t0 = time.perf_counter()
         prep = await engine.prepare(sid, model=MODEL, window=WINDOW, head=head, tools=TOOLS,
                                     system_prompt=SYSTEM, situation=SITUATION, now=now)
@@ -463,45 +631,54 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
         new_ours = sum(message_tokens(p.message, counter.count) for p in parts
                        if p.position >= prev_len and p.category != "summaries")
         prev_len = len(commit.items)
+        ours.last_prev_sizes = ours.last_sizes
         ours.measure(prep.messages, new_ours, prep.max_output_tokens)
+        record_break(commit, parts)
+        prev_commit, prev_parts = commit, parts
         ours.compactions += int(prep.compacted)
-        # Peers and the limit see the raw path.
         new_entries = raw.entries[prev_raw:]
-        new_raw = raw_tokens(new_entries)
         k = len(new_entries)
-        for arm, msgs in ((lite, litellm_trim(raw.messages(), peer_allowance)),
-                          (lang, lang_trim(raw.entries, peer_allowance))):
+        arms: list[tuple[Arm, list[dict[str, Any]]]] = [
+            (trim, trimmer(raw.entries)), (trim_s, trimmer_s(raw.entries))]
+        if peers:
+            arms += [(lite, litellm_trim(raw.messages(), peer_allowance)),
+                     (lang, lang_trim(raw.entries, peer_allowance))]
+        for arm, msgs in arms:
             tail = msgs[-k:] if k else []
-            arm.measure(msgs, sum(message_tokens(m, counter.count) for m in tail),
+            arm.measure(with_peer_breakpoints(msgs),
+                        sum(message_tokens(m, counter.count) for m in tail),
                         budget.output_reserve)
-            arm.final_text = "\n".join("\n".join(message_parts(_strip_marks(m))) for m in msgs)
-        limit.request(raw_hist_before, new_raw)
-        raw_hist_before += new_raw
         prev_raw = len(raw.entries)
-        ours.final_text = "\n".join("\n".join(message_parts(_strip_marks(m)))
-                                    for m in prep.messages)
-        if os.environ.get("BENCH_TRACE") and os.environ["BENCH_TRACE"] in raw_text(raw):
-            present = os.environ["BENCH_TRACE"] in ours.final_text
-            print("TRACE", len(ours.prompts), present, prep.compacted)
+        if asks is not None:
+            kind = getattr(asks, "kind", "synthetic")
+            key = getattr(asks, "key", "")
+            for arm, msgs in [(ours, list(prep.messages)), *arms]:
+                present = holds(request_text(msgs), key, asks.value)
+                arm.in_request.setdefault(kind, []).append(present)
+                kept = present
+                if arm is ours and not present:
+                    found = await engine.recall(sid, asks.question, head=head, now=now,
+                                                limit=3)
+                    kept = any(holds(h.text, key, asks.value) for h in found.hits)
+                arm.asked.setdefault(kind, []).append(kept)
         return prep
 
-    prepare_seconds: list[float] = []
     turn_nodes: dict[int, tuple[str, str]] = {}  # turn -> (user id, its parent)
+    side = getattr(conv, "side", None)
     for turn in conv.turns:
         t = turn.time
         i = turn.index
         nodes: list[Node] = []
         parent = head
-        if turn.edit_previous and i - 1 in turn_nodes:
+        if getattr(turn, "edit_previous", False) and i - 1 in turn_nodes:
             # Edit the previous user message: a sibling under the same parent; the old
             # reply stays in the graph on the abandoned branch.
             old_user, old_parent = turn_nodes[i - 1]
             parent = old_parent
             cut = next(k for k, (nid, _) in enumerate(raw.entries) if nid == old_user)
-            raw_hist_before -= raw_tokens(raw.entries[cut:])
             del raw.entries[cut:]
             prev_raw = len(raw.entries)
-        if turn.attach_side and side_head is not None:
+        if getattr(turn, "attach_side", False) and side_head is not None:
             aid = f"{sid}-att{i}"
             nodes.append(_node(aid, "runtime", t, sid, name="attach", output="side branch",
                                predecessor=parent, metadata={"source_session": f"side{conv.seed}",
@@ -516,7 +693,7 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
         raw.entries.append((uid, {"role": "user", "content": turn.user}))
         head = uid
         append(nodes, uid, t)
-        await request(t + 1)
+        await request(t + 1, getattr(turn, "asks", None))
         if turn.tools:
             aid = f"{sid}-a{i}"
             calls = [{"id": f"call-{i}-{k}", "type": "function",
@@ -535,7 +712,7 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
                                           "content": tc.result}))
             head = aid
             append(nodes, aid, t + 6)
-            await request(t + 7)
+            await request(t + 7, None)
             fid = f"{sid}-f{i}"
             append([_node(fid, "assistant", t + 9, sid, output=turn.after_tools,
                           predecessor=aid)], fid, t + 9)
@@ -547,18 +724,12 @@ async def run_conversation(conv: Conversation, tmp: Path) -> dict[str, Any]:
                    rid, t + 5)
             raw.entries.append((rid, {"role": "assistant", "content": turn.reply}))
             head = rid
-        if conv.side is not None and i == conv.side.from_turn:
-            side_head, side_raw = _side_branch(store, conv, head, t)
-    facts = conv.facts
+        if side is not None and i == side.from_turn:
+            side_head, side_raw = _side_branch(store, conv, head, t)  # type: ignore[arg-type]
     store.close()
-    return {
-        "arms": (ours, lite, lang),
-        "limit": limit,
-        "facts": {a.name: sum(f.value in a.final_text for f in facts) / len(facts)
-                  for a in (ours, lite, lang)},
-        "requests": len(ours.prompts),
-        "prepare_seconds": prepare_seconds,
-    }
+    arms_out = (ours, trim, trim_s, *((lite, lang) if peers else ()))
+    return {"arms": arms_out, "requests": len(ours.prompts), "prepare_seconds": prepare_seconds,
+            "budget": budget.history}
 
 
 def _side_branch(store: Store, conv: Conversation, fork: str,
@@ -711,69 +882,137 @@ def _merge_report(report: Callable[..., Path], figures: dict[str, float],
     report("context", {**existing, **figures}, rows, header)
 
 
+def _spread(values: Sequence[float], fmt: str = "{:.3f}") -> str:
+    """Median and range over seeds."""
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(med)
+    return f"{fmt.format(med)} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def _pooled(arms: Sequence[Arm], kind: str, *, request_only: bool = False) -> float | None:
+    got = [x for a in arms for x in (a.in_request if request_only else a.asked).get(kind, [])]
+    return sum(got) / len(got) if got else None
+
+
 def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     litellm.suppress_debug_info = True
     _install_fast_litellm_counter()
-    results = [asyncio.run(run_conversation(simulate(seed, TURNS), tmp_path)) for seed in SEEDS]
-
-    def pooled(name: str) -> Arm:
-        arms = [next(a for a in r["arms"] if a.name == name) for r in results]
-        merged = Arm(name, arms[0].counter, arms[0].tools_tok, anthropic=arms[0].anthropic)
-        for a in arms:
-            merged.prompts += a.prompts
-            merged.cached += a.cached
-            merged.best += a.best
-            merged.a_read += a.a_read
-            merged.a_write += a.a_write
-            merged.over += a.over
-            merged.compactions += a.compactions
-        return merged
-
-    limit_cost = sum(r["limit"].cost for r in results)
+    openai, anthropic = Prices.of(OPENAI_PRICED), Prices.of(ANTHROPIC_PRICED)
+    gens: dict[str, list[dict[str, Any]]] = {
+        "synthetic": [asyncio.run(run_conversation(simulate(s, TURNS), tmp_path, tag="s"))
+                      for s in SEEDS],
+        "prose": [asyncio.run(run_conversation(simulate_prose(s, TURNS), tmp_path, tag="p"))
+                  for s in SEEDS],
+    }
+    long_run = asyncio.run(run_conversation(simulate_prose(SEEDS[0], LONG_TURNS), tmp_path,
+                                            peers=False, tag="long"))
+    names = ["treechat", "trim", "trim + summary", "litellm", "langchain"]
+    kinds = {"synthetic": ["synthetic"], "prose": ["plain", "assistant", "tool"]}
     figures: dict[str, float] = {}
     rows: list[list[object]] = []
-    for name, prefix in (("treechat", ""), ("litellm", "litellm_"), ("langchain", "langchain_")):
-        arm = pooled(name)
-        facts = statistics.fmean(r["facts"][name] for r in results)
-        reuse, best = arm.reuse_mean(), arm.best_mean()
-        figures.update({
-            f"{prefix}over_window": arm.over,
-            f"{prefix}cost_vs_limit": arm.cost() / limit_cost,
-            f"{prefix}cache_reuse_mean": reuse,
-            f"{prefix}cache_reuse_vs_best": reuse / best,
-            f"{prefix}facts_retained": facts,
-        })
-        rows.append([name, len(arm.prompts), arm.over, round(reuse, 3), round(best, 3),
-                     round(reuse / best, 3), round(arm.cost(), 2),
-                     round(arm.cost() / limit_cost, 3),
-                     arm.compactions if name == "treechat" else "-", round(facts, 3)])
-        if name == "treechat":
-            figures["compactions"] = arm.compactions
-            figures["cache_reuse_mean_anthropic"] = arm.anthropic_reuse_mean()
-            figures["cache_reuse_vs_best_anthropic"] = arm.anthropic_reuse_mean() / best
-            figures["cost_vs_limit_anthropic"] = arm.anthropic_cost() / limit_cost
-            figures["mean_prompt_tokens"] = statistics.fmean(arm.prompts)
-            rows.append(["treechat (Anthropic rule)", len(arm.prompts), arm.over,
-                         round(arm.anthropic_reuse_mean(), 3), round(best, 3),
-                         round(arm.anthropic_reuse_mean() / best, 3),
-                         round(arm.anthropic_cost(), 2),
-                         round(arm.anthropic_cost() / limit_cost, 3), arm.compactions,
-                         round(facts, 3)])
-    rows.append(["limit", "", "", "", "", "", round(limit_cost, 2), 1.0, "", ""])
-    figures["limit_cost_usd"] = limit_cost
-    _merge_report(bench_report, figures, rows, [
-        "arm", "requests", "over window", "cache reuse", "best", "reuse/best", "cost $",
-        "cost/limit", "compactions", "facts kept"])
-    ours = figures
-    assert ours["over_window"] == 0
-    assert ours["cost_vs_limit"] <= 1.5
-    assert ours["cost_vs_limit"] < ours["litellm_cost_vs_limit"]
-    assert ours["cost_vs_limit"] < ours["langchain_cost_vs_limit"]
-    assert ours["cache_reuse_vs_best"] >= 0.9
-    assert ours["facts_retained"] >= 0.9
+    per: dict[tuple[str, str], list[Arm]] = {}
+    for gen, runs in gens.items():
+        for name in names:
+            arms = [next(a for a in r["arms"] if a.name == name) for r in runs]
+            per[(gen, name)] = arms
+            kept = []
+            for kind in kinds[gen]:
+                k = _pooled(arms, kind)
+                kept.append(f"{kind} {k:.0%}" if k is not None else f"{kind} -")
+            rows.append([
+                gen, name, sum(a.over for a in arms),
+                _spread([a.reuse_mean() / a.best_mean() for a in arms]),
+                _spread([a.openai_cost(openai) for a in arms], "${:.2f}"),
+                _spread([a.anthropic_reuse_mean() / a.best_mean() for a in arms]),
+                _spread([a.anthropic_cost(anthropic) for a in arms], "${:.2f}"),
+                _spread([statistics.fmean(a.prompts) for a in arms], "{:.0f}"),
+                ", ".join(kept),
+            ])
+    ours_all = [a for gen in gens for a in per[(gen, "treechat")]]
+    long_ours = next(a for a in long_run["arms"] if a.name == "treechat")
+    long_trim = next(a for a in long_run["arms"] if a.name == "trim")
+    rows.append(["prose, 520 turns", "treechat", long_ours.over,
+                 f"{long_ours.reuse_mean() / long_ours.best_mean():.3f}",
+                 f"${long_ours.openai_cost(openai):.2f}",
+                 f"{long_ours.anthropic_reuse_mean() / long_ours.best_mean():.3f}",
+                 f"${long_ours.anthropic_cost(anthropic):.2f}",
+                 f"{statistics.fmean(long_ours.prompts):.0f}",
+                 ", ".join(f"{k} {_pooled([long_ours], k):.0%}" for k in kinds["prose"]
+                           if _pooled([long_ours], k) is not None)])
+    rows.append(["prose, 520 turns", "trim", long_trim.over,
+                 f"{long_trim.reuse_mean() / long_trim.best_mean():.3f}",
+                 f"${long_trim.openai_cost(openai):.2f}",
+                 f"{long_trim.anthropic_reuse_mean() / long_trim.best_mean():.3f}",
+                 f"${long_trim.anthropic_cost(anthropic):.2f}",
+                 f"{statistics.fmean(long_trim.prompts):.0f}", ""])
+
+    def med(gen: str, name: str, f: Callable[[Arm], float]) -> float:
+        return statistics.median(f(a) for a in per[(gen, name)])
+
+    figures["reuse_vs_best"] = min(
+        med(g, "treechat", lambda a: a.reuse_mean() / a.best_mean()) for g in gens)
+    figures["reuse_vs_best_anthropic"] = min(
+        med(g, "treechat", lambda a: a.anthropic_reuse_mean() / a.best_mean()) for g in gens)
+    prose = per[("prose", "treechat")]
+    for kind in ("plain", "assistant", "tool"):
+        figures[f"recall_{kind}"] = _pooled(prose, kind) or 0.0
+        figures[f"in_request_{kind}"] = _pooled(prose, kind, request_only=True) or 0.0
+        for name in names[1:]:
+            slug = name.replace(" + ", "_").replace(" ", "_")
+            figures[f"{slug}_kept_{kind}"] = _pooled(per[("prose", name)], kind) or 0.0
+    figures["recall_synthetic"] = _pooled(per[("synthetic", "treechat")], "synthetic") or 0.0
+    figures["in_request_synthetic"] = _pooled(per[("synthetic", "treechat")], "synthetic",
+                                              request_only=True) or 0.0
+    rollups = [x for a in [*ours_all, long_ours] for x in a.rollup_loss]
+    figures["rollup_prefix_loss"] = statistics.fmean(rollups) if rollups else 0.0
+    totals = [x for a in [*ours_all, long_ours] for x in a.rollup_total_loss]
+    figures["rollup_compaction_loss"] = statistics.fmean(totals) if totals else 0.0
+    figures["rollups"] = len(rollups)
+    figures["long_rollups"] = len(long_ours.rollup_loss)
+    figures["long_reuse_vs_best"] = long_ours.reuse_mean() / long_ours.best_mean()
+    figures["cost_vs_trim_hysteresis"] = statistics.median(
+        o.openai_cost(openai) / t.openai_cost(openai)
+        for o, t in zip(prose, per[("prose", "trim")], strict=True))
+    figures["cost_vs_trim_hysteresis_anthropic"] = statistics.median(
+        o.anthropic_cost(anthropic) / t.anthropic_cost(anthropic)
+        for o, t in zip(prose, per[("prose", "trim")], strict=True))
+    figures["cost_vs_trim_summary"] = statistics.median(
+        o.openai_cost(openai) / t.openai_cost(openai)
+        for o, t in zip(prose, per[("prose", "trim + summary")], strict=True))
+    figures["over_window"] = sum(a.over for a in [*ours_all, long_ours])
+    for name in names[1:]:
+        slug = name.replace(" + ", "_").replace(" ", "_")
+        figures[f"{slug}_over_window"] = sum(a.over for g in gens for a in per[(g, name)])
+    figures["compactions"] = statistics.median(a.compactions for a in ours_all)
+    figures["mean_prompt_tokens"] = statistics.fmean(p for a in ours_all for p in a.prompts)
+    causes: dict[str, int] = {}
+    breaks: dict[str, int] = {}
+    for a in [*ours_all, long_ours]:
+        for c, n in a.lost_by_cause.items():
+            causes[c] = causes.get(c, 0) + n
+        for c, n in a.breaks_by_cause.items():
+            breaks[c] = breaks.get(c, 0) + n
+    for c in ("summary", "roll-up", "aging", "idle clear", "other"):
+        slug = c.replace(" ", "_").replace("-", "")
+        figures[f"cache_lost_tokens_{slug}"] = causes.get(c, 0)
+        figures[f"cache_breaks_{slug}"] = breaks.get(c, 0)
+    header = ["generator", "arm", "over window", "reuse/best (OpenAI)", "cost at gpt-4o",
+              "reuse/best (Anthropic)", "cost at Sonnet", "mean prompt", "kept at ask time"]
+    _merge_report(bench_report, figures, rows, header)
+    print("\ncache breaks by cause (Treechat, all runs): " + ", ".join(
+        f"{c}: {breaks[c]} breaks, {causes[c]:,} tokens" for c in sorted(causes)))
+    print("roll-ups:", len(rollups), "mean prefix rewritten by the roll-up itself",
+          f"{figures['rollup_prefix_loss']:.3f}, by its whole compaction",
+          f"{figures['rollup_compaction_loss']:.3f}")
+    assert figures["over_window"] == 0
+    assert figures["reuse_vs_best"] >= 0.85
+    assert figures["recall_tool"] >= 0.5
 
 
 def test_context_scaling_and_storage(tmp_path: Path, bench_report: Callable[..., Path]) -> None:

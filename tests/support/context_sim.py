@@ -56,6 +56,7 @@ class Turn:
     edit_previous: bool = False  # this user message replaces the previous one (a branch)
     attach_side: bool = False  # an attach pointer to the side branch precedes the message
     fact: Fact | None = None
+    asks: Fact | None = None  # the planted fact this turn's message asks about
 
 
 @dataclass
@@ -245,6 +246,7 @@ def simulate(seed: int, turns: int = 220) -> Conversation:
             index=i, time=now, user=user, reply=_reply(rng), tools=tools,
             after_tools=_reply(rng) if tools else "", edit_previous=(i == edit_turn),
             attach_side=(i == attach_turn), fact=fact,
+            asks=asked[i] if i in asked and i not in by_turn else None,
         )
         out.append(turn)
     side_fact = Fact("number", str(rng.randint(100000, 999999)),
@@ -260,3 +262,230 @@ def simulate(seed: int, turns: int = 220) -> Conversation:
         side_turns.append(Turn(index=k, time=t, user=user, reply=_reply(rng)))
     return Conversation(seed=seed, turns=out, facts=[*facts, side_fact],
                         side=SideBranch(side_from, side_turns, side_fact))
+
+
+# --- real prose: the running interpreter's standard library ---------------------------------
+#
+# A second generator whose text is not ours: user messages quote and ask about real
+# docstrings, replies are real docstring paragraphs, tool results are real source files and
+# grep output of the standard library of the Python running the benchmark. Facts are planted in
+# plain words in three places: said by the user, concluded by the assistant, and only inside a
+# tool result (in the middle of a long file, where the per-item cap cuts even the first
+# request). Each is asked about once, later; what counts is the request at that turn.
+
+PLAIN_FACTS = [
+    ("never eat", "I never eat {v}, so leave it out of any example menus.",
+     "Which food did I say I never eat?",
+     ["mushrooms", "olives", "anchovies", "coriander", "aubergine", "beetroot"]),
+    ("codenamed", "the project is codenamed {v}, use that in the docs",
+     "What is the project codenamed again?",
+     ["bluebird", "sandpiper", "larkspur", "moraine", "quillwort", "thistledown"]),
+    ("sister lives", "My sister lives in {v} and she is the one testing the app.",
+     "Where does my sister live?",
+     ["porto", "tromso", "valparaiso", "ljubljana", "tbilisi", "windhoek"]),
+    ("favourite editor", "my favourite editor is {v}, format snippets for it",
+     "Which editor is my favourite?", ["kakoune", "helix", "micro", "nano", "joe", "lapce"]),
+    ("allergic to", "I am allergic to {v}, which matters for the office party list.",
+     "What am I allergic to?", ["peanuts", "sesame", "kiwi", "shellfish", "lupin", "celery"]),
+    ("dog is", "our dog is a {v} and she hates the vacuum",
+     "What kind of dog did I say we have?",
+     ["whippet", "dachshund", "samoyed", "vizsla", "basenji", "schipperke"]),
+    ("train home", "I take the {v} train home every evening so I leave at five.",
+     "Which train do I take home?",
+     ["lakeshore", "riverside", "northbound", "coastal", "valley", "harbour"]),
+    ("team meets", "the team meets on {v} mornings, never plan releases then",
+     "On which mornings does the team meet?",
+     ["tuesday", "wednesday", "thursday", "friday", "monday", "saturday"]),
+]
+ASSISTANT_FACTS = [
+    ("slow part", "Looking at it again, the slow part is the {v} step, not the parser.",
+     "Which step did you say was the slow part?",
+     ["tokenizing", "hashing", "rendering", "sorting", "copying", "escaping"]),
+    ("culprit", "So the culprit is the {v} setting; everything else checks out.",
+     "What did you conclude the culprit was?",
+     ["buffering", "locale", "umask", "timezone", "encoding", "recursion"]),
+    ("safest choice", "The safest choice here is the {v} module rather than rolling our own.",
+     "Which module did you say was the safest choice?",
+     ["shlex", "secrets", "tempfile", "pathlib", "textwrap", "fnmatch"]),
+    ("root of the leak", "I think the root of the leak is the {v} cache holding references.",
+     "What did you say was the root of the leak?",
+     ["linecache", "weakref", "importlib", "functools", "codecs", "mimetypes"]),
+    ("keep the default", "You can keep the default of {v} workers, it is not the bottleneck.",
+     "How many workers did you say we can keep as the default?",
+     ["three", "five", "seven", "eleven", "thirteen", "seventeen"]),
+]
+TOOL_FACTS = [
+    ("staging server", "# Maintainers' note: the staging server is {v}, ask before using it.",
+     "What was the staging server in that file you read?",
+     ["heron", "basalt", "juniper", "obsidian", "marten", "fennel"]),
+    ("on call", "# Whoever is on call this month is {v}; page them for outages.",
+     "Who is on call this month according to the file?",
+     ["adaeze", "bertil", "carmela", "dorotea", "eskil", "fumiko"]),
+    ("license key", "# The old license key was rotated to {v} last spring.",
+     "What was the license key rotated to, per the file?",
+     ["amber-kite", "blue-otter", "cedar-fox", "dune-moth", "elm-crow", "fig-wren"]),
+    ("mirror lives", "# The package mirror lives at {v}, not the public index.",
+     "Where does the package mirror live, according to that file?",
+     ["mirror-east", "vault-two", "depot-nine", "shelf-four", "cellar-one", "annex-six"]),
+]
+
+
+@dataclass
+class ProseFact:
+    kind: str  # plain / assistant / tool
+    key: str
+    value: str
+    statement: str
+    question: str
+    turn: int
+    ask_turn: int = -1
+
+
+@dataclass
+class ProseTurn:
+    index: int
+    time: float
+    user: str
+    reply: str
+    tools: list[ToolCall] = field(default_factory=list)
+    after_tools: str = ""
+    asks: ProseFact | None = None
+
+
+@dataclass
+class ProseConversation:
+    seed: int
+    turns: list[ProseTurn]
+    facts: list[ProseFact]
+
+
+@dataclass
+class _Corpus:
+    files: list[tuple[str, str]]  # (path relative to the stdlib, source)
+    paragraphs: list[str]  # docstring paragraphs of modules, classes and functions
+    sentences: list[str]
+
+
+_CORPUS: _Corpus | None = None
+
+
+def stdlib_corpus() -> _Corpus:
+    """Docstrings and sources of the running interpreter's standard library (read once)."""
+    global _CORPUS
+    if _CORPUS is not None:
+        return _CORPUS
+    import ast
+    import sysconfig
+    from pathlib import Path
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files: list[tuple[str, str]] = []
+    paragraphs: list[str] = []
+    for path in sorted(root.glob("*.py")):
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        files.append((path.name, source))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef):
+                doc = ast.get_docstring(node)
+                if not doc:
+                    continue
+                for para in doc.split("\n\n"):
+                    flat = " ".join(para.split())
+                    if 60 <= len(flat) <= 900 and not flat.startswith((">>>", "-", "*", ":")):
+                        paragraphs.append(flat)
+    sentences = [s for p in paragraphs for s in _SENT.split(p) if 30 <= len(s) <= 300]
+    _CORPUS = _Corpus(files, paragraphs, sentences)
+    return _CORPUS
+
+
+_SENT = __import__("re").compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _prose_user(rng: random.Random, c: _Corpus) -> str:
+    r = rng.random()
+    if r < 0.25:
+        return rng.choice(["ok, thanks", "go on", "makes sense", "hm, not sure about that",
+                           "and then?", "can you check that again?", "right"])
+    if r < 0.8:
+        name = rng.choice(c.files)[0]
+        return (f"I was reading {name} and it says: \"{rng.choice(c.sentences)}\" "
+                f"{rng.choice(['Why would that be?', 'Does that apply to us?', 'Explain it?'])}")
+    return " ".join(rng.choice(c.paragraphs) for _ in range(rng.randint(2, 4)))
+
+
+def _prose_reply(rng: random.Random, c: _Corpus) -> str:
+    return "\n\n".join(rng.choice(c.paragraphs) for _ in range(rng.randint(1, 4)))
+
+
+def _prose_tool(rng: random.Random, c: _Corpus) -> ToolCall:
+    name, source = rng.choice(c.files)
+    size = int(10 ** rng.uniform(2.2, 4.48))
+    if rng.random() < 0.65:
+        start = rng.randrange(0, max(1, len(source) - size))
+        start = source.rfind("\n", 0, start) + 1
+        return ToolCall("read_file", {"path": f"Lib/{name}"}, source[start:start + size])
+    word = rng.choice(["return", "self", "raise", "import", "def", "None", "yield", "with"])
+    hits = [f"Lib/{n}:{i + 1}:{ln}" for n, s in rng.sample(c.files, 6)
+            for i, ln in enumerate(s.splitlines()) if word in ln]
+    return ToolCall("grep", {"pattern": word, "path": "Lib"}, "\n".join(hits)[:size])
+
+
+def _plant_in_tool(rng: random.Random, c: _Corpus, line: str) -> ToolCall:
+    """A long read whose middle (past the cap's head, before its tail) holds `line`."""
+    big = [(n, s) for n, s in c.files if len(s) > 20_000]
+    name, source = rng.choice(big)
+    size = rng.randint(9_000, 20_000)
+    start = source.rfind("\n", 0, rng.randrange(0, len(source) - size)) + 1
+    text = source[start:start + size]
+    mid = text.find("\n", int(len(text) * rng.uniform(0.4, 0.6))) + 1
+    return ToolCall("read_file", {"path": f"Lib/{name}"}, text[:mid] + line + "\n" + text[mid:])
+
+
+def simulate_prose(seed: int, turns: int = 210) -> ProseConversation:
+    rng = random.Random(seed)
+    c = stdlib_corpus()
+    plans: list[ProseFact] = []
+    for kind, templates, n in (("plain", PLAIN_FACTS, 5), ("assistant", ASSISTANT_FACTS, 4),
+                               ("tool", TOOL_FACTS, 4)):
+        for key, statement, question, values in rng.sample(templates, n):
+            v = rng.choice(values)
+            plans.append(ProseFact(kind, key, v, statement.format(v=v), question, 0))
+    slots = rng.sample(range(2, int(turns * 0.75)), len(plans))
+    for fact, slot in zip(plans, slots, strict=True):
+        fact.turn = slot
+    by_turn = {f.turn: f for f in plans}
+    free = [t for t in range(turns) if t not in by_turn]
+    for fact in plans:
+        later = [t for t in free if fact.turn + 15 <= t < turns]
+        fact.ask_turn = rng.choice(later)
+        free.remove(fact.ask_turn)
+    asks = {f.ask_turn: f for f in plans}
+    out: list[ProseTurn] = []
+    now = 1_700_000_000.0
+    for i in range(turns):
+        now += rng.uniform(40, 240)
+        if i == int(turns * 0.7):
+            now += 2 * 3600
+        user = _prose_user(rng, c)
+        reply = _prose_reply(rng, c)
+        tools = [_prose_tool(rng, c) for _ in range(rng.choice([0, 0, 1, 1, 1, 2, 3]))]
+        fact = by_turn.get(i)
+        if fact is not None and fact.kind == "plain":
+            user = f"{user} By the way, {fact.statement}" if rng.random() < 0.5 else (
+                f"{fact.statement[0].upper()}{fact.statement[1:]}. {user}")
+        elif fact is not None and fact.kind == "assistant":
+            paras = reply.split("\n\n")
+            paras.insert(rng.randrange(0, len(paras) + 1), fact.statement)
+            reply = "\n\n".join(paras)
+        elif fact is not None and fact.kind == "tool":
+            tools.insert(0, _plant_in_tool(rng, c, fact.statement))
+        asked = asks.get(i)
+        if asked is not None:
+            user = asked.question
+        out.append(ProseTurn(index=i, time=now, user=user, reply=reply, tools=tools,
+                             after_tools=_prose_reply(rng, c) if tools else "", asks=asked))
+    return ProseConversation(seed=seed, turns=out, facts=plans)

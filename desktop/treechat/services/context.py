@@ -38,7 +38,15 @@ from ..core.summarize import AsyncSummarizer, DeterministicSummarizer, Summarize
 from ..core.tokens import TokenCounter, message_tokens, messages_tokens, tools_tokens
 from ..store import commits as commit_store
 from ..store.database import Store
-from ..store.fulltext import FullTextIndex, Passage, QueryError, any_terms_query, index_for
+from ..store.fulltext import (
+    NODE_TEXT_SQL,
+    FullTextIndex,
+    Passage,
+    QueryError,
+    any_terms_query,
+    index_for,
+    near_pairs_query,
+)
 from ..store.repository import Repository
 
 log = logging.getLogger(__name__)
@@ -352,9 +360,13 @@ class ContextEngine:
         index = self._fulltext()
         seqs = list(hidden)
 
+        near = near_pairs_query(query)
+
         def search(repo: Repository) -> list[Passage]:
+            # Passages where the question's words stand together first, then any of them.
             index.sync(repo)
-            return index.search(fts, seqs=seqs, limit=max(20, limit * 8))
+            first = index.search(near, seqs=seqs, limit=max(20, limit * 8)) if near else []
+            return first + index.search(fts, seqs=seqs, limit=max(20, limit * 8))
 
         found = await self.store.run(search)
         best: dict[str, Passage] = {}
@@ -367,16 +379,17 @@ class ContextEngine:
         chosen = list(best.values())[: max(1, limit)]
         if not chosen:
             return RecallResult(query, (), len(hidden))
-        lengths = await self.store.run(lambda repo: _text_lengths(repo, [p.seq for p in chosen]))
+        about = await self.store.run(lambda repo: _text_lengths(repo, [p.seq for p in chosen]))
         each = max(200, max_chars // len(chosen))
         hits = []
         for p in chosen:
             _, state, tool = hidden[p.seq]
             start, text = focus(p.text, query, each)
+            length, name = about.get(p.seq, (p.offset + len(p.text), ""))
             hits.append(RecallHit(
                 node_id=p.node_id, session_id=p.session_id, role=p.role, state=state,
-                tool_name=tool, text=text, offset=p.offset + start,
-                length=lengths.get(p.seq, p.offset + len(p.text)), score=p.score,
+                tool_name=tool or name, text=text, offset=p.offset + start,
+                length=length, score=p.score,
             ))
         return RecallResult(query, tuple(hits), len(hidden))
 
@@ -706,44 +719,49 @@ class ContextEngine:
         return None, list(nodes)
 
 
-def _text_lengths(repo: Repository, seqs: Sequence[int]) -> dict[int, int]:
-    from ..store.fulltext import NODE_TEXT_SQL
-
+def _text_lengths(repo: Repository, seqs: Sequence[int]) -> dict[int, tuple[int, str]]:
+    """seq -> (length of the node's text, its name) for the nodes a recall cites."""
     rows = repo.con.execute(
-        f"SELECT seq, length({NODE_TEXT_SQL}) FROM nodes WHERE seq IN (SELECT unnest(?))",
+        f"SELECT seq, length({NODE_TEXT_SQL}), name FROM nodes "
+        "WHERE seq IN (SELECT unnest(?))",
         [list(seqs)],
     ).fetchall()
-    return {int(r[0]): int(r[1] or 0) for r in rows}
+    return {int(r[0]): (int(r[1] or 0), str(r[2] or "")) for r in rows}
 
 
 def focus(text: str, query: str, width: int) -> tuple[int, str]:
-    """(start, window) of at most `width` characters of `text` holding the most occurrences
-    of the query's words (their first five letters, which covers plurals and tenses)."""
+    """(start, window) of at most `width` characters of `text` where the query's words
+    (their first five letters, which covers plurals and tenses) weigh most, each occurrence
+    weighted by how rare its word is in the text: one mention of a rare word outweighs a
+    dozen of a word found on every line."""
     if len(text) <= width:
         return 0, text
     low = text.lower()
     stems = {t[:5] for t in any_terms_query(query).replace('"', "").split(" OR ") if t}
-    hits: list[int] = []
+    hits: list[tuple[int, float]] = []
     for stem in stems:
+        found: list[int] = []
         at = low.find(stem)
-        while at >= 0 and len(hits) < 2000:
-            hits.append(at)
+        while at >= 0 and len(found) < 500:
+            found.append(at)
             at = low.find(stem, at + 1)
+        hits.extend((x, 1.0 / len(found)) for x in found)
     if not hits:
         return 0, text[:width]
     hits.sort()
-    best_start, best_n = hits[0], 0
+    best_start, best_score = 0, -1.0
     j = 0
-    for i, h in enumerate(hits):
-        while hits[j] < h - width // 3:
+    window = 0.0
+    # Slide a window of `width` over the occurrences (two pointers).
+    for i in range(len(hits)):
+        window += hits[i][1]
+        while hits[i][0] - hits[j][0] > width * 2 // 3:
+            window -= hits[j][1]
             j += 1
-        n = sum(1 for x in hits[j:] if x < h + 2 * width // 3)
-        if n > best_n:
-            best_n, best_start = n, max(0, h - width // 3)
-        if i > 400:
-            break
+        if window > best_score:
+            best_score, best_start = window, max(0, hits[j][0] - width // 3)
     start = max(0, min(best_start, len(text) - width))
-    # begin at a line or a word, not inside one
+    # begin at a line, not inside one
     cut = text.rfind("\n", max(0, start - 80), start + 1)
     if cut >= 0:
         start = cut + 1

@@ -28,8 +28,8 @@ from pathlib import Path
 from .database import Store
 from .repository import Repository
 
-INDEX_VERSION = "treechat-fts-1"
-PASSAGE_CHARS = 2000
+INDEX_VERSION = "treechat-fts-2"
+PASSAGE_CHARS = 1000
 PASSAGES_PER_NODE = 1024
 MAX_QUERY_TERMS = 32
 MAX_TERM_CHARS = 64
@@ -113,10 +113,27 @@ def all_terms_query(query: str) -> str:
     return " AND ".join(parts)
 
 
+def content_terms(query: str) -> list[str]:
+    """The words of a question that carry its meaning (function words left out)."""
+    terms = terms_of(query)
+    return [t for t in terms if t not in STOPWORDS] or terms
+
+
+def near_pairs_query(query: str, distance: int = 6) -> str | None:
+    """FTS5 query matching passages where two of the question's content words stand within
+    `distance` words of each other (proximity: "on call this month" beats a file that says
+    "call" a hundred times and "month" once, far away). None for a one-word question."""
+    terms = content_terms(query)[:10]
+    if len(terms) < 2:
+        return None
+    pairs = [f"NEAR({_quote(a)} {_quote(b)}, {distance})"
+             for i, a in enumerate(terms) for b in terms[i + 1:]]
+    return " OR ".join(pairs)
+
+
 def any_terms_query(query: str) -> str:
     """FTS5 query for a question: any of its content words, best BM25 first."""
-    terms = terms_of(query)
-    content = [t for t in terms if t not in STOPWORDS] or terms
+    content = content_terms(query)
     if not content:
         raise QueryError("nothing to search for")
     return " OR ".join(_quote(t) for t in content)
