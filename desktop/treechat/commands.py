@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, paths
+from .commands_chat_controls import COMMANDS as CHAT_CONTROL_COMMANDS
+from .commands_connections import cmd_connections, models_command
+from .commands_mcp import cmd_mcp
+from .commands_model_library import cmd_models
 from .store.database import Store, StoreError, default_store_path
 
 
@@ -164,13 +168,23 @@ def _count(n: int, word: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .services.importing import export_session
+    from .services.exporting import export_session, export_sessions
 
+    if bool(args.session) == bool(getattr(args, "all_sessions", False)):
+        print("treechat: give a SESSION or --all-sessions", file=sys.stderr)
+        return 2
     with open_store(args) as store:
-        session_id = find_session_id(store, args.session)
-        text = asyncio.run(
-            export_session(store, session_id, fmt=args.format, all_branches=args.all_branches)
-        )
+        if args.session:
+            session_id = find_session_id(store, args.session)
+            text = asyncio.run(
+                export_session(store, session_id, fmt=args.format, all_branches=args.all_branches)
+            )
+        else:
+            text = asyncio.run(
+                export_sessions(
+                    store, args.format, scope="all" if args.all_branches else None
+                )
+            )
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
@@ -293,5 +307,9 @@ COMMANDS = {
     "send": cmd_send,
     "context": cmd_context,
     "ledger": cmd_ledger,
+    "mcp": cmd_mcp,
+    "models": models_command(cmd_models),
+    "connections": cmd_connections,
     "backup": cmd_backup,
+    **CHAT_CONTROL_COMMANDS,
 }
