@@ -134,7 +134,8 @@ class FitResult:
         return bool(self.truncated) or self.dropped > 0
 
 
-def _leading_system(messages: Sequence[Mapping[str, Any]]) -> int:
+def leading_system(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How many messages at the start are system messages (kept whole by every cut)."""
     n = 0
     while n < len(messages) and messages[n].get("role") == "system":
         n += 1
@@ -161,7 +162,7 @@ def fit_to_window(
     if sizes is None:
         sizes = [message_tokens(m, counter.count) for m in messages]
     margin = safety_margin(window, config)
-    n_sys = _leading_system(messages)
+    n_sys = leading_system(messages)
     sys_tokens = sum(sizes[:n_sys])
     fixed = sys_tokens + tools_tokens + REPLY_PRIMING_TOKENS
     room = window - max_output_tokens - margin - fixed
@@ -195,14 +196,14 @@ def shrink_history(
 ) -> tuple[dict[str, Any], ...]:
     """The overflow retry: keep the system messages and the newest conversation that fits
     `target_tokens` (history halved relative to what was sent, computed by the caller)."""
-    n_sys = _leading_system(messages)
+    n_sys = leading_system(messages)
     _, _, history = _fit_suffix(messages, n_sys, max(MIN_MESSAGE_TOKENS, target_tokens), counter)
     return tuple(dict(m) for m in messages[:n_sys]) + history
 
 
 def history_tokens(messages: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
     """Tokens of the conversation part (everything after the leading system messages)."""
-    n_sys = _leading_system(messages)
+    n_sys = leading_system(messages)
     return sum(message_tokens(m, counter.count) for m in messages[n_sys:])
 
 

@@ -106,22 +106,34 @@ def active_path(graph: Graph, head: str | None) -> tuple[Node, ...]:
         return ()
     chain = ancestry(graph, head)
     on_chain = {n.id for n in chain}
-    out: list[Node] = []
-    for node in chain:
-        if node.role == "tool" and node.caller is not None and node.caller in on_chain:
-            continue  # emitted with its caller below
+    conversation = [
+        n for n in chain if not (n.role == "tool" and n.caller is not None and n.caller in on_chain)
+    ]
+    tools = [t for n in conversation if n.role == "assistant" for t in graph.tool_children(n.id)]
+    return hang_tool_runs(conversation, tools)
+
+
+def hang_tool_runs(
+    conversation: Iterable[Node], tools: Iterable[Node], *, first_caller: str | None = None
+) -> tuple[Node, ...]:
+    """`conversation` in order, each node followed by the tool results it called: per tool
+    call id only the newest run (a re-run replaces), in seq order. The results of
+    `first_caller`, a caller that is not in `conversation` (the head a context commit already
+    covers), come first. What the user sees and what a request sends are both this order."""
+    runs: dict[str, dict[str, Node]] = {}
+    for tool in sorted(tools, key=lambda n: n.seq):
+        if tool.caller is not None:
+            key = str(tool.metadata.get("tool_call_id") or tool.id)
+            runs.setdefault(tool.caller, {})[key] = tool
+
+    def run_of(caller: str) -> list[Node]:
+        return sorted(runs.get(caller, {}).values(), key=lambda n: n.seq)
+
+    out = run_of(first_caller) if first_caller is not None else []
+    for node in conversation:
         out.append(node)
-        if node.role == "assistant":
-            out.extend(_tool_run(graph, node.id))
+        out.extend(run_of(node.id))
     return tuple(out)
-
-
-def _tool_run(graph: Graph, assistant_id: str) -> list[Node]:
-    latest: dict[str, Node] = {}
-    for tool in graph.tool_children(assistant_id):
-        key = str(tool.metadata.get("tool_call_id") or tool.id)
-        latest[key] = tool  # seq order: the last one wins (a re-run replaces)
-    return sorted(latest.values(), key=lambda n: n.seq)
 
 
 def siblings(graph: Graph, node_id: str) -> tuple[Node, ...]:

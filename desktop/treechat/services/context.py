@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from ..core.budget import BudgetConfig, FitResult, fit_to_window, plan_budget
 from ..core.commit import ContextCommit, make_commit
-from ..core.dag import Graph, ancestry
+from ..core.dag import Graph, ancestry, hang_tool_runs
 from ..core.model import GraphError, Node
 from ..core.occupancy import (
     MeasuredUsage,
@@ -36,6 +36,7 @@ from ..core.rules import (
 )
 from ..core.summarize import AsyncSummarizer, DeterministicSummarizer, Summarizer
 from ..core.tokens import TokenCounter, message_tokens, messages_tokens, tools_tokens
+from ..providers import llm
 from ..store import commits as commit_store
 from ..store.database import Store
 from ..store.fulltext import (
@@ -77,12 +78,6 @@ class TurnPrep:
     window: int
     occupancy: Occupancy
     compacted: bool
-
-
-def is_anthropic_model(model: str) -> bool:
-    """Anthropic caches nothing without explicit breakpoints; nobody else wants them."""
-    name = model.lower()
-    return name.startswith("anthropic/") or "claude" in name
 
 
 def stable_tools(tools: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
@@ -207,7 +202,7 @@ class ContextEngine:
         composition = Composition(
             system_prompt=system_prompt,
             situation=situation,
-            cache_breakpoints=is_anthropic_model(model),
+            cache_breakpoints=llm.is_anthropic(model),
         )
         calibration = trigger_calibration(measured)
         compacted = False
@@ -281,7 +276,7 @@ class ContextEngine:
         composition = Composition(
             system_prompt=last_system if system_prompt is None else system_prompt,
             situation=last_situation if situation is None else situation,
-            cache_breakpoints=is_anthropic_model(model),
+            cache_breakpoints=llm.is_anthropic(model),
         )
         ordered_tools = last_tools if tools is None else stable_tools(tools)
         async with self._lock:
@@ -633,16 +628,7 @@ class ContextEngine:
             tools = sorted(tools, key=lambda n: n.seq)
         else:
             tools = commit_store.tool_children(repo, callers, after)
-        by_caller: dict[str, list[Node]] = {}
-        for t in tools:
-            if t.caller is not None:
-                by_caller.setdefault(t.caller, []).append(t)
-        ordered: list[Node] = []
-        if base_head is not None:
-            ordered.extend(by_caller.get(base_head, ()))
-        for n in conversation:
-            ordered.append(n)
-            ordered.extend(by_caller.get(n.id, ()))
+        ordered = hang_tool_runs(conversation, tools, first_caller=base_head)
         attach_sources: dict[str, ContextCommit | None] = {}
         pending: list[Node] = []
         for n in ordered:

@@ -182,7 +182,7 @@ class ModelCatalog:
             window=window,
             max_output=min(max_output, max(256, window // 4)),
             api_base=api_base,
-            api_key=key or ("no-key" if api_base else None),
+            api_key=key,
             anthropic=llm.is_anthropic(chosen),
             choice=chosen,
         )

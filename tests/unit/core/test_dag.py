@@ -65,6 +65,32 @@ def test_active_path_follows_head_and_hangs_tools_after_their_caller() -> None:
     assert [n.id for n in dag.active_path(g, "a2")] == ["u1", "a1", "t1", "a2"]
 
 
+def test_a_rerun_tool_replaces_the_earlier_run_of_the_same_call() -> None:
+    g = Graph(
+        [
+            node("u1", 1),
+            node("a1", 2, "assistant", "u1"),
+            node("t1", 3, "tool", caller="a1", tool_call_id="c1"),
+            node("t2", 4, "tool", caller="a1", tool_call_id="c2"),
+            node("t1b", 5, "tool", caller="a1", tool_call_id="c1"),
+            node("a2", 6, "assistant", "a1"),
+        ]
+    )
+    assert [n.id for n in dag.active_path(g, "a2")] == ["u1", "a1", "t2", "t1b", "a2"]
+
+
+def test_hang_tool_runs_puts_a_covered_callers_results_first() -> None:
+    conversation = [node("u2", 10), node("a3", 12, "assistant", "u2")]
+    tools = [
+        node("t9", 13, "tool", caller="a3", tool_call_id="x"),
+        node("t0", 11, "tool", caller="a0", tool_call_id="y"),
+        node("stray", 14, "tool", caller="elsewhere", tool_call_id="z"),
+    ]
+    ordered = dag.hang_tool_runs(conversation, tools, first_caller="a0")
+    assert [n.id for n in ordered] == ["t0", "u2", "a3", "t9"]
+    assert [n.id for n in dag.hang_tool_runs(conversation, tools)] == ["u2", "a3", "t9"]
+
+
 def test_retry_is_a_sibling_and_switching_versions_runs_nothing() -> None:
     g = linear()
     parent = dag.reply_parent(g, "a2")

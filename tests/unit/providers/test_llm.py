@@ -94,6 +94,10 @@ def test_is_anthropic() -> None:
     assert llm.is_anthropic("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0")
     assert not llm.is_anthropic("openai/gpt-4o")
     assert not llm.is_anthropic("openrouter/openai/gpt-4o")
+    # OpenRouter passes Claude's breakpoints on (litellm keeps them for claude models there).
+    assert llm.is_anthropic("openrouter/anthropic/claude-sonnet-4.5")
+    # A name that mentions claude on a host that does not serve Anthropic's models is not.
+    assert not llm.is_anthropic("ollama_chat/claude-distill-7b")
     assert not llm.is_anthropic("ollama_chat/llama3.2")
     assert not llm.is_anthropic("bedrock/meta.llama3-70b-instruct-v1:0")
 

@@ -1,9 +1,17 @@
-"""Cache shaping, tool order, the default history cut and usage reading, without the network."""
+"""The provider call: cache shaping, tool order, the default history cut and usage reading,
+and what goes on the wire through real litellm HTTP to the loopback provider.
+
+(The full set of wire behaviours, errors and retries is in tests/e2e/test_providers_http.py.)"""
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
+from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.providers import llm
 from treechat.providers.stream import (
@@ -14,6 +22,8 @@ from treechat.providers.stream import (
     default_shrink,
     shape_messages,
     shape_tools,
+    shutdown_provider_loop,
+    stream_turn,
 )
 
 MARK = {"type": "ephemeral"}
@@ -143,3 +153,53 @@ def test_request_repr_hides_the_key_and_tool_arguments_parse() -> None:
     assert ToolCall(0, "c", "f", '{"a": 1}').parsed_arguments() == {"a": 1}
     assert ToolCall(0, "c", "f", "{not json").parsed_arguments() == "{not json"
     assert ToolCall(0, "c", "f", "").parsed_arguments() == {}
+
+
+# --- on the wire -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def provider_thread() -> Iterator[None]:
+    """Calls run on the provider thread; close its connections when this module is done."""
+    yield
+    shutdown_provider_loop()
+    gc.collect()
+
+
+def _marked_request(model: str, api_base: str, api_key: str | None) -> TurnRequest:
+    return TurnRequest(
+        model=model,
+        messages=[
+            {"role": "system", "content": block("You answer briefly. " * 50)},
+            {"role": "user", "content": block("What is a tree?")},
+        ],
+        api_base=api_base,
+        api_key=api_key,
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_openrouter_claude_keeps_its_breakpoints_on_the_wire(
+    loopback: LoopbackProvider,
+) -> None:
+    """The context engine places breakpoints for this model, and they reach OpenRouter:
+    litellm sends OpenRouter's Claude models `cache_control` in content blocks."""
+    loopback.queue(Reply(text="A tall plant."))
+    model = "openrouter/anthropic/claude-sonnet-4.5"
+    result = await stream_turn(_marked_request(model, loopback.openai_base, "sk-or-test-0123"))
+    assert result.error is None and result.text == "A tall plant."
+    body = loopback.requests[-1].body
+    assert body["model"] == "anthropic/claude-sonnet-4.5"
+    assert json.dumps(body).count('"cache_control"') == 2
+    assert body["messages"][0]["content"][-1]["cache_control"] == MARK
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_openrouter_other_models_get_no_breakpoints(loopback: LoopbackProvider) -> None:
+    model = "openrouter/openai/gpt-4o"
+    await stream_turn(_marked_request(model, loopback.openai_base, "sk-or-test-0123"))
+    body = loopback.requests[-1].body
+    assert "cache_control" not in json.dumps(body)
+    assert body["messages"][0]["content"] == "You answer briefly. " * 50
