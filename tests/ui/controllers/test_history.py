@@ -15,7 +15,7 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 from treechat.ui.controllers.history import HistoryPanels
 from treechat.ui.dialogs.merge import MergeDialog
 from treechat.ui.graph.items import MERGED, node_kind
-from treechat.ui.graph.view import node_mime
+from treechat.ui.graph.mime import node_mime
 
 from ..conftest import Aio, Desk
 

@@ -16,8 +16,10 @@ from ...core.model import GraphError
 from ...services.attach import AttachService, StagedAttach
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog
+from ..graph.items import label_for
+from ..graph.mime import node_mime, read_node_mime
+from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
-from ..graph.view import HistoryGraphPanel, label_for, node_mime, read_node_mime
 
 log = logging.getLogger(__name__)
 
