@@ -53,7 +53,11 @@ class WorkspaceInstructions:
         if signature == self._signature:
             return self._cached
         try:
-            raw = self.path.read_text(encoding="utf-8-sig", errors="replace")
+            # Bounded: a UTF-8 character is at most 4 bytes, so this holds max_chars and one
+            # more, whatever the size of the file.
+            with self.path.open("rb") as fh:
+                data = fh.read(4 * (self._max_chars + 1))
+            raw = data.decode("utf-8-sig", errors="replace")
         except (IsADirectoryError, PermissionError):
             raw = ""
         text = raw.strip()

@@ -69,3 +69,19 @@ def test_long_file_is_truncated_and_says_so(tmp_path: Path) -> None:
 async def test_async_read(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("\ufeffBe brief.\n", encoding="utf-8")
     assert (await WorkspaceInstructions(tmp_path).aread()).text == "Be brief."
+
+
+def test_a_huge_instructions_file_is_read_only_as_far_as_it_is_used(tmp_path: Path) -> None:
+    import tracemalloc
+
+    with (tmp_path / "AGENTS.md").open("wb") as fh:
+        fh.write(b"Be brief. " * 100)
+        fh.truncate(3 * 1024**3)  # sparse: three gigabytes that cost no disk
+    tracemalloc.start()
+    try:
+        got = WorkspaceInstructions(tmp_path, max_chars=500).read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got.text.startswith("Be brief.") and len(got.text) == 500 and got.truncated
+    assert peak < 1024**2
