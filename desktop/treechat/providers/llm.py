@@ -271,6 +271,20 @@ async def aclose_clients() -> None:
     await asyncio.sleep(0)
 
 
+async def _drop_authorization(request: Any) -> None:
+    request.headers.pop("authorization", None)
+
+
+def keyless_client(timeout: float | None) -> Any:
+    """An HTTP client for litellm that sends no Authorization header, for a server that
+    needs no key. Without it litellm fills the header in from `OPENAI_API_KEY` (leaking a
+    real key to a local server) or a placeholder. Close it with `await client.close()`."""
+    litellm_module()
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    return AsyncHTTPHandler(timeout=timeout, event_hooks={"request": [_drop_authorization]})
+
+
 # --- model facts ----------------------------------------------------------------------
 
 
@@ -323,6 +337,28 @@ def max_output_tokens(model: str) -> int:
     limit = int(value) if isinstance(value, int) and value > 0 else FALLBACK_MAX_OUTPUT
     _output_cache[model] = limit
     return limit
+
+
+def known_window(model: str) -> int | None:
+    """The model's window when litellm knows the model, else None (the caller then says
+    its window is estimated)."""
+    info = _model_info(model)
+    value = (info or {}).get("max_input_tokens") or (info or {}).get("max_tokens")
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def price_per_million(model: str) -> tuple[float, float] | None:
+    """USD per million input and output tokens when litellm prices the model, else None."""
+    info = _model_info(model)
+    if not info:
+        return None
+    given = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if not all(isinstance(v, int | float) for v in given):
+        return None
+    prompt, output = (float(v) * 1_000_000 for v in given)  # type: ignore[arg-type]
+    if prompt <= 0 and output <= 0:
+        return None
+    return prompt, output
 
 
 def count_message_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.budget import leading_system
 from . import llm
+from .deadline import FirstByteDeadline, first_byte_timeout, no_answer_failure
 from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
 from .keys import PLACEHOLDER_API_KEY, remember_secret
@@ -138,6 +139,16 @@ class TurnRequest:
     phase: str = "chat"
     lineage: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra headers the connection sends with every request."""
+    connect_timeout: float | None = None
+    """The connection's own setting: seconds allowed to connect and to receive the first
+    byte (None: the default). A local server loading a model may want longer."""
+
+    @property
+    def keyless(self) -> bool:
+        """A server of our own choosing (api_base) with no key: no Authorization is sent."""
+        return bool(self.api_base) and not self.api_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,9 +366,15 @@ def _call_kwargs(
             kwargs["tool_choice"] = request.tool_choice
     if request.api_base:
         kwargs["api_base"] = request.api_base
-    key = request.api_key or (PLACEHOLDER_API_KEY if request.api_base else None)
-    if key:
-        kwargs["api_key"] = key
+    if request.api_key:
+        kwargs["api_key"] = request.api_key
+    elif request.api_base:
+        # Not a placeholder and not litellm's fallback to OPENAI_API_KEY: with no key the
+        # request carries no Authorization at all (the client drops the header). litellm
+        # still wants some value to build the request.
+        kwargs["api_key"] = PLACEHOLDER_API_KEY
+    if request.headers:
+        kwargs["extra_headers"] = dict(request.headers)
     if request.max_tokens is not None:
         kwargs["max_tokens"] = request.max_tokens
     if request.temperature is not None:
@@ -527,10 +544,18 @@ async def _stream_on_this_loop(
         finish_reason: str | None = None
         raw_usage: Any = None
         response: Any = None
+        keyless: Any = None
         failure: ProviderFailure | None = None
+        wait = first_byte_timeout(request.connect_timeout, request.api_base)
+        deadline = FirstByteDeadline(wait)
         try:
-            response = await litellm.acompletion(**_call_kwargs(request, messages, tools))
+            kwargs = _call_kwargs(request, messages, tools)
+            if request.keyless:
+                keyless = llm.keyless_client(request.timeout)
+                kwargs["client"] = keyless
+            response = await litellm.acompletion(**kwargs)
             async for chunk in response:
+                deadline.arrived()
                 usage_obj = getattr(chunk, "usage", None)
                 if usage_obj is not None:
                     raw_usage = usage_obj
@@ -567,14 +592,21 @@ async def _stream_on_this_loop(
                         slot["arguments"] += str(args)
                     yield ToolCallDelta(index, getattr(tc, "id", None), name, str(args or ""))
         except asyncio.CancelledError:
-            raise
+            if not deadline.absorb():
+                raise
+            failure = no_answer_failure(wait, request.api_base, request.model)
         except ProviderError:
             raise
         except Exception as exc:
             failure = classify(exc)
         finally:
+            deadline.arrived()
             if response is not None:
                 await _close(response)
+            if keyless is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(keyless.close())
+                keyless = None
         if failure is not None:
             if failure.kind is ErrorKind.OVERFLOW and attempt == 1 and not streamed:
                 counted = await asyncio.to_thread(_history_tokens, request.model, messages)

@@ -10,10 +10,12 @@ from typing import Any
 from ..providers.keys import KeyStore
 from ..providers.local_model import LocalModel
 from ..providers.local_servers import LocalServers
+from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
 from .chat import ChatConfig, ChatService
 from .clock import SYSTEM_CLOCK, Clock
+from .connections import ConnectionService
 from .context import ContextEngine
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
@@ -32,6 +34,7 @@ class Services:
     keys: KeyStore
     local_servers: LocalServers | None
     clock: Clock = SYSTEM_CLOCK
+    connections: ConnectionService | None = None
 
     async def close(self) -> None:
         await self.chat.close()
@@ -49,9 +52,16 @@ def build_services(
     keys: KeyStore | None = None,
     store: Store | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    local_servers: LocalServers | None = None,
+    provider: Provider | None = None,
 ) -> Services:
     """Open the store (recovering crashed drafts), unless it is given open, and wire the
-    services on top of it. Every service reads the time from `clock`."""
+    services on top of it. Every service reads the time from `clock`.
+
+    `detect_local_servers` makes the usual local ports addressable (`ollama/...`); nothing
+    is probed until `connections.start_detection()` or a model on them is asked for.
+    `local_servers` replaces the probe list (tests pass servers on free ports); `provider`
+    replaces litellm (tests pass `tests.support.fake_provider.FakeProvider`)."""
     if store is None:
         store = open_and_recover(default_store_path(data_dir), clock=clock)
     settings: dict[str, Any] = store.call(
@@ -61,13 +71,18 @@ def build_services(
         }
     )
     keys = keys or KeyStore()
-    servers = LocalServers() if detect_local_servers else None
+    servers = local_servers or (LocalServers() if detect_local_servers else None)
+    provider = provider or LiteLLMProvider()
+    connections = ConnectionService(
+        store, keys, detector=servers, provider=provider, bundled=bundled
+    )
     models = ModelCatalog(
         keys=keys,
         local_servers=servers,
         bundled=LocalModel() if bundled else None,
         default_model=settings.get(SETTINGS_DEFAULT_MODEL),
         extra=extra_models,
+        connections=connections,
     )
     engine = ContextEngine(store, CachedTiktokenCounter())
     workspace = settings.get(SETTINGS_WORKSPACE)
@@ -75,5 +90,5 @@ def build_services(
         workspace=Path(workspace) if workspace else None,
         global_instructions=settings.get(SETTINGS_INSTRUCTIONS) or "",
     )
-    chat = ChatService(store, engine, models, config=config, clock=clock)
-    return Services(store, engine, models, chat, keys, servers, clock)
+    chat = ChatService(store, engine, models, config=config, clock=clock, provider=provider)
+    return Services(store, engine, models, chat, keys, servers, clock, connections)

@@ -19,6 +19,7 @@ from ..core.model import GraphError, Node
 from ..core.occupancy import MeasuredUsage
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
+from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
 from ..store.database import Store
 from ..store.repository import Repository
@@ -118,8 +119,10 @@ class ChatService:
         config: ChatConfig | None = None,
         clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
+        provider: Provider | None = None,
     ) -> None:
         self.store = store
+        self.provider: Provider = provider or LiteLLMProvider()
         self.engine = engine
         self.models = models
         self.config = config or ChatConfig()
@@ -395,7 +398,7 @@ class ChatService:
             return None
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
-        sink(TurnStarted(session_id, parent, user, endpoint.model))
+        sink(TurnStarted(session_id, parent, user, _address(endpoint)))
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
@@ -481,9 +484,11 @@ class ChatService:
             session_id=session_id,
             phase="chat",
             lineage=session_id,
+            headers=dict(endpoint.headers),
+            connect_timeout=endpoint.timeout,
         )
         try:
-            result = await provider_stream.stream_turn(
+            result = await self.provider.stream_turn(
                 request,
                 on_event=on_stream,
                 shrink=self._shrink,
@@ -504,7 +509,7 @@ class ChatService:
                 session_id,
                 measured_head,
                 prep.commit_id,
-                endpoint.model,
+                _address(endpoint),
                 result,
                 prep.estimated_prompt_tokens,
                 self.clock.now(),
@@ -535,11 +540,11 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=endpoint.model,
+            name=_address(endpoint),
             output=result.text,
             predecessor=head,
             metadata={
-                "model": endpoint.model,
+                **_model_meta(endpoint),
                 "finish_reason": result.finish_reason,
                 "usage": usage_meta,
                 **({"reasoning": result.reasoning} if result.reasoning else {}),
@@ -620,10 +625,10 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=endpoint.model,
+            name=_address(endpoint),
             output=draft.text,
             predecessor=head,
-            metadata={"model": endpoint.model, "interrupted": True, "reason": reason},
+            metadata={**_model_meta(endpoint), "interrupted": True, "reason": reason},
         )
         await draft.settle()
         (stored,) = await asyncio.shield(
@@ -667,8 +672,18 @@ class ChatService:
             from ..providers import llm
 
             name = chosen or "unknown"
-            window = await asyncio.to_thread(llm.model_window, name)
-            return Endpoint(model=name, label=name, window=window, max_output=4096)
+            known = await asyncio.to_thread(llm.known_window, name)
+            return Endpoint(
+                model=name, label=self.models.display_name(name),
+                window=known or llm.FALLBACK_WINDOW, max_output=4096,
+                window_estimated=known is None, choice=name,
+            )
+
+    async def model_endpoint(self, model: str | None = None) -> Endpoint:
+        """How `model` (the default when None) would be reached, without starting anything:
+        its display name, its window and whether that window is estimated (the /context
+        dialog says so). Never raises for an unknown model."""
+        return await self._endpoint_for_estimate(model, None)
 
     # --- prompt layers -----------------------------------------------------------------
 
@@ -708,6 +723,20 @@ class _StepDone:
 @dataclass(frozen=True, slots=True)
 class _StepContinue:
     assistant: Node
+
+
+def _address(endpoint: Endpoint) -> str:
+    """The name a reply is recorded under: the address it was asked for (`ollama/llama3.2`),
+    not litellm's id, which two servers can share (`openai/qwen2.5`)."""
+    return endpoint.choice or endpoint.model
+
+
+def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
+    """A reply's model in its metadata: the address, its display name and litellm's id."""
+    meta: dict[str, Any] = {"model": _address(endpoint), "model_label": endpoint.label}
+    if endpoint.model != _address(endpoint):
+        meta["litellm_model"] = endpoint.model
+    return meta
 
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:

@@ -1,4 +1,5 @@
-"""Detecting Ollama and LM Studio / llama.cpp, played by small loopback HTTP servers of our own."""
+"""Detecting Ollama, LM Studio and llama.cpp on this machine, played by small loopback HTTP
+servers of our own."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
+from treechat.providers.connections import ConnectionModel, ConnectionProblem
 from treechat.providers.local_servers import (
     DEFAULT_SERVERS,
+    LLAMA_CPP,
     LM_STUDIO,
     OLLAMA,
-    LocalServerModel,
     LocalServers,
     ServerSpec,
     ServerStatus,
@@ -48,6 +50,11 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                self.rfile.read(length)
+                self.do_GET()
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -74,6 +81,15 @@ OLLAMA_TAGS = {
         {"name": "qwen2.5:7b", "model": "qwen2.5:7b", "size": 4683087332},
     ]
 }
+LMSTUDIO_V0 = {
+    "object": "list",
+    "data": [
+        {"id": "qwen2.5-7b-instruct", "object": "model", "type": "llm", "state": "loaded",
+         "max_context_length": 32768},
+        {"id": "text-embedding-nomic-embed-text-v1.5", "object": "model", "type": "embeddings",
+         "max_context_length": 2048},
+    ],
+}
 LMSTUDIO_MODELS = {
     "object": "list",
     "data": [
@@ -96,7 +112,7 @@ def ollama() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def lmstudio() -> Iterator[FakeServer]:
-    server = FakeServer({"/v1/models": LMSTUDIO_MODELS})
+    server = FakeServer({"/v1/models": LMSTUDIO_MODELS, "/api/v0/models": LMSTUDIO_V0})
     yield server
     server.stop()
 
@@ -111,36 +127,48 @@ def free_port() -> int:
 def specs(ollama: FakeServer, lmstudio: FakeServer) -> tuple[ServerSpec, ServerSpec]:
     return (
         ServerSpec("ollama", "Ollama", ollama.url),
-        ServerSpec("openai", "LM Studio / llama.cpp", lmstudio.url),
+        ServerSpec("lmstudio", "LM Studio", lmstudio.url),
     )
 
 
-def test_default_addresses() -> None:
-    assert DEFAULT_SERVERS == (OLLAMA, LM_STUDIO)
-    assert OLLAMA.api_base == "http://127.0.0.1:11434"
-    assert LM_STUDIO.api_base == "http://127.0.0.1:1234/v1"
+def test_default_addresses_are_the_usual_loopback_ports() -> None:
+    assert DEFAULT_SERVERS == (OLLAMA, LM_STUDIO, LLAMA_CPP)
+    assert [s.base_url for s in DEFAULT_SERVERS] == [
+        "http://127.0.0.1:11434", "http://127.0.0.1:1234", "http://127.0.0.1:8080"
+    ]
+    assert OLLAMA.connection().api_base == "http://127.0.0.1:11434"
+    assert LM_STUDIO.connection().api_base == "http://127.0.0.1:1234/v1"
+
+
+def test_a_probe_never_leaves_the_machine() -> None:
+    for url in ("http://192.168.1.10:11434", "http://example.com:1234", "ftp://127.0.0.1:21"):
+        with pytest.raises(ConnectionProblem):
+            ServerSpec("ollama", "Ollama", url)
+    assert ServerSpec("ollama", "Ollama", "http://localhost:11434/").base_url == (
+        "http://localhost:11434"
+    )
 
 
 @pytest.mark.asyncio
-async def test_models_are_listed_as_litellm_ids(ollama: FakeServer, lmstudio: FakeServer) -> None:
+async def test_models_are_listed_with_their_windows(
+    ollama: FakeServer, lmstudio: FakeServer
+) -> None:
+    ollama.routes["/api/show"] = {"model_info": {"llama.context_length": 131072},
+                                  "parameters": "num_ctx 8192"}
     o_spec, l_spec = specs(ollama, lmstudio)
     servers = LocalServers([o_spec, l_spec])
     statuses = await servers.refresh()
-    assert [s.available for s in statuses] == [True, True]
-    assert [(m.model_id, m.api_base) for m in servers.models] == [
-        ("ollama_chat/llama3.2:latest", ollama.url),
-        ("ollama_chat/qwen2.5:7b", ollama.url),
-        ("openai/qwen2.5-7b-instruct", f"{lmstudio.url}/v1"),
+    assert [s.state for s in statuses] == ["detected", "detected"]
+    assert [(s.id, m.name, m.window) for s, m in servers.models] == [
+        ("ollama", "llama3.2:latest", 8192),  # what the model file serves, not the trained 128k
+        ("ollama", "qwen2.5:7b", 8192),
+        ("lmstudio", "qwen2.5-7b-instruct", 32768),  # LM Studio's max_context_length
     ]
-    lm = servers.models[2]
-    assert lm.display_name == "qwen2.5-7b-instruct (LM Studio / llama.cpp, local)"
-    assert lm.completion_kwargs() == {
-        "model": "openai/qwen2.5-7b-instruct", "api_base": f"{lmstudio.url}/v1",
-        "api_key": "sk-local-no-key",
-    }
-    assert servers.models[0].completion_kwargs() == {
-        "model": "ollama_chat/llama3.2:latest", "api_base": ollama.url,
-    }
+    lm = statuses[1].connection
+    assert lm.litellm_model("qwen2.5-7b-instruct") == "openai/qwen2.5-7b-instruct"
+    assert lm.api_base == f"{lmstudio.url}/v1" and lm.detected
+    assert statuses[0].connection.litellm_model("qwen2.5:7b") == "ollama_chat/qwen2.5:7b"
+    assert "/api/v0/models" in lmstudio.hits
 
 
 @pytest.mark.asyncio
@@ -150,13 +178,13 @@ async def test_llamacpp_window_is_read_from_the_server() -> None:
         "/props": {"default_generation_settings": {"n_ctx": 4096}},
     })
     try:
-        spec = ServerSpec("openai", "LM Studio / llama.cpp", server.url)
+        spec = ServerSpec("llamacpp", "llama.cpp", server.url)
         await (servers := LocalServers([spec])).refresh()
         # The window the server was started with beats the one the model was trained for.
-        assert servers.models == (LocalServerModel("gemma-3-1b", spec, 32768),)
-        server.routes["/v1/models"] = {"data": [{"id": "gemma-3-1b"}]}
+        assert servers.models == ((spec, ConnectionModel("gemma-3-1b", 4096)),)
+        del server.routes["/props"]
         await servers.refresh()
-        assert servers.models[0].window == 4096
+        assert servers.models[0][1].window == 32768
     finally:
         server.stop()
 
@@ -168,8 +196,6 @@ async def test_start_returns_before_any_probe_finishes(
     servers = LocalServers(specs(ollama, lmstudio))
     servers.start(interval=None)
     assert servers.statuses == ()
-    assert ollama.hits == []
-    await asyncio.sleep(0)
     while len(servers.statuses) < 2:
         await asyncio.sleep(0.01)
     assert all(s.available for s in servers.statuses)
@@ -177,71 +203,67 @@ async def test_start_returns_before_any_probe_finishes(
 
 
 @pytest.mark.asyncio
-async def test_nothing_running_means_unavailable_not_an_error() -> None:
-    spec = ServerSpec("ollama", "Ollama", f"http://127.0.0.1:{free_port()}")
-    servers = LocalServers([spec])
-    (status,) = await servers.refresh()
-    assert not status.available and status.models == ()
-    assert status.error == f"nothing is listening on {spec.address}"
-    assert servers.models == ()
+async def test_the_probe_runs_off_the_callers_thread(ollama: FakeServer) -> None:
+    seen: list[str] = []
+    servers = LocalServers(
+        [ServerSpec("ollama", "Ollama", ollama.url)],
+        on_change=lambda _: seen.append(threading.current_thread().name),
+    )
+    await servers.refresh()
+    assert seen == ["treechat-local-probe"]
 
 
 @pytest.mark.asyncio
-async def test_a_server_that_goes_away(ollama: FakeServer, lmstudio: FakeServer) -> None:
+async def test_nothing_running_is_not_listed_and_not_an_error() -> None:
+    spec = ServerSpec("ollama", "Ollama", f"http://127.0.0.1:{free_port()}")
+    servers = LocalServers([spec])
+    assert await servers.refresh() == ()
+    assert servers.checked and servers.models == ()
+    assert servers.last_error("ollama") == f"nothing is listening on {spec.address}"
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_goes_away_is_marked_unreachable_not_removed(
+    ollama: FakeServer, lmstudio: FakeServer
+) -> None:
     o_spec, l_spec = specs(ollama, lmstudio)
     changes: list[tuple[ServerStatus, ...]] = []
     servers = LocalServers([o_spec, l_spec], on_change=changes.append)
     await servers.refresh()
-    assert servers.status_of("ollama_chat/llama3.2").available
-    assert servers.status_of("openai/qwen2.5-7b-instruct", f"{lmstudio.url}/v1").available
     assert len(changes) == 1
 
     ollama.stop()
-    status = await servers.check("ollama_chat/llama3.2")
-    assert not status.available
-    assert status.reason.startswith("Ollama is not running (nothing is listening on")
-    assert [m.server.label for m in servers.models] == ["LM Studio / llama.cpp"]
+    await servers.refresh()
+    gone = servers.status("ollama")
+    assert gone is not None and gone.state == "unreachable"
+    assert gone.error.startswith("nothing is listening on")
+    assert [m.name for m in gone.models] == ["llama3.2:latest", "qwen2.5:7b"]  # kept, greyed
+    assert [s.id for s, _ in servers.models] == ["lmstudio"]
     assert len(changes) == 2
 
     # The other server is untouched, and an unchanged probe is not reported as a change.
     await servers.refresh()
-    assert servers.status_of("openai/qwen2.5-7b-instruct", f"{lmstudio.url}/v1").available
+    assert servers.status("lmstudio").state == "detected"  # type: ignore[union-attr]
     assert len(changes) == 2
 
 
 @pytest.mark.asyncio
 async def test_a_server_that_comes_back_is_noticed_by_watch() -> None:
     port = free_port()
-    spec = ServerSpec("openai", "LM Studio / llama.cpp", f"http://127.0.0.1:{port}")
+    spec = ServerSpec("lmstudio", "LM Studio", f"http://127.0.0.1:{port}")
     servers = LocalServers([spec])
     servers.start(interval=0.05)
-    while not servers.statuses:
+    while not servers.checked:
         await asyncio.sleep(0.01)
-    assert not servers.statuses[0].available
+    assert servers.statuses == ()
     server = FakeServer({"/v1/models": LMSTUDIO_MODELS}, port=port)
     try:
         while not servers.models:
             await asyncio.sleep(0.02)
-        assert [m.model_id for m in servers.models] == ["openai/qwen2.5-7b-instruct"]
+        assert [m.name for _, m in servers.models] == ["qwen2.5-7b-instruct"]
     finally:
         await servers.close()
         server.stop()
-
-
-@pytest.mark.asyncio
-async def test_missing_model_and_unknown_ids(ollama: FakeServer, lmstudio: FakeServer) -> None:
-    o_spec, l_spec = specs(ollama, lmstudio)
-    servers = LocalServers([o_spec, l_spec])
-    assert servers.status_of("ollama_chat/llama3.2").reason == "Ollama has not been checked yet"
-    await servers.refresh()
-    missing = servers.status_of("ollama_chat/mistral")
-    assert not missing.available
-    assert missing.reason == "Ollama does not offer mistral; pull it with `ollama pull mistral`"
-    other = servers.status_of("anthropic/claude-sonnet-4-5")
-    assert not other.available and "not served by a known local server" in other.reason
-    # An openai/ id only belongs to LM Studio with LM Studio's api_base.
-    assert servers.server_for("openai/gpt-4o") is None
-    assert servers.server_for("openai/x", f"{lmstudio.url}/v1/") == l_spec
 
 
 @pytest.mark.asyncio
@@ -250,15 +272,17 @@ async def test_something_else_on_the_port_is_not_mistaken_for_a_server() -> None
     try:
         servers = LocalServers([
             ServerSpec("ollama", "Ollama", web.url),
-            ServerSpec("openai", "LM Studio / llama.cpp", web.url),
+            ServerSpec("llamacpp", "llama.cpp", web.url),
         ])
-        o_status, l_status = await servers.refresh()
-        assert not o_status.available and "is not a Ollama server" in o_status.error
-        assert not l_status.available and "is not a LM Studio / llama.cpp server" in l_status.error
+        assert await servers.refresh() == ()
+        assert "did not answer with JSON (it sent a web page)" in servers.last_error("ollama")
+        assert "not with a model list" in servers.last_error("llamacpp")
         broken = FakeServer({})
         try:
-            (status,) = await LocalServers([ServerSpec("ollama", "Ollama", broken.url)]).refresh()
-            assert status.error == f"127.0.0.1:{broken.port} answered HTTP 404"
+            probe = LocalServers([ServerSpec("ollama", "Ollama", broken.url)])
+            await probe.refresh()
+            error = probe.last_error("ollama")
+            assert error.startswith(f"127.0.0.1:{broken.port}/api/tags answered HTTP 404")
         finally:
             broken.stop()
     finally:
@@ -266,16 +290,26 @@ async def test_something_else_on_the_port_is_not_mistaken_for_a_server() -> None
 
 
 @pytest.mark.asyncio
-async def test_a_server_that_hangs_times_out() -> None:
+async def test_a_server_that_hangs_times_out_without_blocking_the_loop() -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)  # accepts connections in the kernel but never answers
         port = listener.getsockname()[1]
         spec = ServerSpec("ollama", "Ollama", f"http://127.0.0.1:{port}")
-        servers = LocalServers([spec], timeout=httpx.Timeout(0.2))
-        (status,) = await servers.refresh()
-    assert not status.available
-    assert status.error == f"127.0.0.1:{port} did not answer in time"
+        servers = LocalServers([spec], timeout=httpx.Timeout(0.3))
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        await servers.refresh()
+        ticker.cancel()
+    assert servers.last_error("ollama") == f"127.0.0.1:{port}/api/tags did not answer in time"
+    assert ticks >= 5  # the loop kept running while the probe waited
 
 
 @pytest.mark.asyncio
@@ -283,4 +317,4 @@ async def test_overlapping_refreshes_share_one_probe(ollama: FakeServer) -> None
     servers = LocalServers([ServerSpec("ollama", "Ollama", ollama.url)])
     first, second = await asyncio.gather(servers.refresh(), servers.refresh())
     assert first == second
-    assert ollama.hits == ["/api/tags"]
+    assert ollama.hits.count("/api/tags") == 1
