@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -15,11 +16,12 @@ from typing import Any
 
 from ..core import dag
 from ..core.budget import shrink_history
+from ..core.chat_settings import SessionSettings, join_instructions
 from ..core.model import GraphError, Node
 from ..core.occupancy import MeasuredUsage
+from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
-from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
 from ..store.database import Store
 from ..store.repository import Repository
@@ -27,6 +29,7 @@ from ..tools.base import ToolBox
 from ..tools.files import Workspace, file_tools
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
+from .chat_settings import ChatSettingsService
 from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
 from .drafts import DraftWriter
@@ -34,6 +37,7 @@ from .events import (
     EventSink,
     NodeAdded,
     OccupancyChanged,
+    ReasoningDelta,
     TextDelta,
     ToolCallStarted,
     TurnError,
@@ -50,6 +54,13 @@ IDENTITY = (
     "You are Treechat's assistant: accurate, direct and friendly. Answer in Markdown. "
     "When you use tools, say briefly what you found."
 )
+
+CONTINUE_PROMPT = (
+    "Your previous reply was cut off. Continue it from exactly where it stopped, without "
+    "repeating anything or commenting on the interruption."
+)
+"""Sent after a cut-short reply to have it carried on (the request only: the graph keeps the
+partial reply and its continuation as two nodes)."""
 
 ACTIONS = {
     "overflow": "retry",
@@ -119,16 +130,18 @@ class ChatService:
         config: ChatConfig | None = None,
         clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
-        provider: Provider | None = None,
     ) -> None:
         self.store = store
-        self.provider: Provider = provider or LiteLLMProvider()
         self.engine = engine
         self.models = models
         self.config = config or ChatConfig()
         self.clock = clock
         self.make_id = make_id
         self.sessions = SessionService(store, clock=clock, make_id=make_id)
+        self.settings = ChatSettingsService(
+            store, clock=clock, make_id=make_id,
+            on_global_instructions=self._set_global_instructions,
+        )
         self._running: dict[str, _Running] = {}
         self._claimed: set[str] = set()  # sessions whose turn is being set up
         self._instructions: WorkspaceInstructions | None = None
@@ -194,6 +207,31 @@ class ChatService:
 
         return await self._guarded(session_id, fork, model, api_base, on_event)
 
+    async def continue_reply(
+        self,
+        session_id: str,
+        node_id: str,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        on_event: EventSink | None = None,
+    ) -> Node | None:
+        """Carry on a reply that was stopped, interrupted or ran out of reply tokens. The
+        continuation is a new assistant node after the partial one (nothing is rewritten),
+        its metadata naming the reply it continues (`core.reply.continuation_of`), so a
+        view shows the two joined. Raises `ValueError` for a reply that is not cut short."""
+
+        async def locate() -> tuple[str | None, Node | None]:
+            view = await self.sessions.view(session_id)
+            partial = view.graph.get(node_id)
+            if not can_continue(partial):
+                raise ValueError("only a reply that was cut short can be continued")
+            return partial.id, None
+
+        return await self._guarded(
+            session_id, locate, model, api_base, on_event, continuing=node_id
+        )
+
     async def _guarded(
         self,
         session_id: str,
@@ -201,6 +239,7 @@ class ChatService:
         model: str | None,
         api_base: str | None,
         on_event: EventSink | None,
+        continuing: str | None = None,
     ) -> Node | None:
         """Claim the session, write what the turn starts from, run the turn. The claim is
         taken before the first await, so a double-clicked send cannot start two turns."""
@@ -210,7 +249,9 @@ class ChatService:
         self._claimed.add(session_id)
         try:
             parent, user = await before()
-            return await self._start(session_id, parent, user, model, api_base, sink)
+            return await self._start(
+                session_id, parent, user, model, api_base, sink, continuing=continuing
+            )
         finally:
             self._claimed.discard(session_id)
 
@@ -240,7 +281,7 @@ class ChatService:
             head=view.head,
             now=self.clock.now(),
             measured=measured,
-            system_prompt=self._system_prompt(),
+            system_prompt=await self._session_prompt(session_id),
             situation=self._situation(),
             tools=self._tools(session_id, endpoint).specs(),
         )
@@ -257,12 +298,52 @@ class ChatService:
             window=endpoint.window,
             head=view.head,
             tools=self._tools(session_id, endpoint).specs(),
-            system_prompt=self._system_prompt(),
+            system_prompt=await self._session_prompt(session_id),
             situation=self._situation(),
             now=self.clock.now(),
             force_compact=True,
         )
         return prep.occupancy
+
+    async def capabilities(self, model: str | None = None, session_id: str | None = None) -> Any:
+        """Which parameters `model` (default: the session's, else the default model) takes,
+        as `providers.llm.ModelCapabilities`: the chat header shows only those controls."""
+        from ..providers import llm
+
+        if model is None and session_id is not None:
+            session = await self.store.run(lambda r: r.get_session(session_id))
+            model = session.model if session is not None and "/" in session.model else None
+        endpoint = await self._endpoint_for_estimate(model, None)
+        return await asyncio.to_thread(llm.model_capabilities, endpoint.model)
+
+    async def estimate_next_cost(
+        self, session_id: str, draft: str = "", *, model: str | None = None,
+        api_base: str | None = None,
+    ) -> CostEstimate:
+        """What the next request would cost if sent now with `draft` typed: its prompt (the
+        occupancy of HEAD plus the draft) at the uncached price, and the ceiling with a
+        full reply. A cache hit is never assumed (CTX-008)."""
+        from ..providers import llm
+
+        view = await self.sessions.view(session_id)
+        chosen = model or (view.session.model if "/" in view.session.model else None)
+        endpoint = await self._endpoint_for_estimate(chosen, api_base)
+        occupancy = await self.occupancy(session_id, model=endpoint.model, api_base=api_base,
+                                         view=view)
+        settings = await self.settings.current(session_id)
+        extra = await asyncio.to_thread(self.engine.counter.count, draft) if draft else 0
+        prompt = int(occupancy.total_used) + extra
+        reply = settings.parameters.max_tokens or endpoint.max_output
+        prompt_cost = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, 0)
+        ceiling = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, reply)
+        return CostEstimate(
+            model=endpoint.model,
+            prompt_tokens=prompt,
+            max_reply_tokens=reply,
+            prompt_usd=prompt_cost.usd,
+            ceiling_usd=ceiling.usd,
+            priced=ceiling.priced,
+        )
 
     async def close(self) -> None:
         """Stop every turn (keeping what streamed) and the bundled model."""
@@ -344,8 +425,11 @@ class ChatService:
         model: str | None,
         api_base: str | None,
         sink: EventSink,
+        continuing: str | None = None,
     ) -> Node | None:
-        task = asyncio.ensure_future(self._turn(session_id, parent, user, model, api_base, sink))
+        task = asyncio.ensure_future(
+            self._turn(session_id, parent, user, model, api_base, sink, continuing)
+        )
         running = _Running(task)
         self._running[session_id] = running
         try:
@@ -368,6 +452,7 @@ class ChatService:
         model: str | None,
         api_base: str | None,
         sink: EventSink,
+        continuing: str | None = None,
     ) -> Node | None:
         session = await self.store.run(lambda r: r.get_session(session_id))
         try:
@@ -398,11 +483,14 @@ class ChatService:
             return None
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
-        sink(TurnStarted(session_id, parent, user, _address(endpoint)))
+        sink(TurnStarted(session_id, parent, user, endpoint.model))
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
-            outcome = await self._step(session_id, head, endpoint, toolbox, sink, step)
+            outcome = await self._step(
+                session_id, head, endpoint, toolbox, sink, step,
+                continuing=continuing if step == 0 else None,
+            )
             if isinstance(outcome, _StepDone):
                 return outcome.node
             head = outcome.assistant.id
@@ -428,17 +516,22 @@ class ChatService:
         toolbox: ToolBox,
         sink: EventSink,
         step: int,
+        continuing: str | None = None,
     ) -> _StepDone | _StepContinue:
         measured = measured_from(
             await self.store.run(lambda r: ledger.last_measurement(r, session_id))
         )
+        # Read before every request: a change of instructions or parameters applies from the
+        # next request on, and the reply records the revision it ran under.
+        settings = await self.settings.current(session_id)
+        sent_params = await self._request_parameters(endpoint.model, settings)
         prep = await self.engine.prepare(
             session_id,
             model=endpoint.model,
             window=endpoint.window,
             head=head,
             tools=toolbox.specs(),
-            system_prompt=self._system_prompt(),
+            system_prompt=self._system_prompt(settings.instructions),
             situation=self._situation(),
             now=self.clock.now(),
             measured=measured,
@@ -458,11 +551,15 @@ class ChatService:
         if running is not None:
             running.draft = draft
         await draft.start()
+        reasoning: list[str] = []
 
         def on_stream(event: provider_stream.StreamEvent) -> None:
             if isinstance(event, provider_stream.TextDelta):
                 draft.add(event.text)
                 sink(TextDelta(session_id, event.text))
+            elif isinstance(event, provider_stream.ReasoningDelta):
+                reasoning.append(event.text)
+                sink(ReasoningDelta(session_id, event.text))
             elif isinstance(event, provider_stream.ToolCall):
                 args = event.parsed_arguments()
                 sink(
@@ -474,27 +571,42 @@ class ChatService:
                     )
                 )
 
+        messages = prep.messages
+        if continuing is not None:
+            messages = (*messages, {"role": "user", "content": CONTINUE_PROMPT})
+        max_tokens = sent_params.pop("max_tokens", None)
         request = provider_stream.TurnRequest(
             model=endpoint.model,
-            messages=prep.messages,
+            messages=messages,
             tools=prep.tools,
             api_base=endpoint.api_base,
             api_key=endpoint.api_key,
-            max_tokens=prep.max_output_tokens or endpoint.max_output,
+            max_tokens=max_tokens or prep.max_output_tokens or endpoint.max_output,
             session_id=session_id,
             phase="chat",
             lineage=session_id,
-            headers=dict(endpoint.headers),
-            connect_timeout=endpoint.timeout,
+            extra=sent_params,
         )
+        run_meta: dict[str, Any] = {}
+        if settings.revision:
+            run_meta["settings_revision"] = settings.id
+        if continuing is not None:
+            run_meta[CONTINUES_KEY] = continuing
+        if sent_params or max_tokens is not None:
+            run_meta["parameters"] = {
+                **sent_params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
+            }
         try:
-            result = await self.provider.stream_turn(
+            result = await provider_stream.stream_turn(
                 request,
                 on_event=on_stream,
                 shrink=self._shrink,
             )
         except asyncio.CancelledError:
-            node = await self._finish_interrupted(session_id, head, endpoint, draft, "stopped")
+            node = await self._finish_interrupted(
+                session_id, head, endpoint, draft, "stopped",
+                extra=with_reasoning(run_meta, "".join(reasoning)),
+            )
             occupancy = await self._occupancy_after(session_id, endpoint, node.id)
             sink(TurnFinished(session_id, node, occupancy))
             return _StepDone(node)
@@ -509,7 +621,7 @@ class ChatService:
                 session_id,
                 measured_head,
                 prep.commit_id,
-                _address(endpoint),
+                endpoint.model,
                 result,
                 prep.estimated_prompt_tokens,
                 self.clock.now(),
@@ -524,7 +636,8 @@ class ChatService:
             partial = None
             if result.text:
                 partial = await self._finish_interrupted(
-                    session_id, head, endpoint, draft, result.error.kind.value
+                    session_id, head, endpoint, draft, result.error.kind.value,
+                    extra=with_reasoning(run_meta, result.reasoning),
                 )
             else:
                 await draft.settle()
@@ -540,14 +653,14 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=_address(endpoint),
+            name=endpoint.model,
             output=result.text,
             predecessor=head,
-            metadata={
-                **_model_meta(endpoint),
+            metadata=with_reasoning({
+                "model": endpoint.model,
                 "finish_reason": result.finish_reason,
                 "usage": usage_meta,
-                **({"reasoning": result.reasoning} if result.reasoning else {}),
+                **run_meta,
                 **(
                     {
                         "tool_calls": [
@@ -559,7 +672,7 @@ class ChatService:
                     else {}
                 ),
                 **({"overflow_retried": True} if result.attempts > 1 else {}),
-            },
+            }, result.reasoning),
         )
         await draft.settle()
         (stored,) = await self.store.run(
@@ -617,6 +730,7 @@ class ChatService:
         endpoint: Endpoint,
         draft: DraftWriter,
         reason: str,
+        extra: Mapping[str, Any] | None = None,
     ) -> Node:
         now = self.clock.now()
         node = Node(
@@ -625,10 +739,12 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=_address(endpoint),
+            name=endpoint.model,
             output=draft.text,
             predecessor=head,
-            metadata={**_model_meta(endpoint), "interrupted": True, "reason": reason},
+            metadata={
+                "model": endpoint.model, "interrupted": True, "reason": reason, **(extra or {})
+            },
         )
         await draft.settle()
         (stored,) = await asyncio.shield(
@@ -649,7 +765,7 @@ class ChatService:
             head=head,
             now=self.clock.now(),
             measured=measured,
-            system_prompt=self._system_prompt(),
+            system_prompt=await self._session_prompt(session_id),
             situation=self._situation(),
             tools=self._tools(session_id, endpoint).specs(),
         )
@@ -672,26 +788,44 @@ class ChatService:
             from ..providers import llm
 
             name = chosen or "unknown"
-            known = await asyncio.to_thread(llm.known_window, name)
-            return Endpoint(
-                model=name, label=self.models.display_name(name),
-                window=known or llm.FALLBACK_WINDOW, max_output=4096,
-                window_estimated=known is None, choice=name,
-            )
-
-    async def model_endpoint(self, model: str | None = None) -> Endpoint:
-        """How `model` (the default when None) would be reached, without starting anything:
-        its display name, its window and whether that window is estimated (the /context
-        dialog says so). Never raises for an unknown model."""
-        return await self._endpoint_for_estimate(model, None)
+            window = await asyncio.to_thread(llm.model_window, name)
+            return Endpoint(model=name, label=name, window=window, max_output=4096)
 
     # --- prompt layers -----------------------------------------------------------------
 
-    def _system_prompt(self) -> str:
-        parts = [IDENTITY]
-        if self.config.global_instructions.strip():
-            parts.append(self.config.global_instructions.strip())
-        return "\n\n".join(parts)
+    def _system_prompt(self, chat_instructions: str = "") -> str:
+        """L0: identity, the global instructions, then the chat's own."""
+        return join_instructions(IDENTITY, self.config.global_instructions, chat_instructions)
+
+    async def _session_prompt(self, session_id: str) -> str:
+        return self._system_prompt((await self.settings.current(session_id)).instructions)
+
+    def _set_global_instructions(self, text: str) -> None:
+        self.config.global_instructions = text
+
+    async def _request_parameters(self, model: str, settings: SessionSettings) -> dict[str, Any]:
+        """The chat's parameters as completion arguments, only those `model` takes
+        (`max_tokens` included when set)."""
+        params = settings.parameters
+        if not params.as_dict():
+            return {}
+        from ..providers import llm
+
+        out = await asyncio.to_thread(
+            functools.partial(
+                llm.request_parameters,
+                model,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                reasoning_effort=params.reasoning_effort,
+                thinking_budget=params.thinking_budget,
+            )
+        )
+        if params.max_tokens is not None:
+            caps = await asyncio.to_thread(llm.model_capabilities, model)
+            if caps.max_tokens:
+                out["max_tokens"] = params.max_tokens
+        return out
 
     def _situation(self) -> str:
         folder = self.config.workspace
@@ -716,6 +850,20 @@ class ChatService:
 
 
 @dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """The next request before it is sent: prompt tokens (cached ones counted whole) and its
+    cost at the uncached price, and the ceiling if the reply runs to `max_reply_tokens`.
+    `priced` False: the model has no known price (the costs are 0, meaning unknown)."""
+
+    model: str
+    prompt_tokens: int
+    max_reply_tokens: int
+    prompt_usd: float
+    ceiling_usd: float
+    priced: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _StepDone:
     node: Node | None
 
@@ -723,20 +871,6 @@ class _StepDone:
 @dataclass(frozen=True, slots=True)
 class _StepContinue:
     assistant: Node
-
-
-def _address(endpoint: Endpoint) -> str:
-    """The name a reply is recorded under: the address it was asked for (`ollama/llama3.2`),
-    not litellm's id, which two servers can share (`openai/qwen2.5`)."""
-    return endpoint.choice or endpoint.model
-
-
-def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
-    """A reply's model in its metadata: the address, its display name and litellm's id."""
-    meta: dict[str, Any] = {"model": _address(endpoint), "model_label": endpoint.label}
-    if endpoint.model != _address(endpoint):
-        meta["litellm_model"] = endpoint.model
-    return meta
 
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
@@ -763,6 +897,8 @@ def _usage_meta(result: provider_stream.TurnResult) -> dict[str, Any] | None:
         "cache_read": u.cache_read,
         "cache_write": u.cache_write,
         "output_tokens": u.output_tokens,
+        # Part of output_tokens, as providers bill it; shown apart beside "Thinking".
+        "reasoning_tokens": u.reasoning_tokens,
         "cost_usd": result.cost.usd if result.cost else None,
     }
 
