@@ -1,6 +1,7 @@
-"""Chat turns end to end: real DuckDB file, the real engine, litellm over HTTP to the loopback
-provider. What a user sees: the message is kept, the reply streams, versions switch without a
-request, stopping keeps the text, errors explain themselves, tools become nodes."""
+"""Chat turns through real parts: a real DuckDB file, the real engine, litellm over HTTP to the
+loopback provider. What a user sees: the message is kept, the reply streams, versions switch
+without a request, stopping keeps the text, errors explain themselves, tools become nodes, and
+every time written is the services' clock's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from tests.support.clock import FakeClock
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core import dag
@@ -276,3 +278,30 @@ async def test_two_quick_sends_start_one_turn(
     assert len(provider.requests) == 1
     view = await services.chat.sessions.view(session.id)
     assert [n.output for n in view.path] == ["double-clicked", "only once"]
+
+
+@pytest.mark.asyncio
+async def test_a_turn_is_stamped_with_the_time_of_the_services_clock(
+    tmp_path: Path, provider: LoopbackProvider
+) -> None:
+    clock = FakeClock.at_local(2027, 5, 3, 23, 59, 30)
+    choice = ModelChoice(MODEL, "Loopback", "openai", api_base=provider.openai_base)
+    built = build_services(tmp_path / "clocked", bundled=False, detect_local_servers=False,
+                           extra_models=(choice,), clock=clock)
+    built.models.default_model = MODEL
+    try:
+        assert built.clock is clock and built.chat.sessions.clock is clock
+        session = await built.chat.sessions.create()
+        assert session.created_at == clock.now()
+        clock.advance(45)  # past midnight: the reply belongs to the next day
+        provider.queue(Reply(text="Good morning."))
+        reply = await built.chat.send(session.id, "Still up?")
+        assert reply is not None and reply.output == "Good morning."
+        view = await built.chat.sessions.view(session.id)
+        assert [n.created_at for n in view.path] == [clock.now(), clock.now()]
+        assert view.session.updated_at == clock.now()
+        (request,) = built.store.call(lambda r: ledger.session_usage(r, session.id))
+        assert request.created_at == clock.now()
+    finally:
+        await built.close()
+        built.close_store()
