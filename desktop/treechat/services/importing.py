@@ -1,32 +1,48 @@
-"""Import an export file (ChatGPT, Claude.ai, LibreChat, Open WebUI, Treechat; JSON or a zip
-holding conversations.json) into the store, and export a session as JSON or Markdown.
+"""Import an export file (ChatGPT, Claude.ai, DeepSeek, Grok, Google AI Studio, LibreChat,
+Open WebUI, Treechat; JSON or a zip holding it) into the store, and export a session as JSON or
+Markdown.
 
 Reading and parsing run in a thread, writes on the store's worker: the event loop never
 waits on either. Each conversation is written in its own transaction, so cancelling or a
 failure leaves whole conversations only.
+
+Large files are read a conversation at a time (`ijson`), so memory stays bounded by the
+largest conversation, not the file; zip members are read through a cap on the bytes they
+unpack to, checked as they are read, so a zip bomb is refused before it fills memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
+import re
 import sys
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
+
+import ijson
 
 from ..core import dag
 from ..core.dag import Graph
-from ..core.imports import ImportFileError, ParsedExport, Skipped, decode_json, parse_export
+from ..core.imports import (
+    ImportFileError,
+    ParsedExport,
+    Skipped,
+    decode_json,
+    parse_export,
+)
+from ..core.imports.detect import KNOWN, SAMPLE, probe_format
 from ..core.imports.markdown import render_markdown
 from ..core.imports.treechat import dump_session
 from ..core.model import Annotation, Node, Session
 from ..store.database import Store
-from ..store.imports import write_conversation
+from ..store.imports import WrittenConversation, write_conversation
 from ..store.repository import Repository
 from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
@@ -39,10 +55,24 @@ __all__ = [
     "export_session",
     "import_file",
     "read_export",
+    "read_export_parts",
 ]
 
-# Generous: a decade of heavy ChatGPT use exports to a few hundred MB.
+# Generous: a decade of heavy ChatGPT use exports to a few hundred MB. The cap is on what the
+# file (or every member read from a zip) unpacks to, counted while reading.
 MAX_EXPORT_BYTES = 2 * 1024**3
+# One conversation's JSON text; a whole file that is one object (Treechat, LibreChat, AI
+# Studio) counts as one conversation.
+MAX_CONVERSATION_BYTES = 128 * 1024**2
+# Files up to this size are parsed in one go: `json.loads` is faster than an incremental
+# parser, and what it holds in memory is a small multiple of this.
+WHOLE_FILE_BYTES = 32 * 1024**2
+
+_CHUNK = 256 * 1024
+# Members of an export zip that hold conversations: `conversations.json`, today's split
+# `conversations-000.json`, …, and Grok's `prod-grok-backend.json`.
+_MEMBER = re.compile(r"^(conversations(?:[-_]\d+)?|prod-grok-backend)\.json$", re.IGNORECASE)
+_GROK_WRAPPER = re.compile(rb'^\{\s*"conversations"\s*:\s*\[')
 
 
 class CancelFlag(Protocol):
@@ -54,17 +84,23 @@ class CancelFlag(Protocol):
 @dataclass(frozen=True, slots=True)
 class ImportProgress:
     """Reported once while the file is read ("reading", total 0: not known yet), then before
-    the first conversation is written and after each one ("writing")."""
+    the first conversation is written and after each one ("writing"). A large file is read
+    as it is written: `total` stays 0 and `bytes_done` / `bytes_total` say how far it is."""
 
     done: int
     total: int
     title: str = ""
     stage: Literal["reading", "writing"] = "writing"
+    bytes_done: int = 0
+    bytes_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ImportSummary:
-    """What an import added: new sessions, nodes and branches, and what it skipped."""
+    """What an import added: new sessions, nodes and branches, and what it skipped.
+
+    `kept_head` lists sessions that got new branches while their HEAD stayed where the user
+    had it; `notes` says so (and anything else worth telling) in words."""
 
     source_format: str
     sessions: int
@@ -74,27 +110,278 @@ class ImportSummary:
     session_ids: tuple[str, ...] = ()
     conversations: int = 0
     cancelled: bool = False
+    kept_head: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def read_export(path: Path) -> ParsedExport:
-    """Read and parse an export file (blocking: call it in a thread)."""
-    path = Path(path)
+    """Read and parse a whole export file (blocking: call it in a thread). For large files
+    prefer `read_export_parts`, which holds one conversation at a time."""
+    parts = list(read_export_parts(path))
+    fmt = next((p.source_format for p in parts if p.source_format), "")
+    return ParsedExport(
+        fmt,
+        tuple(c for p in parts for c in p.conversations),
+        tuple(s for p in parts for s in p.skipped),
+    )
+
+
+def read_export_parts(
+    path: Path,
+    *,
+    max_bytes: int = MAX_EXPORT_BYTES,
+    max_conversation_bytes: int = MAX_CONVERSATION_BYTES,
+    whole_file_bytes: int = WHOLE_FILE_BYTES,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> Iterator[ParsedExport]:
+    """Read an export file (or every conversations file of a zip) as a stream of parsed
+    parts, one conversation per part for large files (blocking: run it in a thread).
+
+    Raises `ImportFileError` when the file is unusable before anything was read from it; a
+    file that breaks off later yields what came before and ends with a skip saying why."""
+    for part, _streamed in _parts(
+        Path(path), max_bytes=max_bytes, max_conversation_bytes=max_conversation_bytes,
+        whole_file_bytes=whole_file_bytes, on_bytes=on_bytes,
+    ):
+        yield part
+
+
+_Part = tuple[ParsedExport, bool]  # a parsed part, and whether it came from a streamed list
+
+
+def _parts(
+    path: Path,
+    *,
+    max_bytes: int = MAX_EXPORT_BYTES,
+    max_conversation_bytes: int = MAX_CONVERSATION_BYTES,
+    whole_file_bytes: int = WHOLE_FILE_BYTES,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> Generator[_Part, None, None]:
     try:
         if not path.is_file():
             raise ImportFileError(f"{path} is not a file.")
-        if path.stat().st_size > MAX_EXPORT_BYTES:
-            raise ImportFileError(f"{path.name} is larger than {MAX_EXPORT_BYTES >> 30} GB.")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ImportFileError(f"{path.name} is larger than {_size(max_bytes)}.")
+        budget = _Budget(max_bytes, path.name, on_bytes)
         if zipfile.is_zipfile(path):
-            raw, name = _conversations_from_zip(path)
-        else:
-            raw, name = path.read_bytes(), path.name
+            yield from _zip_parts(path, budget, max_conversation_bytes, whole_file_bytes)
+            return
+        with path.open("rb") as raw:
+            budget.total = size
+            yield from _source_parts(
+                raw, path.name, size, budget, max_conversation_bytes, whole_file_bytes
+            )
     except OSError as exc:
         raise ImportFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+
+
+def _size(n: int) -> str:
+    return f"{n >> 30} GB" if n >= 1 << 30 else f"{n >> 20} MB"
+
+
+class _Budget:
+    """Bytes read so far across every member of one file, refused past `limit`."""
+
+    def __init__(self, limit: int, name: str, report: Callable[[int, int], None] | None):
+        self.limit = limit
+        self.name = name
+        self.used = 0
+        self.total = 0
+        self.report = report
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise _Refused(
+                f"{self.name} unpacks to more than {_size(self.limit)}, more than any real "
+                "chat export: Treechat does not import it."
+            )
+        if self.report is not None:
+            self.report(self.used, self.total)
+
+
+class _Refused(Exception):
+    """Reading stopped on purpose (a cap was reached); the message is for the user."""
+
+
+class _Counted:
+    """A binary reader that counts what it hands out against the file's budget and against
+    the size of the conversation being read (bytes since `mark`), so a hostile file is
+    stopped while it is read, not after it has been held in memory."""
+
+    def __init__(self, raw: IO[bytes], budget: _Budget, item_limit: int, name: str) -> None:
+        self.raw = raw
+        self.budget = budget
+        self.item_limit = item_limit
+        self.name = name
+        self.pos = 0
+        self.marked = 0
+        self.pending = b""
+
+    def peek(self, n: int) -> bytes:
+        while len(self.pending) < n:
+            more = self.raw.read(n - len(self.pending))
+            if not more:
+                break
+            self.pending += more
+        return self.pending[:n]
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = _CHUNK
+        elif n > 0:
+            # The parser scans a token that spans reads again on every read, so one huge
+            # string read in fixed pieces costs time quadratic in its length: reads grow with
+            # the conversation being read, which keeps it linear (and within the cap).
+            n = max(n, (self.pos - self.marked) // 4)
+        if self.pending:
+            data, self.pending = self.pending[:n], self.pending[n:]
+        else:
+            data = self.raw.read(n)
+        self.pos += len(data)
+        self.budget.spend(len(data))
+        if self.pos - self.marked > self.item_limit:
+            raise _Refused(
+                f"a conversation in {self.name} is larger than {_size(self.item_limit)}: "
+                "Treechat does not import a single conversation that large."
+            )
+        return data
+
+    def mark(self) -> None:
+        self.marked = self.pos
+
+    def read_all(self) -> bytes:
+        chunks: list[bytes] = []
+        while data := self.read(_CHUNK):
+            chunks.append(data)
+        return b"".join(chunks)
+
+
+def _zip_parts(
+    path: Path, budget: _Budget, item_limit: int, whole_file_bytes: int
+) -> Iterator[_Part]:
     try:
-        data = decode_json(raw, name)
-    except RecursionError:
-        data = _decode_deep(raw, name)
-    return parse_export(data)
+        with zipfile.ZipFile(path) as archive:
+            members = [
+                info for info in archive.infolist()
+                if not info.is_dir() and _MEMBER.match(PurePosixPath(info.filename).name)
+            ]
+            if not members:
+                raise ImportFileError(
+                    f"{path.name} is a zip without a conversations.json in it. Choose the zip "
+                    "the app's data export gave you, or the JSON file itself."
+                )
+            # The shallowest folder holding conversations wins (an export zip sometimes
+            # carries an older export inside it); its files are read in name order.
+            depth = min(m.filename.count("/") for m in members)
+            members = sorted((m for m in members if m.filename.count("/") == depth),
+                             key=lambda m: m.filename)
+            declared = sum(m.file_size for m in members)
+            if declared > budget.limit:
+                raise ImportFileError(
+                    f"{path.name} unpacks to more than {_size(budget.limit)}, more than any "
+                    "real chat export: Treechat does not import it."
+                )
+            budget.total = declared
+            for info in members:
+                with archive.open(info) as member:
+                    yield from _source_parts(
+                        member, f"{path.name}/{info.filename}", info.file_size, budget,
+                        item_limit, whole_file_bytes,
+                    )
+    except zipfile.BadZipFile as exc:
+        raise ImportFileError(f"{path.name} is a damaged zip file: {exc}") from None
+
+
+def _source_parts(
+    raw: IO[bytes], name: str, size: int, budget: _Budget, item_limit: int,
+    whole_file_bytes: int,
+) -> Iterator[_Part]:
+    reader = _Counted(raw, budget, max(item_limit, whole_file_bytes), name)
+    # (the limit for one piece is lowered to `item_limit` once the shape is known)
+    head = reader.peek(64 * 1024)
+    if head.startswith(b"\xef\xbb\xbf"):
+        reader.pending = reader.pending[3:]
+        head = head[3:]
+    start = head.lstrip()
+    streamed_prefix: str | None = None
+    fmt: str | None = None
+    if size > whole_file_bytes:
+        if start.startswith(b"["):
+            streamed_prefix = "item"
+        elif _GROK_WRAPPER.match(start):
+            streamed_prefix, fmt = "conversations.item", "grok"
+    if streamed_prefix is None:
+        if size > item_limit:
+            raise ImportFileError(
+                f"{name} is too large to read as one conversation ({_size(size)}; Treechat "
+                f"reads up to {_size(item_limit)} in one piece)."
+            )
+        try:
+            raw_text = reader.read_all()
+        except _Refused as exc:
+            raise ImportFileError(str(exc)) from None
+        try:
+            data = decode_json(raw_text, name)
+        except RecursionError:
+            data = _decode_deep(raw_text, name)
+        del raw_text
+        yield parse_export(data), False
+        return
+    reader.item_limit = item_limit
+    yield from _stream_items(reader, name, streamed_prefix, fmt)
+
+
+def _stream_items(
+    reader: _Counted, name: str, prefix: str, fmt: str | None
+) -> Iterator[_Part]:
+    """Parse the conversations of a JSON list one at a time. The format is recognised from
+    the first conversations (held until one is recognised, at most `SAMPLE` of them)."""
+    index = 0
+    yielded = False
+    held: list[Any] = []
+    try:
+        for item in ijson.items(reader, prefix, use_float=True, buf_size=_CHUNK):
+            reader.mark()
+            if fmt is None:
+                held.append(item)
+                fmt = probe_format(held)
+                if fmt is None:
+                    if len(held) >= SAMPLE:
+                        raise ImportFileError(
+                            f"Treechat does not recognise this file's format. It reads "
+                            f"{KNOWN} exports."
+                        )
+                    continue
+                batch, held = held, []
+            else:
+                batch = [item]
+            for one in batch:
+                part = parse_export([one], fmt, first_index=index)
+                index += 1
+                yielded = yielded or bool(part.conversations)
+                yield part, True
+        if fmt is None:
+            if not held:
+                raise ImportFileError(
+                    f"{name} holds an empty list: there are no conversations in it.")
+            raise ImportFileError(
+                f"Treechat does not recognise this file's format. It reads {KNOWN} exports.")
+    except (_Refused, ijson.JSONError) as exc:
+        if isinstance(exc, _Refused):
+            why = str(exc)
+        else:
+            text = str(exc)
+            early = isinstance(exc, ijson.IncompleteJSONError) and (
+                "premature" in text or "incomplete" in text.lower()
+            )
+            why = (f"{name} is not valid JSON: "
+                   + ("it ends too early (truncated?)" if early else f"it is damaged — {text}"))
+        if not yielded:
+            raise ImportFileError(why) from None
+        yield ParsedExport(fmt or "", (), (Skipped(
+            f"{why} The {index} conversations before this point were read.", name),)), True
 
 
 # LibreChat nests each reply inside the message it answers, so one long thread is JSON
@@ -131,24 +418,6 @@ def _decode_deep(raw: bytes, name: str) -> Any:
     return outcome["value"]
 
 
-def _conversations_from_zip(path: Path) -> tuple[bytes, str]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist()
-                     if PurePosixPath(n).name == "conversations.json"]
-            if not names:
-                raise ImportFileError(
-                    f"{path.name} is a zip without a conversations.json in it. Choose the zip "
-                    "the app's data export gave you, or the JSON file itself."
-                )
-            member = min(names, key=lambda n: (n.count("/"), n))
-            if archive.getinfo(member).file_size > MAX_EXPORT_BYTES:
-                raise ImportFileError(f"{member} in {path.name} is too large to import.")
-            return archive.read(member), f"{path.name}/{member}"
-    except zipfile.BadZipFile as exc:
-        raise ImportFileError(f"{path.name} is a damaged zip file: {exc}") from None
-
-
 async def import_file(
     store: Store,
     path: Path | str,
@@ -161,43 +430,93 @@ async def import_file(
     """Import every conversation in `path`; each becomes a session (or tops up the session an
     earlier import of it made). Raises `ImportFileError` when the file is unusable as a
     whole; problems inside it are reported in `skipped`. Cancellation (`cancel.is_set()`)
-    is honoured between conversations."""
+    is honoured between conversations.
+
+    An import never moves the HEAD of a session the user has worked in, and never writes into
+    a session it did not create: new messages for such a session become a new branch (HEAD
+    left where it was) or a new session, and `notes` says which."""
     if progress is not None:
         progress(ImportProgress(0, 0, stage="reading"))
-    parsed = await asyncio.to_thread(read_export, Path(path))
-    total = len(parsed.conversations)
-    skipped = list(parsed.skipped)
-    if progress is not None:
-        progress(ImportProgress(0, total))
-    sessions = nodes = branches = 0
+    read_bytes = [0, 0]
+
+    def on_bytes(done: int, total: int) -> None:
+        read_bytes[0], read_bytes[1] = done, total
+
+    parts = _parts(
+        Path(path), max_bytes=MAX_EXPORT_BYTES, max_conversation_bytes=MAX_CONVERSATION_BYTES,
+        whole_file_bytes=WHOLE_FILE_BYTES, on_bytes=on_bytes,
+    )
+    end = object()
+
+    def next_part() -> Any:
+        return next(parts, end)
+
+    fmt = ""
+    sessions = nodes = branches = conversations = done = 0
+    known = 0  # conversations counted up front (0 while a large file is streamed)
+    skipped: list[Skipped] = []
     touched: list[str] = []
+    kept: list[str] = []
+    notes: list[str] = []
     cancelled = False
-    for done, conversation in enumerate(parsed.conversations, start=1):
-        if cancel is not None and cancel.is_set():
-            cancelled = True
-            break
-        written = await store.run(
-            functools.partial(
-                write_conversation, conv=conversation, now=clock.now(), make_id=make_id
-            )
-        )
-        if written.created_session:
-            sessions += 1
-        nodes += written.nodes
-        branches += written.branches
-        if written.nodes or written.created_session:
-            touched.append(written.session_id)
-        if progress is not None:
-            progress(ImportProgress(done, total, conversation.title))
+    ahead: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(next_part))
+    try:
+        while not cancelled:
+            item = await ahead
+            if item is end:
+                break
+            part, streamed = item
+            # Read the next conversation while this one is written.
+            ahead = asyncio.ensure_future(asyncio.to_thread(next_part))
+            fmt = fmt or part.source_format
+            skipped.extend(part.skipped)
+            conversations += len(part.conversations)
+            if not streamed:
+                known += len(part.conversations)
+                if progress is not None:
+                    progress(ImportProgress(done, known))
+            for conversation in part.conversations:
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                    break
+                written: WrittenConversation = await store.run(
+                    functools.partial(
+                        write_conversation, conv=conversation, now=clock.now(),
+                        make_id=make_id,
+                    )
+                )
+                done += 1
+                if written.created_session:
+                    sessions += 1
+                nodes += written.nodes
+                branches += written.branches
+                if written.nodes or written.created_session:
+                    touched.append(written.session_id)
+                if written.note:
+                    notes.append(written.note)
+                if written.head_kept:
+                    kept.append(written.session_id)
+                if progress is not None:
+                    progress(ImportProgress(
+                        done, known if not streamed else 0, conversation.title,
+                        bytes_done=read_bytes[0], bytes_total=read_bytes[1],
+                    ))
+    finally:
+        # The reader thread may still be working on the part after the last one written.
+        with contextlib.suppress(Exception):  # only its cleanup matters now
+            await ahead
+        await asyncio.to_thread(parts.close)
     return ImportSummary(
-        source_format=parsed.source_format,
+        source_format=fmt,
         sessions=sessions,
         nodes=nodes,
         branches=branches,
         skipped=skipped,
         session_ids=tuple(touched),
-        conversations=total,
+        conversations=conversations,
         cancelled=cancelled,
+        kept_head=tuple(kept),
+        notes=tuple(notes),
     )
 
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.imports.model import ImportedConversation, ImportedMessage, count_tips
+from ..core.imports.model import ImportedConversation, ImportedMessage
 from ..core.model import Node, Session
 from .repository import Repository, bulk_insert
 
@@ -115,6 +115,7 @@ def write_conversation(
             session_id = conv.source_id if free else make_id()
 
         nodes = [_node(m, id_of, session_id, now) for m in fresh]
+        branches = _new_branches(repo, conv, fresh, existing)
         repo.append_nodes(nodes)
         if stale:
             repo.con.execute(
@@ -171,10 +172,28 @@ def write_conversation(
             repo.con.execute("UPDATE import_sources SET node_id = ? WHERE source_key = ?",
                              [recorded or "", conv_key])
 
-    before = [m for m in conv.nodes if m.source_id in existing]
-    branches = count_tips(conv.nodes) - (count_tips(before) if before else 0)
-    return WrittenConversation(session_id, created, len(fresh), max(branches, 0), head,
+    return WrittenConversation(session_id, created, len(fresh), branches, head,
                                head_kept, note)
+
+
+def _new_branches(
+    repo: Repository, conv: ImportedConversation, fresh: list[ImportedMessage],
+    existing: dict[str, str],
+) -> int:
+    """Branch ends the write adds to the store: new messages nothing in the file follows,
+    less the old ends they grow (a branch that got longer is not a new one)."""
+    followed = {m.parent_source_id for m in conv.nodes if m.edge == "predecessor"}
+    fresh_tips = sum(1 for m in fresh if m.edge == "predecessor" and m.source_id not in followed)
+    grown = {existing[m.parent_source_id] for m in fresh
+             if m.edge == "predecessor" and m.parent_source_id in existing}
+    if not grown:
+        return fresh_tips
+    rows = repo.con.execute(
+        "SELECT DISTINCT predecessor FROM nodes WHERE predecessor IN (SELECT unnest(?))",
+        [sorted(grown)],
+    ).fetchall()
+    had_children = {r[0] for r in rows}
+    return max(fresh_tips - len(grown - had_children), 0)
 
 
 def _existing_node_ids(repo: Repository, ids: list[str]) -> set[str]:

@@ -26,7 +26,7 @@ def test_branches_from_parent_response_ids_and_head_at_the_newest_tip() -> None:
     assert by_id["g2"].parent_source_id == "g1" and by_id["g3"].parent_source_id == "g1"
     assert conv.head_source_id == "g5"
     # listed out of order in the file; stored parent first, times from BSON dates
-    assert [n.source_id for n in conv.nodes][0] == "g1"
+    assert conv.nodes[0].source_id == "g1"
     assert by_id["g1"].created_at == 1748779200.0
     assert conv.created_at == 1748779200.0  # the conversation's ISO time
 
