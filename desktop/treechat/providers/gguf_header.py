@@ -35,6 +35,20 @@ class GGUFHeader:
     context_length: int | None
     chat_template: str | None
     size_label: str | None
+    # for the KV cache's size: layers, embedding width, attention and KV heads
+    block_count: int | None = None
+    embedding_length: int | None = None
+    head_count: int | None = None
+    head_count_kv: int | None = None
+
+    @property
+    def kv_bytes_per_token(self) -> int | None:
+        """Bytes of llama.cpp's f16 KV cache per token of context, when the header says."""
+        if not (self.block_count and self.embedding_length and self.head_count):
+            return None
+        kv_heads = self.head_count_kv or self.head_count
+        width = self.embedding_length * kv_heads // self.head_count
+        return 2 * self.block_count * width * 2  # K and V, two bytes each
 
     @property
     def template_supports_tools(self) -> bool:
@@ -64,12 +78,21 @@ def _read(stream: BinaryIO) -> GGUFHeader:
     context = values.get(f"{arch}.context_length")
     template = values.get("tokenizer.chat_template")
     label = values.get("general.size_label")
+
+    def number(key: str) -> int | None:
+        value = values.get(f"{arch}.{key}")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
     return GGUFHeader(
         architecture=arch,
         name=str(values.get("general.name") or ""),
         context_length=int(context) if isinstance(context, int) else None,
         chat_template=template if isinstance(template, str) else None,
         size_label=label if isinstance(label, str) else None,
+        block_count=number("block_count"),
+        embedding_length=number("embedding_length"),
+        head_count=number("attention.head_count"),
+        head_count_kv=number("attention.head_count_kv"),
     )
 
 

@@ -133,6 +133,72 @@ def normalize_messages(messages: Any) -> list[dict[str, str]]:
     return out
 
 
+def tool_messages(messages: Any) -> list[dict[str, Any]]:
+    """Messages for a template that renders tools: tool calls keep their structure (with
+    arguments as objects, as Hugging Face templates expect) and tool results their id."""
+    flat = normalize_messages(messages)
+    out: list[dict[str, Any]] = []
+    for message, plain in zip(messages, flat, strict=True):
+        entry: dict[str, Any] = {"role": plain["role"], "content": _text_of(message.get("content"))}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            entry["tool_calls"] = [_call_for_template(call) for call in calls]
+        for key in ("tool_call_id", "name"):
+            if isinstance(message.get(key), str):
+                entry[key] = message[key]
+        out.append(entry)
+    return out
+
+
+def _call_for_template(call: Any) -> dict[str, Any]:
+    function = call.get("function", {}) if isinstance(call, Mapping) else {}
+    arguments: Any = function.get("arguments", "{}")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            arguments = {"input": arguments}
+    return {
+        "id": call.get("id", "") if isinstance(call, Mapping) else "",
+        "type": "function",
+        "function": {"name": str(function.get("name", "")), "arguments": arguments},
+    }
+
+
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """Split a reply into its text and its tool calls, in the `<tool_call>{"name": ...,
+    "arguments": {...}}</tool_call>` form that Hermes-style templates (Qwen2.5, Hermes,
+    SmolLM3 and others) teach their models. A block that is not valid JSON stays text."""
+    calls: list[dict[str, Any]] = []
+    kept: list[str] = []
+    rest = text
+    while (start := rest.find(TOOL_CALL_OPEN)) >= 0:
+        end = rest.find(TOOL_CALL_CLOSE, start)
+        body = rest[start + len(TOOL_CALL_OPEN): end if end >= 0 else len(rest)]
+        try:
+            parsed = json.loads(body.strip())
+            name = parsed["name"]
+            arguments = parsed.get("arguments", parsed.get("parameters", {}))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            break
+        kept.append(rest[:start])
+        calls.append({
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {
+                "name": str(name),
+                "arguments": arguments if isinstance(arguments, str)
+                else json.dumps(arguments, ensure_ascii=False),
+            },
+        })
+        rest = rest[end + len(TOOL_CALL_CLOSE):] if end >= 0 else ""
+    kept.append(rest)
+    return ("".join(kept).strip() if calls else text), calls
+
+
 @dataclass
 class Generation:
     """One completion's running state, filled in as tokens arrive."""
@@ -170,7 +236,8 @@ class Engine:
     llama.cpp contexts are not thread-safe, so one request generates at a time.
     """
 
-    def __init__(self, model_path: str, n_ctx: int, n_threads: int, name: str) -> None:
+    def __init__(self, model_path: str, n_ctx: int, n_threads: int, name: str,
+                 chat_template: str | None = None) -> None:
         import llama_cpp
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -188,7 +255,9 @@ class Engine:
         self.created = int(time.time())
         eos = self.llm.token_eos()
         bos = self.llm.token_bos()
-        template = self.llm.metadata.get("tokenizer.chat_template") or _CHATML
+        template = chat_template or self.llm.metadata.get("tokenizer.chat_template") or _CHATML
+        # Tools are offered only to models whose own template renders them.
+        self.takes_tools = "tools" in template
         self._formatter = Jinja2ChatFormatter(
             template=template,
             eos_token=self.llm._model.token_get_text(eos) if eos != -1 else "",
@@ -221,9 +290,12 @@ class Engine:
     def tokenize_text(self, text: str, add_special: bool = False) -> list[int]:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True))
 
-    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+    def prompt_tokens(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None = None,
+    ) -> list[int]:
         try:
-            formatted = self._formatter(messages=cast(Any, messages))
+            formatted = self._formatter(messages=cast(Any, list(messages)),
+                                        tools=cast(Any, list(tools) if tools else None))
         except Exception as exc:
             raise RequestError(f"cannot format the messages: {exc}", param="messages") from exc
         add_bos = not formatted.added_special
@@ -479,9 +551,11 @@ class Handler(BaseHTTPRequestHandler):
     def _tokenize(self) -> dict[str, Any]:
         body = self._read_json()
         if "messages" in body:
-            messages = normalize_messages(body["messages"])
+            tools = self._tools(body)
+            messages = (tool_messages(body["messages"]) if tools
+                        else normalize_messages(body["messages"]))
             with self.engine.lock:
-                tokens = self.engine.prompt_tokens(messages)
+                tokens = self.engine.prompt_tokens(messages, tools)
         elif isinstance(body.get("content"), str):
             with self.engine.lock:
                 tokens = self.engine.tokenize_text(body["content"], bool(body.get("add_special")))
@@ -489,10 +563,22 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestError("give 'content' (a string) or 'messages'", param="content")
         return {"tokens": tokens, "count": len(tokens)}
 
+    def _tools(self, body: Mapping[str, Any]) -> list[Any] | None:
+        tools = body.get("tools")
+        if not self.engine.takes_tools or not isinstance(tools, list) or not tools:
+            return None
+        if body.get("tool_choice") == "none":
+            return None
+        return tools
+
     def _chat(self) -> dict[str, Any] | None:
         body = self._read_json()
         engine = self.engine
-        messages = normalize_messages(body.get("messages"))
+        tools = self._tools(body)
+        raw = body.get("messages")
+        messages: Sequence[Mapping[str, Any]] = (
+            tool_messages(raw) if tools else normalize_messages(raw)
+        )
         if body.get("n", 1) != 1:
             raise RequestError("only n=1 is supported", param="n")
         max_tokens = _int_or_none(body, "max_completion_tokens", "max_tokens")
@@ -508,12 +594,19 @@ class Handler(BaseHTTPRequestHandler):
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         created = int(time.time())
         with engine.lock:
-            tokens = engine.prompt_tokens(messages)
+            tokens = engine.prompt_tokens(messages, tools)
             budget = engine.check_window(len(tokens), max_tokens)
             result = Generation(prompt_tokens=len(tokens))
             pieces = engine.generate(tokens, budget, sampling, stops, result)
             if not stream:
                 text = "".join(pieces)
+                message: dict[str, Any] = {"role": "assistant", "content": text}
+                if tools:
+                    content, calls = parse_tool_calls(text)
+                    if calls:
+                        message = {"role": "assistant", "content": content or None,
+                                   "tool_calls": calls}
+                        result.finish_reason = "tool_calls"
                 return {
                     "id": completion_id,
                     "object": "chat.completion",
@@ -522,21 +615,24 @@ class Handler(BaseHTTPRequestHandler):
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": text},
+                            "message": message,
                             "finish_reason": result.finish_reason,
                         }
                     ],
                     "usage": result.usage(),
                     "timings": result.timings(),
                 }
-            self._stream(completion_id, created, pieces, result, include_usage)
+            streamed: Iterator[str | ToolCalls] = (
+                _hold_tool_calls(pieces, result) if tools else pieces
+            )
+            self._stream(completion_id, created, streamed, result, include_usage)
         return None
 
     def _stream(
         self,
         completion_id: str,
         created: int,
-        pieces: Iterator[str],
+        pieces: Iterator[str | ToolCalls],
         result: Generation,
         include_usage: bool,
     ) -> None:
@@ -560,7 +656,12 @@ class Handler(BaseHTTPRequestHandler):
             self._send_event(chunk({"role": "assistant", "content": ""}, None))
             try:
                 for piece in pieces:
-                    self._send_event(chunk({"content": piece}, None))
+                    if isinstance(piece, ToolCalls):
+                        self._send_event(chunk({"tool_calls": [
+                            {"index": i, **call} for i, call in enumerate(piece.calls)
+                        ]}, None))
+                    else:
+                        self._send_event(chunk({"content": piece}, None))
             except (BrokenPipeError, ConnectionResetError):
                 raise
             except Exception as exc:
@@ -593,6 +694,47 @@ class Handler(BaseHTTPRequestHandler):
                 close()
 
 
+@dataclass(frozen=True)
+class ToolCalls:
+    """The tool calls a streamed reply ended with, sent as one `tool_calls` delta."""
+
+    calls: list[dict[str, Any]]
+
+
+def _hold_tool_calls(pieces: Iterator[str], result: Generation) -> Iterator[str | ToolCalls]:
+    """Stream text as it comes, except a reply that opens with `<tool_call>`: that one is held
+    to its end and sent as tool calls (finish reason `tool_calls`)."""
+    held = ""
+    deciding = True
+    try:
+        for piece in pieces:
+            if not deciding:
+                yield piece
+                continue
+            held += piece
+            start = held.lstrip()
+            if start.startswith(TOOL_CALL_OPEN):
+                continue  # a tool call: hold everything
+            if TOOL_CALL_OPEN.startswith(start):
+                continue  # too early to tell
+            deciding = False
+            yield held
+            held = ""
+        if held:
+            content, calls = parse_tool_calls(held)
+            if calls:
+                result.finish_reason = "tool_calls"
+                if content:
+                    yield content
+                yield ToolCalls(calls)
+            else:
+                yield held
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+
+
 def serve(engine: Engine, host: str, port: int, *, quiet: bool = True) -> ThreadingHTTPServer:
     handler = type("BoundHandler", (Handler,), {"engine": engine, "quiet": quiet})
     server = ThreadingHTTPServer((host, port), handler)
@@ -620,12 +762,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=0, help="0 uses the model's trained window")
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--chat-template", metavar="FILE", default=None,
+                        help="a Jinja chat template to use instead of the GGUF's own")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
     if args.parent_pid is not None:
         watch_parent(args.parent_pid)
-    engine = Engine(args.model, args.n_ctx, args.threads, args.name)
+    template = None
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as f:
+            template = f.read()
+    engine = Engine(args.model, args.n_ctx, args.threads, args.name, template)
     engine.warm_up()
     server = serve(engine, args.host, args.port, quiet=not args.verbose)
     host, port = server.server_address[:2]

@@ -104,6 +104,7 @@ class InstalledModel:
     context_length: int | None
     supports_tools: bool
     added_at: float
+    kv_bytes_per_token: int | None = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,7 @@ class ModelLibrary:
             name=model_name("", path.name), repo="", file=path.name, path=str(path),
             size=path.stat().st_size, sha256=None, context_length=header.context_length,
             supports_tools=header.template_supports_tools, added_at=time.time(),
+            kv_bytes_per_token=header.kv_bytes_per_token,
         )
         _write_json(target, {"state": "complete", "model": asdict(model)})
         return model
@@ -402,6 +404,7 @@ class ModelLibrary:
             name=model_name(repo, file), repo=repo, file=file, path=str(target),
             size=remote.size, sha256=digest, context_length=header.context_length,
             supports_tools=header.template_supports_tools, added_at=time.time(),
+            kv_bytes_per_token=header.kv_bytes_per_token,
         )
         _write_json(manifest, {"state": "complete", "model": asdict(model)})
         return model

@@ -36,12 +36,14 @@ from ..providers.model_library import (
 )
 
 LIBRARY_CONNECTION = "library"
-# The smallest window worth running a chat model with, and the largest the machine's RAM
-# decides about (llama.cpp's KV cache grows with it: about 0.1-0.5 MB a token for 1-8B
-# models at f16).
+# The smallest window worth running a chat model with, and the most chosen without the user
+# asking (a longer window costs RAM and prompt time on every request).
 MIN_CONTEXT = 2048
 MAX_AUTO_CONTEXT = 32768
-KV_BYTES_PER_TOKEN_PER_GB_OF_WEIGHTS = 110_000
+# When a GGUF header does not give its layer shapes: a rough f16 KV-cache cost per token per
+# GB of weights (measured ranges: ~60 KB for 7B models with grouped KV heads to ~400 KB for
+# 3.8B models without).
+KV_BYTES_PER_TOKEN_PER_GB = 150_000
 
 
 def machine_ram_bytes() -> int:
@@ -51,14 +53,15 @@ def machine_ram_bytes() -> int:
     return 8 * 1024**3
 
 
-def choose_context(trained: int | None, model_bytes: int, ram_bytes: int) -> int:
+def choose_context(trained: int | None, model_bytes: int, ram_bytes: int,
+                   kv_bytes_per_token: int | None = None) -> int:
     """A window the machine can hold: the model's trained length, capped so that the weights
-    plus the KV cache stay within half of the RAM, and never above MAX_AUTO_CONTEXT unless
-    the user asks for more."""
+    plus the KV cache stay within half of the RAM, and at MAX_AUTO_CONTEXT."""
     trained = trained or 4096
     budget = ram_bytes // 2 - model_bytes
-    per_token = max(1, int(KV_BYTES_PER_TOKEN_PER_GB_OF_WEIGHTS * max(model_bytes / 1e9, 0.1)))
-    fits = budget // per_token if budget > 0 else MIN_CONTEXT
+    per_token = kv_bytes_per_token or int(
+        KV_BYTES_PER_TOKEN_PER_GB * max(model_bytes / 1e9, 0.1))
+    fits = budget // max(per_token, 1) if budget > 0 else MIN_CONTEXT
     return int(max(MIN_CONTEXT, min(trained, MAX_AUTO_CONTEXT, fits)))
 
 
@@ -191,7 +194,8 @@ class ModelLibraryService:
                                model.supports_tools)
 
     def context_for(self, model: InstalledModel) -> int:
-        return choose_context(model.context_length, model.size, self._ram_bytes())
+        return choose_context(model.context_length, model.size, self._ram_bytes(),
+                              model.kv_bytes_per_token)
 
     async def run(self, name: str, *, context: int | None = None,
                   threads: int | None = None) -> LibraryEndpoint:

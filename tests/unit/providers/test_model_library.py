@@ -173,6 +173,8 @@ def test_the_recommended_models_are_permissive_gguf_files() -> None:
 def test_the_gguf_header_reader(tmp_path: Path, gguf: Path) -> None:
     header = read_header(gguf)
     assert (header.architecture, header.context_length) == ("llama", 8192)
+    # SmolLM2-135M: 30 layers, 576 wide, 9 heads of which 3 KV heads
+    assert header.kv_bytes_per_token == 2 * 30 * (576 * 3 // 9) * 2
     assert header.chat_template and "<|im_start|>" in header.chat_template
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(gguf.read_bytes()[:2000])
