@@ -299,25 +299,23 @@ def branch_session(
     )
 
 
-def hidden_set(annotations: Iterable[Annotation]) -> frozenset[str]:
-    """Node ids whose branch is hidden, replaying hide/unhide annotations in order."""
+def _replay(annotations: Iterable[Annotation], on: str, off: str) -> frozenset[str]:
+    """Node ids whose latest `on`/`off` annotation, replayed in time order, is `on`."""
     state: dict[str, bool] = {}
     for a in sorted(annotations, key=lambda a: a.created_at):
-        if a.kind == "hidden":
-            state[a.node_id] = True
-        elif a.kind == "unhidden":
-            state[a.node_id] = False
+        if a.kind in (on, off):
+            state[a.node_id] = a.kind == on
     return frozenset(k for k, v in state.items() if v)
+
+
+def hidden_set(annotations: Iterable[Annotation]) -> frozenset[str]:
+    """Node ids whose branch is hidden, replaying hide/unhide annotations in order."""
+    return _replay(annotations, "hidden", "unhidden")
 
 
 def pinned_set(annotations: Iterable[Annotation]) -> frozenset[str]:
-    state: dict[str, bool] = {}
-    for a in sorted(annotations, key=lambda a: a.created_at):
-        if a.kind == "pin":
-            state[a.node_id] = True
-        elif a.kind == "unpin":
-            state[a.node_id] = False
-    return frozenset(k for k, v in state.items() if v)
+    """Node ids pinned now, replaying pin/unpin annotations in order."""
+    return _replay(annotations, "pin", "unpin")
 
 
 def hide_branch(node_id: str, *, now: float, session_id: str = "") -> Annotation:

@@ -44,6 +44,9 @@ MESSAGES: Mapping[ErrorKind, str] = {
     ErrorKind.CANCELLED: "The reply was stopped.",
 }
 
+_TIMED_OUT = "The provider did not answer in time. It may be down or overloaded."
+_CUT_OFF = "The provider closed the connection before the reply was complete."
+
 # The one table: exception class name -> what it means. The first name found walking the
 # exception's MRO wins, so subclasses (ContextWindowExceededError < BadRequestError) come first
 # naturally. Names cover litellm, the openai/anthropic SDKs, httpx and aiohttp.
@@ -66,16 +69,8 @@ TABLE: Mapping[str, ErrorInfo] = {
         True,
         "The provider stopped in the middle of the reply. The text received so far was kept.",
     ),
-    "Timeout": ErrorInfo(
-        ErrorKind.OFFLINE,
-        True,
-        "The provider did not answer in time. It may be down or overloaded.",
-    ),
-    "APITimeoutError": ErrorInfo(
-        ErrorKind.OFFLINE,
-        True,
-        "The provider did not answer in time. It may be down or overloaded.",
-    ),
+    "Timeout": ErrorInfo(ErrorKind.OFFLINE, True, _TIMED_OUT),
+    "APITimeoutError": ErrorInfo(ErrorKind.OFFLINE, True, _TIMED_OUT),
     "APIConnectionError": ErrorInfo(ErrorKind.OFFLINE, True, MESSAGES[ErrorKind.OFFLINE]),
     "ConnectError": ErrorInfo(ErrorKind.OFFLINE, True, MESSAGES[ErrorKind.OFFLINE]),
     "ConnectTimeout": ErrorInfo(ErrorKind.OFFLINE, True, MESSAGES[ErrorKind.OFFLINE]),
@@ -83,15 +78,9 @@ TABLE: Mapping[str, ErrorInfo] = {
         ErrorKind.OFFLINE, True, "The provider stopped sending. It may be down or overloaded."
     ),
     "ClientConnectorError": ErrorInfo(ErrorKind.OFFLINE, True, MESSAGES[ErrorKind.OFFLINE]),
-    "ServerDisconnectedError": ErrorInfo(
-        ErrorKind.SERVER, True, "The provider closed the connection before the reply was complete."
-    ),
-    "RemoteProtocolError": ErrorInfo(
-        ErrorKind.SERVER, True, "The provider closed the connection before the reply was complete."
-    ),
-    "ClientPayloadError": ErrorInfo(
-        ErrorKind.SERVER, True, "The provider closed the connection before the reply was complete."
-    ),
+    "ServerDisconnectedError": ErrorInfo(ErrorKind.SERVER, True, _CUT_OFF),
+    "RemoteProtocolError": ErrorInfo(ErrorKind.SERVER, True, _CUT_OFF),
+    "ClientPayloadError": ErrorInfo(ErrorKind.SERVER, True, _CUT_OFF),
     "ServiceUnavailableError": ErrorInfo(
         ErrorKind.SERVER, True, "The provider is overloaded or down for now."
     ),
@@ -118,14 +107,8 @@ TABLE: Mapping[str, ErrorInfo] = {
     "InvalidRequestError": ErrorInfo(ErrorKind.BAD_REQUEST, False, MESSAGES[ErrorKind.BAD_REQUEST]),
     "CancelledError": ErrorInfo(ErrorKind.CANCELLED, False, MESSAGES[ErrorKind.CANCELLED]),
     "ConnectionRefusedError": ErrorInfo(ErrorKind.OFFLINE, True, MESSAGES[ErrorKind.OFFLINE]),
-    "ConnectionResetError": ErrorInfo(
-        ErrorKind.SERVER, True, "The provider closed the connection before the reply was complete."
-    ),
-    "TimeoutError": ErrorInfo(
-        ErrorKind.OFFLINE,
-        True,
-        "The provider did not answer in time. It may be down or overloaded.",
-    ),
+    "ConnectionResetError": ErrorInfo(ErrorKind.SERVER, True, _CUT_OFF),
+    "TimeoutError": ErrorInfo(ErrorKind.OFFLINE, True, _TIMED_OUT),
     "gaierror": ErrorInfo(
         ErrorKind.OFFLINE, True, "The provider's address could not be resolved. Check the network."
     ),
