@@ -102,6 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
     from .commands_chat_controls import add_parsers as add_chat_control_parsers
 
     add_chat_control_parsers(sub)
+    from .commands_mcp import add_parsers as add_mcp_parsers
+
+    add_mcp_parsers(sub)
+    from .commands_model_library import add_models_parser
+
+    add_models_parser(sub)
+    from .commands_connections import add_models_list
+    from .commands_connections import add_parsers as add_connection_parsers
+
+    add_connection_parsers(sub)
+    add_models_list(sub)
     from .cli_store import register as register_store_commands
 
     register_store_commands(sub)
@@ -111,7 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    from .commands_mcp import split_command_tail
+
+    words, server_command = split_command_tail(sys.argv[1:] if argv is None else argv)
+    args, rest = parser.parse_known_args(words)
+    if server_command is not None:
+        args.server_command = server_command
     if args.smoke is not None:
         # before logging is set up: the check logs into its own (often temporary) data dir
         from .smoke import main as run_smoke

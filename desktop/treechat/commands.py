@@ -14,6 +14,9 @@ from typing import Any
 
 from . import __version__, paths
 from .commands_chat_controls import COMMANDS as CHAT_CONTROL_COMMANDS
+from .commands_connections import cmd_connections, models_command
+from .commands_mcp import cmd_mcp
+from .commands_model_library import cmd_models
 from .store.database import Store, StoreError, default_store_path
 
 
@@ -304,6 +307,9 @@ COMMANDS = {
     "send": cmd_send,
     "context": cmd_context,
     "ledger": cmd_ledger,
+    "mcp": cmd_mcp,
+    "models": models_command(cmd_models),
+    "connections": cmd_connections,
     "backup": cmd_backup,
     **CHAT_CONTROL_COMMANDS,
 }

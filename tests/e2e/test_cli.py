@@ -155,4 +155,8 @@ def test_export_shows_every_branch_built_through_the_operations(tmp_path: Path) 
 @pytest.mark.parametrize("args", [["send", "x"], ["send", "s", "x", "--new"]])
 def test_send_arguments_are_checked(tmp_path: Path, args: list[str]) -> None:
     out = treechat(tmp_path, *args, check=False)
-    assert (out.returncode == 2 and "SESSION" in out.stderr) or "--new" in out.stderr
+    # A usage error (exit 2) that says what to give instead, and nothing sent or written.
+    assert out.returncode == 2, out.stderr
+    assert "SESSION" in out.stderr and "--new" in out.stderr
+    assert out.stdout == ""
+    assert json.loads(treechat(tmp_path, "sessions", "--json").stdout) == []

@@ -22,6 +22,7 @@ from ..core.occupancy import MeasuredUsage
 from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
+from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
 from ..store.database import Store
 from ..store.repository import Repository
@@ -130,8 +131,10 @@ class ChatService:
         config: ChatConfig | None = None,
         clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
+        provider: Provider | None = None,
     ) -> None:
         self.store = store
+        self.provider: Provider = provider or LiteLLMProvider()
         self.engine = engine
         self.models = models
         self.config = config or ChatConfig()
@@ -483,7 +486,7 @@ class ChatService:
             return None
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
-        sink(TurnStarted(session_id, parent, user, endpoint.model))
+        sink(TurnStarted(session_id, parent, user, _address(endpoint)))
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
@@ -585,6 +588,8 @@ class ChatService:
             session_id=session_id,
             phase="chat",
             lineage=session_id,
+            headers=dict(endpoint.headers),
+            connect_timeout=endpoint.timeout,
             extra=sent_params,
         )
         run_meta: dict[str, Any] = {}
@@ -597,7 +602,7 @@ class ChatService:
                 **sent_params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
             }
         try:
-            result = await provider_stream.stream_turn(
+            result = await self.provider.stream_turn(
                 request,
                 on_event=on_stream,
                 shrink=self._shrink,
@@ -621,7 +626,7 @@ class ChatService:
                 session_id,
                 measured_head,
                 prep.commit_id,
-                endpoint.model,
+                _address(endpoint),
                 result,
                 prep.estimated_prompt_tokens,
                 self.clock.now(),
@@ -653,11 +658,11 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=endpoint.model,
+            name=_address(endpoint),
             output=result.text,
             predecessor=head,
             metadata=with_reasoning({
-                "model": endpoint.model,
+                **_model_meta(endpoint),
                 "finish_reason": result.finish_reason,
                 "usage": usage_meta,
                 **run_meta,
@@ -739,11 +744,11 @@ class ChatService:
             created_at=now,
             session_id=session_id,
             role="assistant",
-            name=endpoint.model,
+            name=_address(endpoint),
             output=draft.text,
             predecessor=head,
             metadata={
-                "model": endpoint.model, "interrupted": True, "reason": reason, **(extra or {})
+                **_model_meta(endpoint), "interrupted": True, "reason": reason, **(extra or {})
             },
         )
         await draft.settle()
@@ -788,8 +793,18 @@ class ChatService:
             from ..providers import llm
 
             name = chosen or "unknown"
-            window = await asyncio.to_thread(llm.model_window, name)
-            return Endpoint(model=name, label=name, window=window, max_output=4096)
+            known = await asyncio.to_thread(llm.known_window, name)
+            return Endpoint(
+                model=name, label=self.models.display_name(name),
+                window=known or llm.FALLBACK_WINDOW, max_output=4096,
+                window_estimated=known is None, choice=name,
+            )
+
+    async def model_endpoint(self, model: str | None = None) -> Endpoint:
+        """How `model` (the default when None) would be reached, without starting anything:
+        its display name, its window and whether that window is estimated (the /context
+        dialog says so). Never raises for an unknown model."""
+        return await self._endpoint_for_estimate(model, None)
 
     # --- prompt layers -----------------------------------------------------------------
 
@@ -871,6 +886,20 @@ class _StepDone:
 @dataclass(frozen=True, slots=True)
 class _StepContinue:
     assistant: Node
+
+
+def _address(endpoint: Endpoint) -> str:
+    """The name a reply is recorded under: the address it was asked for (`ollama/llama3.2`),
+    not litellm's id, which two servers can share (`openai/qwen2.5`)."""
+    return endpoint.choice or endpoint.model
+
+
+def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
+    """A reply's model in its metadata: the address, its display name and litellm's id."""
+    meta: dict[str, Any] = {"model": _address(endpoint), "model_label": endpoint.label}
+    if endpoint.model != _address(endpoint):
+        meta["litellm_model"] = endpoint.model
+    return meta
 
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
