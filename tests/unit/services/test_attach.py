@@ -9,26 +9,18 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from tests.support.chat import loopback_services
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.model import GraphError
 from treechat.services.attach import AttachService, merged_peers
-from treechat.services.bootstrap import Services, build_services
-from treechat.services.models import ModelChoice
-
-MODEL = "openai/loopback-model"
+from treechat.services.bootstrap import Services
 
 
 @pytest_asyncio.fixture
 async def services(tmp_path: Path, loopback: LoopbackProvider) -> AsyncIterator[Services]:
-    choice = ModelChoice(MODEL, "Loopback", "openai", api_base=loopback.openai_base)
-    built = build_services(
-        tmp_path, bundled=False, detect_local_servers=False, extra_models=(choice,)
-    )
-    built.models.default_model = MODEL
-    yield built
-    await built.close()
-    built.close_store()
+    async with loopback_services(tmp_path, loopback) as built:
+        yield built
 
 
 def wire(provider: LoopbackProvider, index: int = -1) -> str:

@@ -8,26 +8,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
+from tests.support.chat import Events, loopback_services
 from tests.support.clock import FakeClock
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core import dag
-from treechat.services.bootstrap import Services, build_services
+from treechat.services.bootstrap import Services
 from treechat.services.events import (
     NodeAdded,
-    TextDelta,
-    TurnEvent,
     TurnFailed,
     TurnFinished,
 )
-from treechat.services.models import ModelChoice
 from treechat.store import usage as ledger
-
-MODEL = "openai/loopback-model"
 
 
 @pytest.fixture
@@ -37,25 +32,8 @@ def provider(loopback: LoopbackProvider) -> LoopbackProvider:
 
 @pytest_asyncio.fixture
 async def services(tmp_path: Path, provider: LoopbackProvider) -> AsyncIterator[Services]:
-    choice = ModelChoice(MODEL, "Loopback", "openai", api_base=provider.openai_base)
-    built = build_services(
-        tmp_path, bundled=False, detect_local_servers=False, extra_models=(choice,)
-    )
-    built.models.default_model = MODEL
-    yield built
-    await built.close()
-    built.close_store()
-
-
-class Events(list[TurnEvent]):
-    def __call__(self, event: TurnEvent) -> None:
-        self.append(event)
-
-    def text(self) -> str:
-        return "".join(e.text for e in self if isinstance(e, TextDelta))
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [e for e in self if isinstance(e, kind)]
+    async with loopback_services(tmp_path, provider) as built:
+        yield built
 
 
 @pytest.mark.asyncio
@@ -285,11 +263,7 @@ async def test_a_turn_is_stamped_with_the_time_of_the_services_clock(
     tmp_path: Path, provider: LoopbackProvider
 ) -> None:
     clock = FakeClock.at_local(2027, 5, 3, 23, 59, 30)
-    choice = ModelChoice(MODEL, "Loopback", "openai", api_base=provider.openai_base)
-    built = build_services(tmp_path / "clocked", bundled=False, detect_local_servers=False,
-                           extra_models=(choice,), clock=clock)
-    built.models.default_model = MODEL
-    try:
+    async with loopback_services(tmp_path, provider, clock=clock) as built:
         assert built.clock is clock and built.chat.sessions.clock is clock
         session = await built.chat.sessions.create()
         assert session.created_at == clock.now()
@@ -302,6 +276,3 @@ async def test_a_turn_is_stamped_with_the_time_of_the_services_clock(
         assert view.session.updated_at == clock.now()
         (request,) = built.store.call(lambda r: ledger.session_usage(r, session.id))
         assert request.created_at == clock.now()
-    finally:
-        await built.close()
-        built.close_store()
