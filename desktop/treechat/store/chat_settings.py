@@ -28,14 +28,27 @@ def _settings_from_row(row: Sequence[Any]) -> SessionSettings:
     )
 
 
+_MAX_FORK_DEPTH = 64
+
+
 def current_settings(repo: Repository, session_id: str) -> SessionSettings:
-    """The chat's latest revision; an unset chat gets revision 0 with nothing set."""
-    row = repo.con.execute(
-        f"SELECT {_SETTINGS_COLUMNS} FROM session_settings WHERE session_id = ? "
-        "ORDER BY revision DESC LIMIT 1",
-        [session_id],
-    ).fetchone()
-    return _settings_from_row(row) if row else SessionSettings(session_id=session_id)
+    """The chat's latest revision. A chat branched from another and never set itself runs
+    under the settings of the chat it came from (that revision, as it is); an unset chat
+    gets revision 0 with nothing set."""
+    sid: str | None = session_id
+    for _ in range(_MAX_FORK_DEPTH):
+        if sid is None:
+            break
+        row = repo.con.execute(
+            f"SELECT {_SETTINGS_COLUMNS} FROM session_settings WHERE session_id = ? "
+            "ORDER BY revision DESC LIMIT 1",
+            [sid],
+        ).fetchone()
+        if row:
+            return _settings_from_row(row)
+        source = repo.get_session(sid)
+        sid = source.forked_from if source is not None else None
+    return SessionSettings(session_id=session_id)
 
 
 def settings_history(repo: Repository, session_id: str) -> tuple[SessionSettings, ...]:
@@ -69,13 +82,16 @@ def add_settings_revision(
     (the current revision is returned instead)."""
     with repo.transaction():
         current = current_settings(repo, session_id)
-        if current.revision and (
+        if current.revision and current.session_id == session_id and (
             current.instructions == instructions
             and current.parameters == parameters
             and current.preset == preset
         ):
             return current
-        revision = current.revision + 1
+        row = repo.con.execute(
+            "SELECT max(revision) FROM session_settings WHERE session_id = ?", [session_id]
+        ).fetchone()
+        revision = int(row[0] or 0) + 1 if row else 1
         repo.con.execute(
             f"INSERT INTO session_settings ({_SETTINGS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [

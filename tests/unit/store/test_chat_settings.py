@@ -82,3 +82,19 @@ def test_a_version_1_store_gains_the_settings_tables_and_keeps_its_rows(tmp_path
         assert store.call(lambda r: r.get_setting("global_instructions")) == "Be kind."
         assert store.call(lambda r: table.current_settings(r, "any")).revision == 0
         assert store.call(table.session_marks) == {}
+
+
+def test_a_branched_chat_runs_under_its_source_settings_until_it_sets_its_own(
+    store: Store,
+) -> None:
+    store.call(lambda r: r.create_session(Session(
+        id="s2", title="branch", head=None, model="", created_at=2.0, updated_at=2.0,
+        forked_from="s1")))
+    revise(store, "r1", 10.0, "Source rules.", temperature=0.4)
+    inherited = store.call(lambda r: table.current_settings(r, "s2"))
+    assert (inherited.id, inherited.instructions) == ("r1", "Source rules.")
+    own = store.call(lambda r: table.add_settings_revision(
+        r, revision_id="b1", session_id="s2", changed_at=20.0, instructions="Source rules.",
+        parameters=ChatParameters(temperature=0.4), preset=""))
+    assert (own.id, own.revision, own.session_id) == ("b1", 1, "s2")
+    assert store.call(lambda r: table.current_settings(r, "s1")).id == "r1"
