@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from .core.model import Session
     from .services.bootstrap import Services
+    from .services.clock import Clock
     from .store.database import Store
     from .ui.common.theme import ThemeManager
     from .ui.controllers.conversation import ConversationController
@@ -80,15 +81,15 @@ def create_window(
 def connect_services(
     window: MainWindow, services: Services, prefs: QSettings | None, theme: ThemeManager | None
 ) -> ConversationController:
-    """Hand the services to a controller that drives the window's widgets."""
-    from .ui.controllers.conversation import ConversationController, load_compaction_settings
+    """Hand the services to the controllers that drive the window's widgets."""
+    from .services.search import SearchService
+    from .ui.controllers.conversation import ConversationController
+    from .ui.controllers.window_actions import connect_window_actions
 
-    load_compaction_settings(services)
-    controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme)
-    window.attach(controller)
-    from .ui.controllers.history import install_history_panels
-
-    install_history_panels(window, services, controller)
+    controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme,
+                                        clock=services.clock,
+                                        search=SearchService(services.store))
+    connect_window_actions(window, controller)
     return controller
 
 
@@ -172,9 +173,12 @@ async def _serve(
     close_requested: list[bool],
 ) -> int:
     import asyncio
-    import time
 
     from PySide6.QtCore import QTimer
+
+    from .services.clock import SYSTEM_CLOCK
+
+    clock = SYSTEM_CLOCK  # the one clock the window and the services read
 
     closed = asyncio.Event()
     if close_requested:
@@ -193,14 +197,14 @@ async def _serve(
     # The store and its list first, while the services (the tokenizer above all) take their
     # time to load. Both import their modules (DuckDB among them) on worker threads: an
     # import on this thread would hold the window still.
-    store, listed, error = await loop.run_in_executor(None, _open_store, data_dir)
+    store, listed, error = await loop.run_in_executor(None, _open_store, data_dir, clock)
     if store is None:
         window.show_store_error(error)
         code = 2
     else:
         if not closed.is_set():
-            window.sessions.set_sessions(listed, time.time())
-        services = await loop.run_in_executor(None, _build_services, data_dir, store)
+            window.sessions.set_sessions(listed, clock.now())
+        services = await loop.run_in_executor(None, _build_services, data_dir, store, clock)
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
         await controller.start(args.session)
@@ -215,25 +219,25 @@ async def _serve(
     return code
 
 
-def _open_store(data_dir: Path) -> tuple[Store | None, tuple[Session, ...], str]:
+def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Session, ...], str]:
     """The store (a crash's drafts recovered) and the sessions it lists, or why it could not
     be opened."""
     from .services.recovery import open_and_recover
     from .store.database import StoreError, default_store_path
 
     try:
-        store = open_and_recover(default_store_path(data_dir))
+        store = open_and_recover(default_store_path(data_dir), clock=clock)
     except StoreError as exc:
         return None, (), str(exc)
     return store, store.call(lambda r: r.list_sessions()), ""
 
 
-def _build_services(data_dir: Path, store: Store) -> Services:
+def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
     """The services on the open `store` (closed again if they cannot be built)."""
     from .services.bootstrap import build_services
 
     try:
-        return build_services(data_dir, store=store)
+        return build_services(data_dir, store=store, clock=clock)
     except BaseException:
         store.close()
         raise

@@ -145,15 +145,15 @@ async def scenario(app: QApplication, data_dir: Path, long_id: str) -> None:
     window.show()
     await controller.start()
     window.sessions.select(long_id)
-    await controller._open(long_id)
+    await controller.load_session(long_id)
     window.dock.hide()
     for mode in ("light", "dark"):
         theme.set_mode(mode)
         await shoot(window, f"main-{mode}")
     theme.set_mode("light")
-    controller.open_context_dialog()
+    controller.occupancy.open_dialog()
     await controller.tasks.idle()
-    dialog = controller.context_dialog
+    dialog = controller.occupancy.context_dialog
     assert dialog is not None
     await shoot(dialog, "context-breakdown")
     theme.set_mode("dark")
@@ -174,11 +174,11 @@ async def scenario(app: QApplication, data_dir: Path, long_id: str) -> None:
     window.sessions.flush_search()
     await controller.tasks.idle()
     await shoot(window, "search")
-    controller.open_settings()
+    controller.dialogs.open_settings()
     await controller.tasks.idle()
-    assert controller.settings_dialog is not None
-    await shoot(controller.settings_dialog, "settings")
-    controller.settings_dialog.close()
+    assert controller.dialogs.settings_dialog is not None
+    await shoot(controller.dialogs.settings_dialog, "settings")
+    controller.dialogs.settings_dialog.close()
     window.save_geometry()  # as when the user closes it: the next start outlines this
     await controller.close()
     await services.close()

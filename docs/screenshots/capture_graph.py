@@ -145,11 +145,11 @@ async def scenario(app: QApplication, data_dir: Path, main_id: str, big_id: str)
     controller = connect_services(window, services, prefs, theme)
     window.show()
     await controller.start()
-    panels = window.history_panels
+    panels = controller.history
     window.dock.show()
     window.resizeDocks([window.dock], [520], Qt.Orientation.Horizontal)
     window.sessions.select(main_id)
-    await controller._open(main_id)
+    await controller.load_session(main_id)
     await controller.tasks.idle()
     view = panels.graph.view
     for mode in ("light", "dark"):
@@ -176,7 +176,7 @@ async def scenario(app: QApplication, data_dir: Path, main_id: str, big_id: str)
     await shoot(window, "graph-attach-chip")
     window.composer.set_text("")
     window.sessions.select(big_id)
-    await controller._open(big_id)
+    await controller.load_session(big_id)
     await controller.tasks.idle()
     for mode in ("light", "dark"):
         theme.set_mode(mode)

@@ -33,12 +33,11 @@ seen = {}
 def painted(window):
     seen["litellm_at_paint"] = "litellm" in sys.modules
     seen["duckdb_at_paint"] = "duckdb" in sys.modules
-    seen["controller_at_paint"] = window.controller is not None
+    seen["controller_at_paint"] = window.ready
     timer = QTimer(window)
 
     def poll():
-        c = window.controller
-        if c is not None and window.sessions.model.session_count() == 3:
+        if window.ready and window.sessions.model.session_count() == 3:
             seen["listed"] = [window.sessions.model.index(r).data()
                               for r in range(window.sessions.model.rowCount())]
         elif window.built and window._banner is not None and window.banner.isVisible():

@@ -223,6 +223,14 @@ class SessionService:
         """Hide a session from the list (its nodes stay until an explicit purge)."""
         await self.store.run(lambda r: r.update_session(session_id, hidden=True))
 
+    async def restore(self, session_id: str) -> None:
+        """Show a deleted session in the list again (undo of `delete`)."""
+        await self.store.run(lambda r: r.update_session(session_id, hidden=False))
+
+    async def get(self, session_id: str) -> Session | None:
+        """The session's row as stored now (title, HEAD, model), or None."""
+        return await self.store.run(lambda r: r.get_session(session_id))
+
     async def set_model(self, session_id: str, model: str) -> None:
         await self.store.run(lambda r: r.update_session(session_id, model=model))
 

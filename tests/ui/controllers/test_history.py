@@ -21,7 +21,7 @@ from ..conftest import Aio, Desk
 
 
 def panels(desk: Desk) -> HistoryPanels:
-    found = desk.window.history_panels
+    found = desk.controller.history
     assert isinstance(found, HistoryPanels)
     return found
 
@@ -68,7 +68,7 @@ def test_drag_from_the_graph_attaches_once_and_a_removed_chip_sends_nothing(
         second = await chat.retry(main.id, first.id)  # HEAD moves to the retry
         assert second is not None
         desk.window.dock.show()
-        await desk.controller.reload_sessions()
+        await desk.controller.session_list.reload()
         desk.controller.open_session(main.id)
         await aio.until(lambda: desk.controller.current_session_id == main.id)
         await aio.until(lambda: first.id in panels(desk).graph.view.graph_scene.nodes)
@@ -98,7 +98,7 @@ def test_drag_from_the_graph_attaches_once_and_a_removed_chip_sends_nothing(
     async def send_twice() -> None:
         type_and_send(desk, "Use the attached answer")
         await aio.until(lambda: desk.requests() == requests + 1
-                        and not desk.controller.is_running(), what="first turn")
+                        and not desk.controller.turns.is_running(), what="first turn")
         await desk.controller.tasks.idle()
         assert panels(desk).chips.chips == [] and not panels(desk).chips.isVisible()
         body = sent(desk.provider)
@@ -106,7 +106,7 @@ def test_drag_from_the_graph_attaches_once_and_a_removed_chip_sends_nothing(
         assert "KOALA-MARK" not in body
         type_and_send(desk, "And now?")
         await aio.until(lambda: desk.requests() == requests + 2
-                        and not desk.controller.is_running(), what="second turn")
+                        and not desk.controller.turns.is_running(), what="second turn")
         await desk.controller.tasks.idle()
 
     aio.run(send_twice())
@@ -134,7 +134,7 @@ def test_merging_two_branches_from_the_graph(desk: Desk, aio: Aio) -> None:
         second = await chat.retry(session.id, first.id)
         assert second is not None
         desk.window.dock.show()
-        await desk.controller.reload_sessions()
+        await desk.controller.session_list.reload()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)
         await aio.until(lambda: second.id in panels(desk).graph.view.graph_scene.nodes)
@@ -155,7 +155,7 @@ def test_merging_two_branches_from_the_graph(desk: Desk, aio: Aio) -> None:
     async def merge() -> None:
         dialog.accept()
         await aio.until(lambda: desk.requests() == requests + 1, what="the merge request")
-        await aio.until(lambda: not desk.controller.is_running(), what="merge turn end")
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="merge turn end")
         await desk.controller.tasks.idle()
 
     aio.run(merge())

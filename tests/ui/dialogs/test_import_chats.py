@@ -30,7 +30,7 @@ def test_real_chatgpt_export_through_the_file_dialog(desk: Desk) -> None:
 
     async def scenario() -> None:
         desk.window.import_action.trigger()
-        dialog = desk.controller.import_dialog
+        dialog = desk.controller.dialogs.import_dialog
         assert dialog is not None and dialog.isVisible()
         dialog.choose_button.click()
         picker = dialog.file_dialog
@@ -66,8 +66,8 @@ def test_a_truncated_file_is_refused_and_nothing_is_written(desk: Desk, tmp_path
     broken.write_bytes(whole[: len(whole) // 2])
 
     async def scenario() -> None:
-        desk.controller.open_import_dialog(str(broken))
-        dialog = desk.controller.import_dialog
+        desk.controller.dialogs.open_import_dialog(str(broken))
+        dialog = desk.controller.dialogs.import_dialog
         await desk.aio.until(lambda: not dialog.running and dialog.error_box.isVisible(),
                              what="the error")
         assert dialog.headline.text() == "This file can't be imported"
@@ -86,8 +86,8 @@ def test_cancel_after_the_first_conversation_keeps_only_finished_ones(
     export.write_text(json.dumps(big_chatgpt_export(3, 6)), encoding="utf-8")
 
     async def scenario() -> None:
-        desk.controller.open_import_dialog()
-        dialog = desk.controller.import_dialog
+        desk.controller.dialogs.open_import_dialog()
+        dialog = desk.controller.dialogs.import_dialog
         titles: list[str] = []
 
         def on_value(value: int) -> None:
@@ -139,7 +139,7 @@ def test_dropping_an_export_on_the_chat_list_imports_it(desk: Desk, tmp_path: Pa
         QApplication.sendEvent(target, enter)
         assert enter.isAccepted()
         QApplication.sendEvent(target, drop)
-        dialog = desk.controller.import_dialog
+        dialog = desk.controller.dialogs.import_dialog
         assert dialog is not None and dialog.isVisible()
         await desk.aio.until(lambda: dialog.summary is not None, what="the summary")
         assert dialog.count_labels["sessions"].text() == "2"

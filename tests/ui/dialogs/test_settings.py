@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QLineEdit
 from tests.support.loopback_server import LoopbackProvider
 
 from treechat.providers.keys import KeyStore
+from treechat.services.preferences import SETTINGS_EMERGENCY, SETTINGS_SUMMARIZE
 from treechat.ui.common.tasks import BackgroundTasks
-from treechat.ui.controllers.conversation import SETTINGS_EMERGENCY, SETTINGS_SUMMARIZE
 from treechat.ui.dialogs.settings import SettingsDialog, SettingsValues, try_key
 
 from ..conftest import BIG_MODEL, Aio, Desk, Seed
@@ -67,8 +67,8 @@ def test_saving_applies_and_keeps_the_settings(
     workspace.mkdir()
 
     async def scenario() -> None:
-        desk.controller.open_settings()
-        dialog = desk.controller.settings_dialog
+        desk.controller.dialogs.open_settings()
+        dialog = desk.controller.dialogs.settings_dialog
         assert dialog is not None and dialog.isVisible() and dialog.isModal()
         dialog.default_model.setCurrentIndex(dialog.default_model.findData(BIG_MODEL))
         dialog.workspace.setText(str(workspace))

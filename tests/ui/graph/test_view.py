@@ -26,7 +26,7 @@ from ..conftest import Aio, Desk
 
 
 def panels(desk: Desk) -> HistoryPanels:
-    found = desk.window.history_panels
+    found = desk.controller.history
     assert isinstance(found, HistoryPanels)
     return found
 
@@ -76,7 +76,7 @@ def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
 
     async def scenario() -> None:
         desk.window.dock.hide()
-        await desk.controller.reload_sessions()
+        await desk.controller.session_list.reload()
         desk.controller.open_session(sid)
         await aio.until(lambda: desk.controller.current_session_id == sid, what="open")
         await desk.controller.tasks.idle()
@@ -111,7 +111,7 @@ def test_one_item_of_the_right_shape_per_node(desk: Desk, aio: Aio) -> None:
 
     async def mark() -> None:
         panels(desk).hide("a1b")
-        desk.controller.pin("u1", True)
+        desk.controller.graph_ops.pin("u1", True)
         await aio.until(lambda: "a1b" in scene.hidden_ids and "u1" in scene.pinned_ids,
                         what="hidden and pinned")
         await desk.controller.tasks.idle()
@@ -155,7 +155,7 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
         second = await chat.send(session.id, "question two")
         assert first is not None and second is not None
         desk.window.dock.show()
-        await desk.controller.reload_sessions()
+        await desk.controller.session_list.reload()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)
         await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == 4)
@@ -214,7 +214,7 @@ def test_the_timeline_shows_the_commit_and_points_at_sources(desk: Desk, aio: Ai
         reply = await chat.send(session.id, "A question")
         assert reply is not None
         desk.window.dock.show()
-        await desk.controller.reload_sessions()
+        await desk.controller.session_list.reload()
         desk.controller.open_session(session.id)
         await aio.until(lambda: desk.controller.current_session_id == session.id)
         desk.window.dock.show()

@@ -82,7 +82,7 @@ def test_dialog_rows_add_up_to_the_window(qtbot: QtBot) -> None:
 
 def ring_and_dialog_agree(desk: Desk) -> Occupancy:
     ring = desk.composer.ring
-    dialog = desk.controller.context_dialog
+    dialog = desk.controller.occupancy.context_dialog
     assert dialog is not None and dialog.isVisible()
     occ = ring.occupancy
     assert occ is not None and dialog.occupancy is occ  # one record, two readers
@@ -110,12 +110,12 @@ def test_ring_and_dialog_agree_through_compaction_and_model_switch(
 
     async def scenario() -> None:
         desk.window.sessions.select("long")
-        await desk.controller._open("long")
+        await desk.controller.load_session("long")
         QTest.mouseClick(desk.composer.ring, Qt.MouseButton.LeftButton)
         await desk.controller.tasks.idle()
         before = ring_and_dialog_agree(desk)
         assert before.window == 8192 and before.basis == "estimated"
-        dialog = desk.controller.context_dialog
+        dialog = desk.controller.occupancy.context_dialog
         assert dialog is not None
         assert "Not compacted" in dialog.compaction.text()
 
@@ -148,7 +148,7 @@ def test_a_turn_updates_both_with_the_measurement(desk: Desk, aio: Aio) -> None:
     async def scenario() -> None:
         desk.composer.set_text("Measure me")
         QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
-        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
         desk.controller.command("context")
         await desk.controller.tasks.idle()
@@ -157,7 +157,7 @@ def test_a_turn_updates_both_with_the_measurement(desk: Desk, aio: Aio) -> None:
     occ = ring_and_dialog_agree(desk)
     assert occ.basis == "measured"
     assert occ.total_used == desk.provider.requests[-1].prompt_tokens
-    dialog = desk.controller.context_dialog
+    dialog = desk.controller.occupancy.context_dialog
     assert dialog is not None and dialog.calibration.text().startswith("Calibration ×")
     assert desk.composer.current_model() == MODEL
     assert level_color(occ.fraction, colors_of(desk.composer.ring.palette()))

@@ -111,7 +111,7 @@ def test_delete_hides_and_undo_brings_back(
 
     async def scenario() -> None:
         sessions.select("y")
-        await desk.controller._open("y")
+        await desk.controller.load_session("y")
         sessions.view.setFocus()
         QTest.keyClick(sessions.view, Qt.Key.Key_Delete)
         await desk.controller.tasks.idle()

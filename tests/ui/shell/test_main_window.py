@@ -36,7 +36,7 @@ def test_send_streams_a_reply_into_the_window(desk: Desk, aio: Aio) -> None:
                         what="streamed text")
         assert ("user", "Say hello") in row_texts(desk)
         assert desk.composer.running and desk.composer.send_button.text() == "Stop"
-        await aio.until(lambda: not desk.controller.is_running(), what="turn end")
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="turn end")
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -63,7 +63,7 @@ def test_stop_mid_stream_keeps_what_arrived(desk: Desk, aio: Aio) -> None:
         type_and_send(desk, "Write a lot")
         await aio.until(lambda: len(desk.chat.model.stream_text()) > 30, what="some text")
         QTest.mouseClick(desk.composer.send_button, Qt.MouseButton.LeftButton)  # Stop
-        await aio.until(lambda: not desk.controller.is_running(), what="turn end")
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="turn end")
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -82,10 +82,10 @@ def test_retry_then_switch_versions_sends_nothing(desk: Desk, aio: Aio) -> None:
 
     async def scenario() -> None:
         type_and_send(desk, "A question")
-        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
         QTest.keyClick(desk.window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
-        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -113,11 +113,11 @@ def test_edit_forks_the_message(desk: Desk, aio: Aio) -> None:
 
     async def scenario() -> None:
         type_and_send(desk, "Tell me about cats")
-        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
         user = desk.chat.model.rows[0].node
         desk.chat.editRequested.emit(user.id, "Tell me about dogs")
-        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -141,7 +141,7 @@ def test_branch_into_a_new_session(desk: Desk, aio: Aio) -> None:
 
     async def scenario() -> None:
         type_and_send(desk, "Start here")
-        await aio.until(lambda: desk.requests() == 1 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
         original = desk.controller.current_session_id
         answer = desk.chat.model.rows[-1].node.id
@@ -157,7 +157,7 @@ def test_branch_into_a_new_session(desk: Desk, aio: Aio) -> None:
         # the branch moves on by itself; the original does not change
         desk.provider.queue(Reply(text="only in the branch"))
         type_and_send(desk, "Go on")
-        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
         original_view = await desk.services.chat.sessions.view(original)
         assert [n.text for n in original_view.path] == ["Start here", "shared answer"]
@@ -173,7 +173,7 @@ def test_overflow_is_explained_and_the_typed_text_survives(desk: Desk, aio: Aio)
     async def scenario() -> None:
         type_and_send(desk, huge)
         await aio.until(desk.window.banner.isVisible, what="the error")
-        await aio.until(lambda: not desk.controller.is_running())
+        await aio.until(lambda: not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -203,7 +203,7 @@ def test_auth_error_offers_settings(desk: Desk, aio: Aio) -> None:
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
-    dialog = desk.controller.settings_dialog
+    dialog = desk.controller.dialogs.settings_dialog
     assert dialog is not None and dialog.isVisible()
     assert not desk.window.banner.isVisible()
     dialog.reject()
@@ -222,7 +222,7 @@ def test_rate_limit_waits_then_retry_answers_the_same_message(desk: Desk, aio: A
         await aio.until(button.isEnabled, what="the wait to end", timeout=15)
         assert button.text() == "Retry"
         button.click()
-        await aio.until(lambda: desk.requests() == 2 and not desk.controller.is_running())
+        await aio.until(lambda: desk.requests() == 2 and not desk.controller.turns.is_running())
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
@@ -267,7 +267,7 @@ def test_unsent_text_survives_a_restart(
 
     async def write_then_close() -> None:
         first.window.sessions.select("c")
-        await first.controller._open("c")
+        await first.controller.load_session("c")
         first.composer.set_text("half a thought, not sent")
         await _shutdown(first.controller, first.services)
 
@@ -277,7 +277,7 @@ def test_unsent_text_survives_a_restart(
 
     async def reopen() -> None:
         second.window.sessions.select("c")
-        await second.controller._open("c")
+        await second.controller.load_session("c")
 
     aio.run(reopen())
     assert second.composer.text() == "half a thought, not sent"

@@ -91,6 +91,7 @@ class Composer(QWidget):
         footer.addWidget(self.hint, 1)
         footer.addWidget(self.send_button)
         inner = QVBoxLayout(self.card)
+        self.card_layout = inner  # attach chips go above the input
         inner.setContentsMargins(12, 10, 10, 8)
         inner.setSpacing(6)
         inner.addWidget(self.input)

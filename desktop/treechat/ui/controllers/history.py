@@ -5,21 +5,27 @@ drag-to-attach (from the graph or the session list) and merge."""
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt
 from PySide6.QtGui import QDrag, QDragEnterEvent, QDropEvent, QMouseEvent
-from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
 from ...core.model import GraphError
 from ...services.attach import AttachService, StagedAttach
+from ...services.chat import Attachment
+from ...services.sessions import SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog
 from ..graph.items import label_for
 from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
+from ..sessions.roles import SESSION_ID_ROLE
+
+if TYPE_CHECKING:
+    from .conversation import ConversationController
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +60,8 @@ class _DropTarget(QObject):
 class _SessionDragSource(QObject):
     """Lets a session be dragged out of the session list (its HEAD is what gets attached)."""
 
-    def __init__(self, panels: HistoryPanels, list_view: Any, id_role: int) -> None:
+    def __init__(self, panels: HistoryPanels, list_view: QAbstractItemView, id_role: int
+                 ) -> None:
         super().__init__(panels)
         self.view = list_view
         self.id_role = id_role
@@ -87,17 +94,16 @@ class _SessionDragSource(QObject):
 class HistoryPanels(QObject):
     """Owns the Graph and Context tabs and the attach chips of one window."""
 
-    def __init__(self, window: Any, services: Any, controller: Any) -> None:
-        super().__init__(window)
-        self.window = window
-        self.services = services
-        self.controller = controller
-        self.attach = AttachService(services.chat)
+    def __init__(self, conversation: ConversationController) -> None:
+        super().__init__(conversation)
+        self.controller = conversation
+        self.parts = conversation.parts
+        self.attach = AttachService(conversation.services.chat)
         self.graph = HistoryGraphPanel()
         self.timeline = CommitTimeline()
         self.chips = AttachChipBar()
         self.staged: dict[str, list[StagedAttach]] = {}  # by session id; "" = new chat
-        self.view: Any = None
+        self.view: SessionView | None = None
         self._stale = False
         self._timeline_token = 0
         self._merge_dialog: MergeDialog | None = None
@@ -107,7 +113,7 @@ class HistoryPanels(QObject):
     # --- mounting ------------------------------------------------------------------
 
     def _mount(self) -> None:
-        tabs = self.window.dock_tabs
+        tabs = self.parts.dock_tabs
         for index, widget, title in ((GRAPH_TAB, self.graph, "Graph"),
                                      (CONTEXT_TAB, self.timeline, "Context")):
             old = tabs.widget(index)
@@ -116,43 +122,38 @@ class HistoryPanels(QObject):
             if old is not None:
                 old.deleteLater()
         tabs.setCurrentIndex(GRAPH_TAB)
-        composer = self.window.composer
-        composer.card.layout().insertWidget(0, self.chips)
+        composer = self.parts.composer
+        composer.card_layout.insertWidget(0, self.chips)
         self.drop_target = _DropTarget(self)
-        targets: list[QWidget] = [composer, composer.card, composer.input]
-        viewport = getattr(composer.input, "viewport", None)
-        if viewport is not None:
-            targets.append(viewport())
+        targets: list[QWidget] = [composer, composer.card, composer.input,
+                                  composer.input.viewport()]
         for widget in targets:
             widget.setAcceptDrops(True)
             widget.installEventFilter(self.drop_target)
-        sessions = self.window.sessions
-        from ..sessions.model import SESSION_ID_ROLE
-
+        sessions = self.parts.sessions
         self.session_drag = _SessionDragSource(self, sessions.view, SESSION_ID_ROLE)
         sessions.view.viewport().installEventFilter(self.session_drag)
 
     def _connect(self) -> None:
         c = self.controller
         c.sessionOpened.connect(self.show_view)
-        if hasattr(c, "viewChanged"):
-            c.viewChanged.connect(self.show_view)
+        c.viewChanged.connect(self.show_view)
         c.busyChanged.connect(self.graph.set_busy)
-        c.take_attachments = self.take_attachments
+        c.turns.take_attachments_from(self.take_attachments)
         v = self.graph.view
         v.checkoutRequested.connect(self.checkout)
-        v.retryRequested.connect(c.retry)
+        v.retryRequested.connect(c.turns.retry)
         v.editRequested.connect(self.edit)
-        v.branchRequested.connect(c.branch)
-        v.pinRequested.connect(c.pin)
+        v.branchRequested.connect(c.graph_ops.branch)
+        v.pinRequested.connect(c.graph_ops.pin)
         v.hideRequested.connect(self.hide)
         v.attachRequested.connect(lambda node_id: self.stage(self.session_id or "", node_id))
         v.mergeRequested.connect(self.open_merge)
         self.timeline.itemSelected.connect(self.focus_node)
         self.timeline.commitSelected.connect(self.focus_node)
         self.chips.removeRequested.connect(self.unstage)
-        self.window.dock_tabs.currentChanged.connect(self._tab_changed)
-        self.window.dock.visibilityChanged.connect(self._dock_visibility)
+        self.parts.dock_tabs.currentChanged.connect(self._tab_changed)
+        self.parts.dock.visibilityChanged.connect(self._dock_visibility)
 
     # --- following the window ------------------------------------------------------
 
@@ -160,12 +161,12 @@ class HistoryPanels(QObject):
     def session_id(self) -> str | None:
         return self.view.session.id if self.view is not None else None
 
-    def show_view(self, view: Any) -> None:
+    def show_view(self, view: SessionView | None) -> None:
         session_changed = (view.session.id if view is not None else None) != self.session_id
         self.view = view
         if session_changed:
             self._show_chips()
-        if not self.window.dock.isVisible():
+        if not self.parts.dock.isVisible():
             # Nothing to draw for a closed dock: opening a session stays as fast as without
             # the graph, and the dock catches up when it opens.
             self._stale = True
@@ -178,7 +179,7 @@ class HistoryPanels(QObject):
             self._stale = False
             self._draw(self.view)
 
-    def _draw(self, view: Any) -> None:
+    def _draw(self, view: SessionView | None) -> None:
         if view is None:
             self.graph.clear()
             self.timeline.set_commit(None)
@@ -192,26 +193,28 @@ class HistoryPanels(QObject):
         self.graph.view.restyle()
 
     def timeline_visible(self) -> bool:
-        tabs = self.window.dock_tabs
-        return tabs.currentWidget() is self.timeline and self.window.dock.isVisible()
+        tabs = self.parts.dock_tabs
+        return tabs.currentWidget() is self.timeline and self.parts.dock.isVisible()
 
     def _tab_changed(self, index: int) -> None:
-        if self.window.dock_tabs.widget(index) is self.timeline:
+        if self.parts.dock_tabs.widget(index) is self.timeline:
             self.refresh_timeline()
 
     def refresh_timeline(self) -> None:
         view = self.view
-        if view is None or view.head is None:
+        head = view.head if view is not None else None
+        if view is None or head is None:
             self.timeline.set_commit(None)
             self.timeline.set_history(())
             return
         self._timeline_token += 1
         token = self._timeline_token
+        c = self.controller
 
         async def work() -> None:
-            commit = await self.services.engine.commit_for(view.session.id, view.head,
-                                                           now=time.time())
-            history = await self.attach.commit_history(view.session.id, view.head)
+            commit = await c.services.engine.commit_for(view.session.id, head,
+                                                        now=c.clock.now())
+            history = await self.attach.commit_history(view.session.id, head)
             if token == self._timeline_token:
                 self.timeline.set_commit(commit, frozenset(view.pinned))
                 self.timeline.set_history(history)
@@ -227,7 +230,7 @@ class HistoryPanels(QObject):
 
     # --- graph gestures ------------------------------------------------------------
 
-    def _after(self, coro: Any, name: str) -> None:
+    def _after(self, coro: Awaitable[SessionView | None], name: str) -> None:
         async def work() -> None:
             try:
                 updated = await coro
@@ -254,12 +257,12 @@ class HistoryPanels(QObject):
         view = self.view
         if view is None or node_id not in view.graph:
             return
-        dialog = QInputDialog(self.window)
+        dialog = QInputDialog(self.parts.window)
         dialog.setWindowTitle("Edit message")
         dialog.setLabelText("A new version of the message is sent; the old one stays.")
         dialog.setOption(QInputDialog.InputDialogOption.UsePlainTextEditForTextInput)
         dialog.setTextValue(view.graph.get(node_id).text)
-        dialog.textValueSelected.connect(lambda text: self.controller.edit(node_id, text))
+        dialog.textValueSelected.connect(lambda text: self.controller.turns.edit(node_id, text))
         dialog.open()
 
     # --- attach --------------------------------------------------------------------
@@ -302,7 +305,7 @@ class HistoryPanels(QObject):
     def staged_for(self, session_id: str | None) -> list[StagedAttach]:
         return list(self.staged.get(session_id or "", ()))
 
-    def take_attachments(self, session_id: str) -> list[Any]:
+    def take_attachments(self, session_id: str) -> list[Attachment]:
         """Hand the chips of the chat being sent to (or of the new chat it came from) to the
         send, and clear them: an attach is expanded once."""
         taken = self.staged.pop(session_id, None) or self.staged.pop("", None) or []
@@ -321,7 +324,7 @@ class HistoryPanels(QObject):
             text = label_for(node) if node is not None else h
             labels.append((h, text[:70] or h))
         base = view.head if view.head in heads else heads[0]
-        dialog = MergeDialog(labels, self.window, base=base)
+        dialog = MergeDialog(labels, self.parts.window, base=base)
         dialog.mergeAccepted.connect(self.merge)
         self._merge_dialog = dialog
         dialog.open()
@@ -341,16 +344,8 @@ class HistoryPanels(QObject):
                 return
             self.graph.view.select(())
             c.show_updated(await c.sessions.view(sid))
-            model = c.selected_model()
-            c.run_external_turn(lambda sink: self.attach.continue_merge(
+            model = c.models.selected()
+            c.turns.run_external(lambda sink: self.attach.continue_merge(
                 plan, model=model, on_event=sink))
 
         c.spawn(work(), name="merge")
-
-
-def install_history_panels(window: Any, services: Any, controller: Any) -> HistoryPanels:
-    """Mount the graph, the timeline and the attach chips in `window` and wire them."""
-    panels = HistoryPanels(window, services, controller)
-    window.history_panels = panels
-    return panels
-

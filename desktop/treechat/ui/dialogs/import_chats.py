@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.imports import FORMAT_NAMES, ImportFileError
-from ...services.importing import ImportProgress, ImportSummary, import_file
+from ...services.importing import ImportProgress, ImportSummary
 
 if TYPE_CHECKING:
-    from ...store.database import Store
+    from ...services.import_jobs import ImportJobs
     from ..common.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)
@@ -54,14 +54,14 @@ class ImportDialog(QDialog):
     imported = Signal(object)  # ImportSummary
     openRequested = Signal(str)
 
-    def __init__(self, store: Store, tasks: BackgroundTasks,
+    def __init__(self, imports: ImportJobs, tasks: BackgroundTasks,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Import chats")
         self.setModal(False)
         self.setAccessibleName("Import chats")
         self.resize(560, 440)
-        self._store = store
+        self._imports = imports
         self._tasks = tasks
         self._task: asyncio.Task[None] | None = None
         self._cancel: asyncio.Event | None = None
@@ -296,8 +296,7 @@ class ImportDialog(QDialog):
 
     async def _run(self, path: Path, cancel: asyncio.Event) -> None:
         try:
-            summary = await import_file(self._store, path, progress=self._progress,
-                                        cancel=cancel)
+            summary = await self._imports.run(path, progress=self._progress, cancel=cancel)
         except ImportFileError as exc:
             self._show_error(str(exc))
             return

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...services.keys import KeyAccess, try_key
 from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
-    from ...providers.keys import KeyStore
     from ...services.models import ModelChoice
 
 PROVIDER_NAMES = {
@@ -71,33 +71,13 @@ class SettingsValues:
     theme: str  # system | light | dark
 
 
-async def try_key(provider: str, key: str, *, api_base: str | None = None) -> str | None:
-    """Make the smallest possible request with `key`; None when it worked, else the
-    provider's reason in plain words."""
-    from ...providers import stream
-    from ...services.models import CLOUD_MODELS
-
-    model = next((m for p, m, _ in CLOUD_MODELS if p == provider), f"{provider}/default")
-    request = stream.TurnRequest(
-        model=model,
-        messages=({"role": "user", "content": "Reply with OK."},),
-        api_base=api_base,
-        api_key=key,
-        max_tokens=1,
-        timeout=30.0,
-        phase="key_test",
-    )
-    result = await stream.stream_turn(request)
-    return None if result.error is None else result.error.message
-
-
 class SettingsDialog(QDialog):
     saved = Signal(object)  # SettingsValues
     keysChanged = Signal()
 
     def __init__(
         self,
-        keys: KeyStore,
+        keys: KeyAccess,
         providers: Sequence[str],
         choices: Sequence[ModelChoice],
         values: SettingsValues,

@@ -27,10 +27,11 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QDockWidget, QLabel, QSplitter, QStackedWidget, QTabWidget
 
     from ...services.sessions import SessionView
+    from ..chat.view import ChatView
     from ..composer.composer import Composer
-    from ..controllers.conversation import ConversationController, WindowParts
     from ..sessions.list import SessionList
     from .error_banner import ErrorBanner
+    from .parts import WindowParts
 
 DEFAULT_SIZE = (1180, 760)
 DOCK_WIDTH = 380
@@ -55,12 +56,12 @@ class MainWindow(QMainWindow):
         self.setObjectName("MainWindow")
         self.setAccessibleName("Treechat")
         self.prefs = prefs
-        self.controller: ConversationController | None = None
+        self._ready = False
         self._painted = False
         self._may_close = False
         self._close_pending = False
         self._built = False
-        self.chat: Any = None
+        self.chat: ChatView | None = None
         self._banner: ErrorBanner | None = None
         self._dock: QDockWidget | None = None
         self._dock_tabs: QTabWidget | None = None
@@ -315,7 +316,7 @@ class MainWindow(QMainWindow):
 
     # --- wiring to the controller --------------------------------------------------
 
-    def ensure_chat_view(self) -> QWidget:
+    def ensure_chat_view(self) -> ChatView:
         if self.chat is None:
             from ..chat.view import ChatView
 
@@ -324,37 +325,28 @@ class MainWindow(QMainWindow):
         return self.chat
 
     def parts(self) -> WindowParts:
-        from ..controllers.conversation import WindowParts
+        """The widgets the controllers drive (the chat view and the dock made now)."""
+        from .parts import WindowParts
 
-        self.ensure_chat_view()
-        self.dock  # noqa: B018 (the dock exists before anything is mounted in it)
         return WindowParts(
             window=self,
             sessions=self.sessions,
-            chat=self.chat,
+            chat=self.ensure_chat_view(),
             composer=self.composer,
             banner=self.banner,
+            dock=self.dock,
+            dock_tabs=self.dock_tabs,
             show_view=self.show_view,
             status=self.show_status,
         )
 
-    def attach(self, controller: ConversationController) -> None:
-        """Hook menus and shortcuts to the controller and let the user in."""
-        self.controller = controller
-        c = controller
-        self.new_chat_action.triggered.connect(c.new_chat)
-        self.settings_action.triggered.connect(c.open_settings)
-        self.import_action.triggered.connect(lambda *_: c.open_import_dialog())
-        self.stop_action.triggered.connect(c.stop)
-        self.retry_action.triggered.connect(lambda *_: c.retry())
-        self.previous_version_action.triggered.connect(lambda: c.step_version(-1))
-        self.next_version_action.triggered.connect(lambda: c.step_version(1))
-        self.context_action.triggered.connect(c.open_context_dialog)
-        self.compact_action.triggered.connect(c.compact)
-        c.busyChanged.connect(self._busy_changed)
-        self.set_ready(True)
+    @property
+    def ready(self) -> bool:
+        """True once the services are connected and the user may act."""
+        return self._ready
 
     def set_ready(self, ready: bool) -> None:
+        self._ready = ready
         self.sessions.setEnabled(ready)
         self.composer.setEnabled(ready)
         for action in (self.new_chat_action, self.import_action, self.settings_action,
@@ -372,7 +364,8 @@ class MainWindow(QMainWindow):
         self.banner.show_notice("The conversation store is unavailable", message)
         self.stack.setCurrentWidget(self.empty)
 
-    def _busy_changed(self, busy: bool) -> None:
+    def set_busy(self, busy: bool) -> None:
+        """A turn runs (or stopped): Stop and Retry follow."""
         self.retry_action.setEnabled(not busy)
         self.stop_action.setEnabled(busy)
 

@@ -1,0 +1,27 @@
+"""An import the window runs: one export file into the store, reporting progress and
+stopping between conversations when asked (see `importing.import_file`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..store.database import Store
+from .bootstrap import Services
+from .clock import SYSTEM_CLOCK, Clock
+from .importing import CancelFlag, ImportProgress, ImportSummary, import_file
+
+
+class ImportJobs:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._store = store
+        self._clock = clock
+
+    @classmethod
+    def of(cls, services: Services) -> ImportJobs:
+        return cls(services.store, services.clock)
+
+    async def run(self, path: Path | str, *, progress: Callable[[ImportProgress], None],
+                  cancel: CancelFlag) -> ImportSummary:
+        return await import_file(self._store, path, progress=progress, cancel=cancel,
+                                 clock=self._clock)

@@ -1,0 +1,115 @@
+"""The dialogs the window opens from its menus and banners: Settings (keys, default model,
+workspace, compaction, theme) and Import (a file chosen, or an export dropped on the chat
+list)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...services.import_jobs import ImportJobs
+from ...services.models import CLOUD_PROVIDERS
+from ...services.preferences import ChatPreferences
+from ..dialogs.settings import SettingsDialog, SettingsValues
+from ..sessions.export_drop import ExportDropFilter
+
+if TYPE_CHECKING:
+    from ..dialogs.import_chats import ImportDialog
+    from .conversation import ConversationController
+
+
+class DialogsController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self._settings: SettingsDialog | None = None
+        self._import: ImportDialog | None = None
+        self._imports = ImportJobs.of(conversation.services)
+        self._export_drop = ExportDropFilter(conversation)
+        self._export_drop.fileDropped.connect(self.open_import_dialog)
+        self._export_drop.install(conversation.parts.sessions)
+        conversation.parts.chat.settingsRequested.connect(self.open_settings)
+
+    # --- settings ------------------------------------------------------------------
+
+    def current_settings(self) -> SettingsValues:
+        c = self._c
+        prefs = c.preferences.current()
+        return SettingsValues(
+            default_model=prefs.default_model or c.models.default_model(),
+            workspace=prefs.workspace,
+            summarize_trigger=prefs.summarize_trigger,
+            emergency_trigger=prefs.emergency_trigger,
+            theme=c.theme.mode if c.theme is not None else "system",
+        )
+
+    def open_settings(self) -> None:
+        c = self._c
+        if self._settings is not None and self._settings.isVisible():
+            self._settings.raise_()
+            self._settings.activateWindow()
+            return
+        dialog = SettingsDialog(
+            c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
+            tasks=c.tasks, parent=c.parts.window,
+        )
+        dialog.saved.connect(self.apply_settings)
+        dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))
+        self._settings = dialog
+        dialog.open()
+
+    @property
+    def settings_dialog(self) -> SettingsDialog | None:
+        return self._settings
+
+    def apply_settings(self, values: SettingsValues) -> None:
+        c = self._c
+        if c.theme is not None and values.theme != c.theme.mode:
+            c.theme.set_mode(values.theme)
+        if c.prefs is not None:
+            c.prefs.setValue("theme", values.theme)
+        prefs = ChatPreferences(
+            default_model=values.default_model,
+            workspace=values.workspace,
+            summarize_trigger=values.summarize_trigger,
+            emergency_trigger=values.emergency_trigger,
+        )
+        c.preferences.apply(prefs)
+        c.themeChosen.emit(values.theme)
+
+        async def work() -> None:
+            await c.preferences.persist(prefs)
+            await c.models.refresh()
+            await c.occupancy.refresh()
+
+        c.spawn(work(), name="save-settings")
+
+    # --- import --------------------------------------------------------------------
+
+    def open_import_dialog(self, path: str | None = None) -> None:
+        """File → Import…, or a dropped export file (`path`: start importing it at once)."""
+        c = self._c
+        dialog = self._import
+        if dialog is None:
+            # made on first use: the import code need not load with the window
+            from ..dialogs.import_chats import ImportDialog
+
+            dialog = ImportDialog(self._imports, c.tasks, parent=c.parts.window)
+            dialog.imported.connect(
+                lambda _summary: c.spawn(c.session_list.reload(), name="sessions"))
+            dialog.openRequested.connect(self._open_imported)
+            self._import = dialog
+        if not dialog.running:
+            dialog.reset()
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        if path:
+            dialog.start_import(path)
+
+    @property
+    def import_dialog(self) -> ImportDialog | None:
+        return self._import
+
+    def _open_imported(self, session_id: str) -> None:
+        c = self._c
+        c.parts.sessions.select(session_id)
+        c.spawn(c.load_session(session_id), name="open-session")

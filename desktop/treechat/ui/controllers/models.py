@@ -1,0 +1,73 @@
+"""The model picker: the choices the services offer, the default among them, and the model
+of the open chat (or of the next new chat)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ...services.models import ModelChoice, ModelUnavailable
+
+if TYPE_CHECKING:
+    from .conversation import ConversationController
+
+
+class ModelsController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self._catalog = conversation.services.models
+        self.choices: list[ModelChoice] = []
+        self.next_model: str | None = None  # the picker's choice before a session exists
+        conversation.parts.composer.modelChanged.connect(self.set_model)
+
+    def default_model(self) -> str | None:
+        """The default among the choices `refresh()` fetched: working it out afresh would
+        read the keyring here, on the GUI thread."""
+        try:
+            return self._catalog.default_among(self.choices).id
+        except ModelUnavailable:
+            return self._catalog.default_model or None
+
+    async def refresh(self) -> None:
+        c = self._c
+        self.choices = list(await self._catalog.choices())
+        current = (
+            c.current_view.session.model if c.current_view is not None else None
+        ) or self.next_model or self.default_model()
+        c.parts.composer.set_models(self.choices, current)
+
+    def set_model(self, model: str) -> None:
+        c = self._c
+        view = c.current_view
+        if view is None:
+            self.next_model = model
+            return
+
+        async def work() -> None:
+            await c.sessions.set_model(view.session.id, model)
+            shown = c.current_view
+            if shown is not None and shown.session.id == view.session.id:
+                c.update_header(replace(shown, session=replace(shown.session, model=model)))
+            await c.occupancy.refresh()
+
+        c.spawn(work(), name="set-model")
+
+    def selected(self) -> str | None:
+        return self._c.parts.composer.current_model()
+
+    def label_for(self, model: str) -> str:
+        """The picker's name for `model` (the id itself when it is not a choice)."""
+        for choice in self.choices:
+            if choice.id == model:
+                return choice.label
+        return model
+
+    def selected_label(self) -> str:
+        """"Label · id" of the picked model, for the context dialog."""
+        model = self.selected()
+        if not model:
+            return ""
+        for choice in self.choices:
+            if choice.id == model:
+                return f"{choice.label} · {model}"
+        return model

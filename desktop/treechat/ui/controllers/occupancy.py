@@ -1,0 +1,132 @@
+"""How full the context window is for the open chat: the one occupancy record the ring and
+the /context dialog both show, its refresh after anything that changes it, and compaction
+on request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.occupancy import Occupancy
+from ..dialogs.context_breakdown import ContextBreakdownDialog
+from ..occupancy.format import CompactionState, headline
+
+if TYPE_CHECKING:
+    from .conversation import ConversationController
+
+
+class OccupancyController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self.record: Occupancy | None = None
+        self._token = 0
+        self._by_session: dict[str, Occupancy] = {}  # the last record of each session
+        self._dialog: ContextBreakdownDialog | None = None
+        self._compacting = False
+        conversation.parts.composer.contextRequested.connect(self.open_dialog)
+
+    async def refresh(self) -> None:
+        c = self._c
+        view = c.current_view
+        if view is None:
+            self.set(None)
+            return
+        self._token += 1
+        token = self._token
+        occ = await c.chat_service.occupancy(view.session.id, model=c.models.selected(),
+                                             view=view)
+        if token == self._token and c.current_session_id == view.session.id:
+            self.set(occ)
+
+    def show_last_of(self, session_id: str | None) -> None:
+        """Show the last record `session_id` had (None for a new chat) until refreshed."""
+        self.set(None if session_id is None else self._by_session.get(session_id))
+
+    def remember(self, session_id: str, occ: Occupancy | None) -> None:
+        """A record for a session not on screen: shown when it is opened again."""
+        if occ is not None:
+            self._by_session[session_id] = occ
+
+    def set(self, occ: Occupancy | None) -> None:
+        """The one place the record changes: the ring and the dialog get the same object."""
+        c = self._c
+        self.record = occ
+        if occ is not None and c.current_session_id is not None:
+            self._by_session[c.current_session_id] = occ
+        c.parts.composer.set_occupancy(occ)
+        dialog = self._dialog
+        if dialog is not None:
+            dialog.set_occupancy(occ)
+            if dialog.isVisible():
+                c.spawn(self._refresh_compaction_state(), name="compaction-state")
+        c.occupancyUpdated.emit(occ)
+
+    # --- the /context dialog ---------------------------------------------------------
+
+    def open_dialog(self) -> None:
+        c = self._c
+        if self._dialog is None:
+            dialog = ContextBreakdownDialog(c.parts.window)
+            dialog.compactRequested.connect(self.compact)
+            self._dialog = dialog
+        dialog = self._dialog
+        dialog.set_occupancy(self.record)
+        dialog.set_model_label(c.models.selected_label())
+        dialog.set_compacting(self._compacting)
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        c.spawn(self._refresh_compaction_state(), name="compaction-state")
+
+    @property
+    def context_dialog(self) -> ContextBreakdownDialog | None:
+        return self._dialog
+
+    async def _refresh_compaction_state(self) -> None:
+        c = self._c
+        dialog = self._dialog
+        view = c.current_view
+        if dialog is None:
+            return
+        engine = c.services.engine
+        rules = engine.config.rules
+        if view is None or view.head is None:
+            dialog.set_compaction(CompactionState(
+                trigger=rules.summarize_trigger, emergency=rules.emergency_trigger
+            ))
+            return
+        commit = await engine.commit_for(view.session.id, view.head, now=c.clock.now())
+        dialog.set_compaction(CompactionState.from_states(
+            (item.state for item in commit.items),
+            trigger=rules.summarize_trigger,
+            emergency=rules.emergency_trigger,
+        ))
+        dialog.set_model_label(c.models.selected_label())
+
+    # --- compaction ------------------------------------------------------------------
+
+    def compact(self) -> None:
+        c = self._c
+        view = c.current_view
+        if view is None or self._compacting:
+            return
+        self._set_compacting(True)
+
+        async def work() -> None:
+            before = self.record
+            try:
+                occ = await c.chat_service.compact(view.session.id, model=c.models.selected())
+            finally:
+                self._set_compacting(False)
+            if c.current_session_id == view.session.id:
+                self.set(occ)
+                if before is not None and occ.total_used < before.total_used:
+                    c.parts.status(f"Compacted: {headline(before)} → {headline(occ)}")
+                else:
+                    c.parts.status("Nothing to compact yet: every message still fits")
+
+        c.spawn(work(), name="compact")
+
+    def _set_compacting(self, running: bool) -> None:
+        self._compacting = running
+        if self._dialog is not None:
+            self._dialog.set_compacting(running)

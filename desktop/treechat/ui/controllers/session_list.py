@@ -1,0 +1,101 @@
+"""The chat list on the left: filled from the store, kept current after every change
+(titles, running marks), rename, delete with undo, and search across every chat."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ...core.model import Session
+from ...services.search import SearchService
+
+if TYPE_CHECKING:
+    from .conversation import ConversationController
+
+
+class SessionListController:
+    def __init__(self, conversation: ConversationController, search: SearchService) -> None:
+        self._c = conversation
+        self._search = search
+        self._deleted: list[str] = []
+        sessions = conversation.parts.sessions
+        sessions.sessionSelected.connect(conversation.open_session)
+        sessions.sessionActivated.connect(lambda _id: conversation.parts.composer.focus_input())
+        sessions.newChatRequested.connect(conversation.new_chat)
+        sessions.renameRequested.connect(self.rename)
+        sessions.deleteRequested.connect(self.delete)
+        sessions.searchRequested.connect(self.search)
+
+    async def reload(self) -> None:
+        c = self._c
+        sessions = await c.sessions.list()
+        c.parts.sessions.set_sessions(sessions, c.clock.now())
+        if c.current_session_id:
+            c.parts.sessions.select(c.current_session_id)
+
+    async def refresh_session(self, session_id: str) -> Session | None:
+        """Read the session's row again and show it (list entry, header if open)."""
+        c = self._c
+        session = await c.sessions.get(session_id)
+        if session is not None:
+            c.parts.sessions.upsert(session, c.clock.now())
+            view = c.current_view
+            if view is not None and view.session.id == session_id:
+                c.update_header(replace(view, session=replace(session, head=view.session.head)))
+        return session
+
+    def rename(self, session_id: str, title: str) -> None:
+        c = self._c
+
+        async def work() -> None:
+            await c.sessions.rename(session_id, title)
+            await self.refresh_session(session_id)
+
+        c.spawn(work(), name="rename")
+
+    def delete(self, session_id: str) -> None:
+        """Hide the session; the banner offers to undo."""
+        c = self._c
+
+        async def work() -> None:
+            if c.chat_service.is_running(session_id):
+                c.chat_service.stop(session_id)
+            await c.sessions.delete(session_id)
+            c.forget_view(session_id)
+            c.parts.sessions.remove(session_id)
+            self._deleted.append(session_id)
+            if c.current_session_id == session_id:
+                c.new_chat()
+            session = c.parts.sessions.session(session_id)
+            title = session.title if session is not None else "The chat"
+            c.parts.banner.show_notice(
+                "Chat deleted", f"“{title}” was removed from the list.", ("undo",),
+                hide_after_ms=10_000,
+            )
+
+        c.spawn(work(), name="delete")
+
+    def undo_delete(self) -> None:
+        if not self._deleted:
+            return
+        c = self._c
+        session_id = self._deleted.pop()
+
+        async def work() -> None:
+            await c.sessions.restore(session_id)
+            await self.refresh_session(session_id)
+            c.parts.sessions.select(session_id)
+            await c.load_session(session_id)
+
+        c.spawn(work(), name="undo-delete")
+
+    def search(self, query: str) -> None:
+        if not query:
+            return
+        c = self._c
+
+        async def work() -> None:
+            hits = await self._search.sessions(query)
+            c.parts.sessions.show_results(query, [(h.session, h.snippet) for h in hits])
+
+        c.spawn(work(), name="search")

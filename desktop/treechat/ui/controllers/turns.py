@@ -1,0 +1,316 @@
+"""Turns: send, retry, edit and stop, and following a running turn's events into the chat
+(the message shown at once, the reply streaming in, tool calls, the final node, a failure
+in the banner with what was typed given back)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ...core import dag
+from ...core.model import Node
+from ...services.chat import Attachment
+from ...services.events import (
+    NodeAdded,
+    OccupancyChanged,
+    TextDelta,
+    ToolCallStarted,
+    TurnError,
+    TurnEvent,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+)
+from ...services.sessions import SessionView
+
+if TYPE_CHECKING:
+    from .conversation import ConversationController
+
+log = logging.getLogger(__name__)
+
+AttachmentSource = Callable[[str], Sequence[Attachment]]
+EventSink = Callable[[TurnEvent], None]
+
+
+def extend_view(view: SessionView, nodes: Sequence[Node], head: str | None) -> SessionView:
+    """The view after `nodes` were written and HEAD moved, without asking the store."""
+    graph = view.graph.with_nodes([n for n in nodes if n.id not in view.graph])
+    head = head if head is not None and head in graph else view.head
+    session = replace(view.session, head=head)
+    return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
+
+
+def retry_target(view: SessionView) -> str | None:
+    """What Retry without a target reruns: the last message of the branch."""
+    for node in reversed(view.path):
+        if node.role in ("assistant", "user"):
+            return node.id
+    return None
+
+
+class TurnController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self._chat = conversation.chat_service
+        self._turns: dict[str, asyncio.Task[Any]] = {}
+        self._pending: dict[str, str] = {}  # session -> text sent, kept until the reply lands
+        self._preview_base: dict[str, SessionView] = {}  # the view before a shown preview
+        self._sending = False  # between Enter and the turn being registered
+        self._attachments: AttachmentSource | None = None
+        parts = conversation.parts
+        parts.composer.sendRequested.connect(self.send)
+        parts.composer.stopRequested.connect(self.stop)
+        parts.chat.retryRequested.connect(self.retry)
+        parts.chat.editRequested.connect(self.edit)
+
+    def take_attachments_from(self, source: AttachmentSource) -> None:
+        """Where a send gets the staged attachments of its chat (the attach chips)."""
+        self._attachments = source
+
+    def is_running(self) -> bool:
+        sid = self._c.current_session_id
+        return sid is not None and (sid in self._turns or self._chat.is_running(sid))
+
+    async def stop_all(self) -> None:
+        """Cancel every running turn and wait for them (what streamed is kept)."""
+        for task in list(self._turns.values()):
+            task.cancel()
+        if self._turns:
+            await asyncio.gather(*self._turns.values(), return_exceptions=True)
+
+    # --- starting turns --------------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        """Send what was typed. The field is emptied now and refilled if the turn fails
+        before the model answered, so what was typed is never lost."""
+        if not text.strip() or self.is_running() or self._sending:
+            return
+        self._sending = True
+        self._c.parts.composer.clear_if(text)
+        self._c.parts.banner.dismiss()
+        self._c.spawn(self._send(text), name="send")
+
+    async def _send(self, text: str) -> None:
+        c = self._c
+        view = c.current_view
+        model = c.models.selected()
+        try:
+            if view is None:
+                session = await c.sessions.create(model=model or "")
+                c.parts.sessions.upsert(session, c.clock.now())
+                c.parts.sessions.select(session.id)
+                view = await c.sessions.view(session.id)
+                c.show(view)
+            session_id = view.session.id
+        except Exception as exc:
+            self._sending = False
+            c.parts.composer.restore(text)
+            c.parts.banner.show_error(TurnError("internal", f"Could not start: {exc}"))
+            return
+        self._pending[session_id] = text
+        c.last_errors.pop(session_id, None)
+        head = view.graph.find(view.head)
+        unanswered = (
+            head is not None and head.role == "user" and not view.graph.conversation_children(
+                head.id)
+        )
+        sink = self.sink(session_id)
+        if unanswered and head is not None and head.text == text.strip():
+            # the same message again after a failure: answer it rather than repeat it
+            run = self._chat.retry(session_id, head.id, model=model, on_event=sink)
+        elif unanswered and head is not None:
+            # a changed message after a failure replaces the unanswered one as a new version
+            run = self._chat.edit(session_id, head.id, text.strip(), model=model,
+                                  on_event=sink)
+        else:
+            self._preview(view, text)
+            staged = self._attachments(session_id) if self._attachments is not None else ()
+            run = self._chat.send(session_id, text, model=model, attachments=staged,
+                                  on_event=sink)
+        await self._run_turn(session_id, run)
+
+    def _preview(self, view: SessionView, text: str) -> None:
+        """Show the message at once: it is committed before anything else happens, but the
+        turn reports it only once the model is resolved (which can take a moment)."""
+        c = self._c
+        last_seq = max((n.seq for n in view.graph), default=0)
+        provisional = Node(
+            id=f"pending-{view.session.id}", seq=last_seq + 1, created_at=c.clock.now(),
+            session_id=view.session.id, role="user", output=text.strip(),
+            predecessor=view.head,
+        )
+        self._preview_base[view.session.id] = view
+        c.redraw(extend_view(view, [provisional], provisional.id))
+        c.parts.chat.begin_stream(provisional.id, c.models.label_for(c.models.selected() or ""))
+
+    def retry(self, node_id: str | None = None) -> None:
+        c = self._c
+        view = c.current_view
+        if view is None or self.is_running():
+            return
+        target = node_id or retry_target(view)
+        if target is None:
+            return
+        c.parts.banner.dismiss()
+        session_id = view.session.id
+        c.last_errors.pop(session_id, None)
+        run = self._chat.retry(session_id, target, model=c.models.selected(),
+                               on_event=self.sink(session_id))
+        c.spawn(self._run_turn(session_id, run), name="retry")
+
+    def edit(self, node_id: str, text: str) -> None:
+        c = self._c
+        view = c.current_view
+        if view is None or self.is_running() or not text.strip():
+            return
+        session_id = view.session.id
+        c.parts.banner.dismiss()
+        run = self._chat.edit(session_id, node_id, text.strip(), model=c.models.selected(),
+                              on_event=self.sink(session_id))
+        c.spawn(self._run_turn(session_id, run), name="edit")
+
+    def stop(self) -> None:
+        sid = self._c.current_session_id
+        if sid is not None:
+            self._chat.stop(sid)
+
+    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]]) -> bool:
+        """Run a turn started elsewhere (a merge from the history graph) like a send: it
+        streams into the chat, fails into the banner and redraws at the end."""
+        c = self._c
+        view = c.current_view
+        if view is None or self.is_running():
+            return False
+        session_id = view.session.id
+        c.parts.banner.dismiss()
+        c.spawn(self._run_turn(session_id, make(self.sink(session_id))), name="graph-turn")
+        return True
+
+    # --- a running turn --------------------------------------------------------------
+
+    async def _run_turn(self, session_id: str, run: Coroutine[Any, Any, Node | None]) -> None:
+        task = asyncio.ensure_future(run)
+        self._turns[session_id] = task
+        self._sending = False
+        self._set_running(session_id, True)
+        try:
+            await task
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("turn failed")
+            self._on_event(session_id, TurnFailed(session_id, TurnError(
+                "internal", f"The reply could not be finished: {exc}", True, action="retry",
+            ), None))
+        finally:
+            if self._turns.get(session_id) is task:
+                del self._turns[session_id]
+            self._set_running(session_id, False)
+            self._pending.pop(session_id, None)
+            self._preview_base.pop(session_id, None)
+        await self._after_turn(session_id)
+
+    def _set_running(self, session_id: str, running: bool) -> None:
+        c = self._c
+        running = running or self._chat.is_running(session_id)
+        c.parts.sessions.set_running(session_id, running)
+        if session_id == c.current_session_id:
+            c.parts.chat.set_busy(running)
+            c.parts.composer.set_running(running)
+            c.busyChanged.emit(running)
+
+    async def _reload(self, session_id: str) -> None:
+        c = self._c
+        view = await c.sessions.view(session_id)
+        if c.current_session_id == session_id:
+            c.redraw(view)
+
+    async def _after_turn(self, session_id: str) -> None:
+        """The store has the final word: redraw from it, and refresh the list entry."""
+        c = self._c
+        await c.session_list.refresh_session(session_id)
+        if c.current_session_id == session_id:
+            view = await c.sessions.view(session_id)
+            if c.current_session_id == session_id:
+                c.redraw(view)
+        else:
+            c.forget_view(session_id)
+        c.turnFinished.emit(session_id)
+
+    def sink(self, session_id: str) -> EventSink:
+        return lambda event: self._on_event(session_id, event)
+
+    def _on_event(self, session_id: str, event: TurnEvent) -> None:
+        c = self._c
+        current = session_id == c.current_session_id
+        view = c.current_view
+        chat = c.parts.chat
+        if isinstance(event, TurnStarted):
+            base = self._preview_base.pop(session_id, None)
+            view = base if base is not None and current else view
+            if current and view is not None and event.user_node is not None:
+                above = event.user_node.predecessor
+                if above is not None and above not in view.graph:
+                    # attach pointers were written just before the message: read them back
+                    c.spawn(self._reload(session_id), name="reload")
+                else:
+                    c.redraw(extend_view(view, [event.user_node], event.user_node.id))
+            if event.user_node is not None:
+                c.spawn(c.session_list.refresh_session(session_id), name="title")
+            if current:
+                chat.begin_stream(event.parent_id, c.models.label_for(event.model))
+                c.parts.status("Writing a reply…")
+        elif isinstance(event, TextDelta):
+            if current:
+                chat.append_stream_text(event.text)
+        elif isinstance(event, ToolCallStarted):
+            if current:
+                c.parts.status(f"Running {event.name}…")
+        elif isinstance(event, NodeAdded):
+            if current and view is not None:
+                node = event.node
+                head = node.id if node.role != "tool" else view.head
+                c.redraw(extend_view(view, [node], head))
+        elif isinstance(event, OccupancyChanged):
+            if current:
+                c.occupancy.set(event.occupancy)
+            else:
+                c.occupancy.remember(session_id, event.occupancy)
+        elif isinstance(event, TurnFinished):
+            if not current:
+                c.occupancy.remember(session_id, event.occupancy)
+            self._pending.pop(session_id, None)
+            if current and view is not None:
+                chat.end_stream()
+                c.redraw(extend_view(view, [event.node], event.node.id))
+                if event.occupancy is not None:
+                    c.occupancy.set(event.occupancy)
+                c.parts.status("Reply stopped" if event.node.interrupted else "")
+        elif isinstance(event, TurnFailed):
+            self._failed(session_id, event)
+
+    def _failed(self, session_id: str, event: TurnFailed) -> None:
+        c = self._c
+        error = event.error
+        current = session_id == c.current_session_id
+        base = self._preview_base.pop(session_id, None)
+        if base is not None and current:
+            c.redraw(base)  # the preview never became a message
+        text = self._pending.pop(session_id, None)
+        if error.kind != "busy":
+            c.last_errors[session_id] = error
+        if current:
+            c.parts.chat.end_stream()
+            view = c.current_view
+            if view is not None and event.partial is not None:
+                c.redraw(extend_view(view, [event.partial], event.partial.id))
+            if text is not None and error.kind not in ("cancelled",):
+                c.parts.composer.restore(text)
+            c.parts.banner.show_error(error)
+            c.parts.status("")
+        elif text is not None:
+            c.drafts[session_id] = text
+        c.turnFailed.emit(error)

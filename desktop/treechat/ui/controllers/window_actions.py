@@ -1,0 +1,21 @@
+"""The window's menus and shortcuts, wired to the controllers that carry them out; once
+wired, the window lets the user in."""
+
+from __future__ import annotations
+
+from ..shell.main_window import MainWindow
+from .conversation import ConversationController
+
+
+def connect_window_actions(window: MainWindow, c: ConversationController) -> None:
+    window.new_chat_action.triggered.connect(c.new_chat)
+    window.settings_action.triggered.connect(c.dialogs.open_settings)
+    window.import_action.triggered.connect(lambda *_: c.dialogs.open_import_dialog())
+    window.stop_action.triggered.connect(c.turns.stop)
+    window.retry_action.triggered.connect(lambda *_: c.turns.retry())
+    window.previous_version_action.triggered.connect(lambda: c.graph_ops.step_version(-1))
+    window.next_version_action.triggered.connect(lambda: c.graph_ops.step_version(1))
+    window.context_action.triggered.connect(c.occupancy.open_dialog)
+    window.compact_action.triggered.connect(c.occupancy.compact)
+    c.busyChanged.connect(window.set_busy)
+    window.set_ready(True)

@@ -1,0 +1,118 @@
+"""The Local models dialog over the real library service and a loopback hub: search,
+download with progress, pause, resume, cancel, remove."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QWidget
+from tests.support.hub_server import Hub, HubServer, sha256_of
+from tests.ui.conftest import Aio
+
+from treechat.providers.local_model import find_gguf
+from treechat.services.model_library import ModelLibrary, ModelLibraryService
+from treechat.ui.common.tasks import BackgroundTasks
+from treechat.ui.dialogs.model_library import ModelLibraryDialog
+
+REPO, FILE = "acme/Tiny-Chat-GGUF", "tiny-chat-q4.gguf"
+
+
+@pytest.fixture
+def hub() -> Iterator[HubServer]:
+    state = Hub(rate=25_000_000)
+    state.add(REPO, FILE, find_gguf(), sha256_of(find_gguf()))
+    with HubServer(state) as server:
+        yield server
+
+
+def dialog_for(qtbot: object, tmp_path: Path, hub: HubServer) -> tuple[ModelLibraryDialog,
+                                                                          BackgroundTasks]:
+    tasks = BackgroundTasks()
+    service = ModelLibraryService(ModelLibrary(tmp_path / "models", endpoint=hub.url))
+    dialog = ModelLibraryDialog(service, tasks, ollama_url=None)
+    qtbot.addWidget(dialog)  # type: ignore[attr-defined]
+    dialog.show()
+    return dialog, tasks
+
+
+def test_search_download_pause_resume_and_remove(qtbot: object, aio: Aio, tmp_path: Path,
+                                                 hub: HubServer) -> None:
+    dialog, tasks = dialog_for(qtbot, tmp_path, hub)
+    changes: list[None] = []
+    dialog.modelsChanged.connect(lambda: changes.append(None))
+
+    async def scenario() -> None:
+        await dialog.refresh()
+        titles = [r.title for r in dialog.rows()]
+        assert "Qwen2.5 1.5B Instruct" in titles  # the recommended list is there offline
+
+        dialog.search_field.setText("tiny")
+        dialog.search()
+        await aio.until(lambda: any(r.repo == REPO for r in dialog.rows()), what="results")
+        assert "1 GGUF file" in dialog.status.text()
+
+        dialog.select(REPO, FILE)
+        assert dialog.download_button.isEnabled() and not dialog.use_button.isEnabled()
+        dialog.download()
+        await aio.until(lambda: dialog.progress.value() > 0, what="progress")
+        assert dialog.progress.isVisible()
+        assert "MB/s" in dialog.status.text()
+        assert not dialog.download_button.isEnabled()  # one download at a time
+        dialog.pause()
+        await aio.until(lambda: "Paused" in dialog.status.text(), what="paused")
+        await tasks.idle()
+
+        dialog.select(REPO, FILE)
+        assert dialog.download_button.text() == "Resume"
+        dialog.download()
+        await aio.until(lambda: "is ready" in dialog.status.text(), timeout=60, what="done")
+        await tasks.idle()
+        assert changes, "the picker is told a model arrived"
+
+        dialog.select(REPO, FILE)
+        assert dialog.use_button.isEnabled() and dialog.remove_button.isEnabled()
+        dialog.remove()
+        assert dialog.remove_button.text() == "Remove — click again"  # asks once more
+        dialog.remove()
+        await aio.until(lambda: "freed" in dialog.status.text(), what="removed")
+        await tasks.idle()
+        assert not any(r.installed_name for r in dialog.rows())
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_cancel_removes_what_was_downloaded(qtbot: object, aio: Aio, tmp_path: Path,
+                                            hub: HubServer) -> None:
+    dialog, tasks = dialog_for(qtbot, tmp_path, hub)
+
+    async def scenario() -> None:
+        await dialog.refresh()
+        dialog.search_field.setText("tiny")
+        dialog.search()
+        await aio.until(lambda: any(r.repo == REPO for r in dialog.rows()), what="results")
+        dialog.select(REPO, FILE)
+        dialog.download()
+        await aio.until(lambda: dialog.progress.value() > 0, what="progress")
+        dialog.cancel()
+        await aio.until(lambda: "cancelled" in dialog.status.text(), what="cancelled")
+        await tasks.idle()
+        assert not list((tmp_path / "models").rglob("*.part"))
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_an_unreachable_hub_says_so(qtbot: object, aio: Aio, tmp_path: Path) -> None:
+    tasks = BackgroundTasks()
+    service = ModelLibraryService(ModelLibrary(tmp_path / "m", endpoint="http://127.0.0.1:9"))
+    dialog = ModelLibraryDialog(service, tasks, parent=QWidget())
+    qtbot.addWidget(dialog)  # type: ignore[attr-defined]
+
+    async def scenario() -> None:
+        dialog.search_field.setText("qwen")
+        dialog.search()
+        await aio.until(lambda: "could not search" in dialog.status.text(), what="error")
+        assert dialog.search_button.isEnabled()
+
+    aio.run(scenario())
