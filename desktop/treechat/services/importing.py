@@ -284,14 +284,50 @@ def _zip_parts(
                     "real chat export: Treechat does not import it."
                 )
             budget.total = declared
+            assets = _asset_members(archive)
             for info in members:
                 with archive.open(info) as member:
-                    yield from _source_parts(
+                    for part, streamed in _source_parts(
                         member, f"{path.name}/{info.filename}", info.file_size, budget,
                         item_limit, whole_file_bytes,
-                    )
+                    ):
+                        if assets:
+                            _name_assets(part, assets)
+                        yield part, streamed
     except zipfile.BadZipFile as exc:
         raise ImportFileError(f"{path.name} is a damaged zip file: {exc}") from None
+
+
+def _asset_key(member: str) -> str:
+    """The asset id a zip member holds: ChatGPT names files `file-<id>-<name>` (older) or
+    `file_<id>-<uuid>.<ext>`; Grok keeps each upload as `<asset id>/content`."""
+    name = PurePosixPath(member)
+    if name.name == "content" and name.parent.name:
+        return name.parent.name
+    if name.name.startswith("file_"):
+        return name.name.split("-", 1)[0].split(".", 1)[0]
+    return "-".join(name.name.split("-", 2)[:2]).split(".", 1)[0]
+
+
+def _asset_members(archive: zipfile.ZipFile) -> dict[str, str]:
+    return {
+        _asset_key(info.filename): info.filename for info in archive.infolist()
+        if not info.is_dir() and not info.filename.endswith((".json", ".html"))
+    }
+
+
+def _name_assets(part: ParsedExport, assets: dict[str, str]) -> None:
+    """Point attachment placeholders at the file the zip carries for them (`zip_member`), so
+    they can be upgraded to the file itself, and name them by its real file name."""
+    for conversation in part.conversations:
+        for message in conversation.nodes:
+            for att in message.metadata.get("attachments") or ():
+                ref = str(att.get("ref") or "") if isinstance(att, dict) else ""
+                member = assets.get(ref.split("://", 1)[-1]) if ref else None
+                if member is not None:
+                    att["zip_member"] = member
+                    if att.get("name") in ("", ref.split("://", 1)[-1]):
+                        att["name"] = PurePosixPath(member).name
 
 
 def _source_parts(

@@ -592,3 +592,20 @@ def test_a_zip_bomb_gets_its_clear_error_with_bounded_memory(
     # MB the read added: bounded by the 128 MB cap on one conversation, where reading the
     # member whole would hold 400 (and twice that decoded)
     assert int(out[1]) < 250
+
+
+@pytest.mark.asyncio
+async def test_a_placeholder_names_the_image_the_zip_carries(
+    store: Store, tmp_path: Path
+) -> None:
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(DATA / "chatgpt-reasoning-tools.json", "conversations.json")
+        zf.writestr("file-PLOT123-sine.png", b"\x89PNG\r\n")
+    summary = await import_file(store, archive)
+    nodes = store.call(lambda r, s=summary.session_ids[0]: r.session_nodes(s))
+    (question,) = [n for n in nodes if n.metadata["imported_from"]["id"] == "u1"]
+    (image,) = question.metadata["attachments"]
+    assert (image["zip_member"], image["name"]) == ("file-PLOT123-sine.png",
+                                                    "file-PLOT123-sine.png")
+    assert image["placeholder"] is True  # the bytes wait for attachments
