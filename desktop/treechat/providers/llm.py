@@ -159,6 +159,9 @@ def _import() -> ModuleType:
         litellm.drop_params = True
         # Retries are decided by the caller (one overflow retry, nothing else), never hidden.
         litellm.num_retries = 0
+        from .sse_guard import install as count_unreadable_stream_lines
+
+        count_unreadable_stream_lines(litellm)
         _warm_paths(litellm)
     finally:
         json.loads = original

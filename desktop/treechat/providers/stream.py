@@ -11,6 +11,7 @@ import copy
 import functools
 import inspect
 import json
+import logging
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -18,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.budget import leading_system
-from . import llm
+from . import llm, sse_guard
 from .deadline import FirstByteDeadline, first_byte_timeout, no_answer_failure
 from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
 from .keys import PLACEHOLDER_API_KEY, remember_secret
+
+log = logging.getLogger(__name__)
 
 Shrink = Callable[[list[dict[str, Any]], int], Sequence[dict[str, Any]]]
 """`shrink(messages, target_tokens)`: the same request with its history (everything after the
@@ -113,6 +116,7 @@ class Finished:
     finish_reason: str | None
     attempts: int
     messages_sent: tuple[dict[str, Any], ...]
+    unreadable_lines: int = 0  # stream lines that were not valid data (dropped by the parser)
 
 
 StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | OverflowRetry | Finished
@@ -166,6 +170,7 @@ class TurnResult:
     messages_sent: tuple[dict[str, Any], ...]
     error: ProviderFailure | None = None
     reasoning: str = ""
+    unreadable_lines: int = 0  # the reply may be missing pieces: the stream had bad lines
 
     @property
     def ok(self) -> bool:
@@ -548,6 +553,7 @@ async def _stream_on_this_loop(
         failure: ProviderFailure | None = None
         wait = first_byte_timeout(request.connect_timeout, request.api_base)
         deadline = FirstByteDeadline(wait)
+        unreadable = sse_guard.begin()
         try:
             kwargs = _call_kwargs(request, messages, tools)
             if request.keyless:
@@ -626,6 +632,13 @@ async def _stream_on_this_loop(
         for call in complete:
             yield call
         usage = _usage_from(raw_usage) if _provider_reported_usage(response) else None
+        if unreadable.count:
+            log.warning(
+                "%s: %d line(s) of the stream could not be read and were dropped (first: %r)",
+                request.model,
+                unreadable.count,
+                unreadable.samples[0],
+            )
         yield Finished(
             text="".join(text_parts),
             tool_calls=complete,
@@ -633,6 +646,7 @@ async def _stream_on_this_loop(
             finish_reason=finish_reason,
             attempts=attempt,
             messages_sent=tuple(messages),
+            unreadable_lines=unreadable.count,
         )
         return
 
@@ -686,6 +700,7 @@ async def stream_turn(
                     attempts=event.attempts,
                     messages_sent=event.messages_sent,
                     reasoning="".join(reasoning),
+                    unreadable_lines=event.unreadable_lines,
                 )
     except ProviderError as exc:
         return TurnResult(

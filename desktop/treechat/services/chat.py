@@ -677,6 +677,12 @@ class ChatService:
                     else {}
                 ),
                 **({"overflow_retried": True} if result.attempts > 1 else {}),
+                # the provider sent lines that were not valid data: pieces may be missing
+                **(
+                    {"unreadable_stream_lines": result.unreadable_lines}
+                    if result.unreadable_lines
+                    else {}
+                ),
             }, result.reasoning),
         )
         await draft.settle()

@@ -1,0 +1,78 @@
+"""Count the stream lines litellm could not read, so a reply built around them is marked.
+
+litellm parses each `data:` line of a server-sent-event stream with `json.loads` and drops a
+line that fails without a word: a stream with garbled lines looks complete. Its parser is
+wrapped once, at import, to count such lines for the stream being read (a context variable,
+so concurrent streams on the provider loop keep their own counts).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+_SSE_FIELDS = (":", "event:", "id:", "retry:")
+_installed = False
+
+
+@dataclass
+class Unreadable:
+    count: int = 0
+    samples: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        if len(self.samples) < 3:
+            self.samples.append(line[:120])
+
+
+_current: contextvars.ContextVar[Unreadable | None] = contextvars.ContextVar(
+    "treechat_unreadable_sse", default=None
+)
+
+
+def is_unreadable(line: str, parsed: Any) -> bool:
+    """A line that carried data but could not be parsed (comments, event names and the
+    end marker are not data)."""
+    if parsed is not None:
+        return False
+    text = line.strip()
+    if not text or text.startswith(_SSE_FIELDS):
+        return False
+    payload = text[5:].strip() if text.startswith("data:") else text
+    return payload not in ("", "[DONE]")
+
+
+def install(litellm: ModuleType) -> None:
+    """Wrap litellm's SSE line parser (idempotent; nothing happens if it moved)."""
+    global _installed
+    if _installed:
+        return
+    try:
+        from litellm.llms.base_llm.base_model_iterator import BaseModelResponseIterator
+    except ImportError:  # a later litellm: the reply is simply not marked
+        return
+    original = BaseModelResponseIterator.__dict__.get("_string_to_dict_parser")
+    if not isinstance(original, staticmethod):
+        return
+    parse = original.__func__
+
+    def counting_parser(str_line: str) -> Any:
+        parsed = parse(str_line)
+        seen = _current.get()
+        if seen is not None and isinstance(str_line, str) and is_unreadable(str_line, parsed):
+            seen.add(str_line)
+        return parsed
+
+    BaseModelResponseIterator._string_to_dict_parser = staticmethod(counting_parser)  # type: ignore[method-assign]
+    _installed = True
+    del litellm
+
+
+def begin() -> Unreadable:
+    """Count the unreadable lines of the stream this task reads from now on."""
+    seen = Unreadable()
+    _current.set(seen)
+    return seen

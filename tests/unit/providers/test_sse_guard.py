@@ -1,0 +1,120 @@
+"""A stream with lines that are not valid data is not taken as whole: the lines are counted
+and logged, and the result says so (the chat marks the reply)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from tests.support.loopback_server import LoopbackProvider, Reply
+
+from treechat.providers import sse_guard
+from treechat.providers.stream import TurnRequest, shutdown_provider_loop, stream_turn
+
+
+@pytest.fixture(scope="module")
+def provider_thread() -> Iterator[None]:
+    yield
+    shutdown_provider_loop()
+    gc.collect()
+
+
+def chunk(content: str | None = None, finish: str | None = None) -> str:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "delta": {"content": content} if content else {}, "finish_reason": finish}
+        ],
+    }
+    return f"data: {json.dumps(body)}\n\n"
+
+
+GARBLED = [
+    ": keep-alive\n\n",  # an SSE comment: fine
+    chunk("Hello "),
+    "data: {not json at all\n\n",
+    "garbage without a field name\n\n",
+    chunk("world"),
+    chunk(None, "stop"),
+    "data: [DONE]\n\n",
+]
+
+
+@pytest.fixture
+def garbled_server() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for line in GARBLED:
+                self.wfile.write(line.encode())
+                self.wfile.flush()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def request(api_base: str) -> TurnRequest:
+    return TurnRequest(
+        model="openai/gpt-4o-mini",
+        messages=[{"role": "user", "content": "hi"}],
+        api_base=api_base,
+        api_key="sk-test-sse",
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_unreadable_lines_are_counted_and_logged(
+    garbled_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="treechat.providers.stream"):
+        result = await stream_turn(request(garbled_server))
+    assert result.error is None
+    assert result.text == "Hello world"
+    assert result.unreadable_lines == 2
+    assert any("could not be read" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_clean_stream_counts_nothing(loopback: LoopbackProvider) -> None:
+    loopback.queue(Reply(text="All fine here."))
+    result = await stream_turn(request(loopback.openai_base))
+    assert result.error is None and result.text == "All fine here."
+    assert result.unreadable_lines == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        ("data: {oops", True),
+        ("plain words", True),
+        (": comment", False),
+        ("event: ping", False),
+        ("data: [DONE]", False),
+        ("", False),
+    ],
+)
+def test_what_counts_as_unreadable(line: str, bad: bool) -> None:
+    assert sse_guard.is_unreadable(line, None) is bad
+    assert sse_guard.is_unreadable(line, {"parsed": True}) is False
