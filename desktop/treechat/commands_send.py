@@ -123,7 +123,8 @@ def _reply(
     from .services.bootstrap import build_services
     from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
-    services = build_services(data_dir, detect_local_servers=False, store=store)
+    # A detected server is addressable (`ollama/llama3.2:3b`): it is probed when asked for.
+    services = build_services(data_dir, store=store)
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
     stopped_by: list[str] = []
@@ -133,7 +134,7 @@ def _reply(
             sys.stdout.write(event.text)
             sys.stdout.flush()
         elif isinstance(event, TurnStarted):
-            print(f"[{event.model}]", file=sys.stderr, flush=True)
+            print(f"[{services.models.display_name(event.model)}]", file=sys.stderr, flush=True)
         elif isinstance(event, TurnFailed):
             failed.append(event)
         elif isinstance(event, TurnFinished):
