@@ -74,7 +74,7 @@ def build_services(
     servers = local_servers or (LocalServers() if detect_local_servers else None)
     provider = provider or LiteLLMProvider()
     connections = ConnectionService(
-        store, keys, detector=servers, provider=provider, bundled=bundled
+        store, keys, detector=servers, provider=provider, bundled=bundled, clock=clock
     )
     models = ModelCatalog(
         keys=keys,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -39,6 +38,7 @@ from ..providers.local_servers import LocalServers
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.stream import TurnRequest
 from ..store.database import Store
+from .clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +93,10 @@ class ConnectionService:
         detector: LocalServers | None = None,
         provider: Provider | None = None,
         bundled: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.keys = keys
         self.detector = detector
         self.provider: Provider = provider or LiteLLMProvider()
@@ -400,8 +402,8 @@ class ConnectionService:
             )
             if conn.models:
                 state = "unreachable"
-            return ConnectionStatus(conn, state, str(exc), time.time())
-        return ConnectionStatus(replace(conn, models=models), "ready", "", time.time())
+            return ConnectionStatus(conn, state, str(exc), self.clock.now())
+        return ConnectionStatus(replace(conn, models=models), "ready", "", self.clock.now())
 
     async def route(self, address: str) -> tuple[Connection, str] | None:
         """The connection and model name an address points at, or None when its first part
