@@ -274,6 +274,7 @@ def _ollama_error(body: str) -> str:
 
 
 __all__ = [
-    "DownloadJob", "DownloadStopped", "LibraryEndpoint", "LibraryError", "ModelLibraryService",
+    "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel", "LibraryEndpoint",
+    "LibraryError", "ModelLibrary", "ModelLibraryService", "PartialDownload", "Progress",
     "Recommendation", "choose_context", "machine_ram_bytes",
 ]

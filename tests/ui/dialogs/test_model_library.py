@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QWidget
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio
 
@@ -106,7 +105,7 @@ def test_cancel_removes_what_was_downloaded(qtbot: object, aio: Aio, tmp_path: P
 def test_an_unreachable_hub_says_so(qtbot: object, aio: Aio, tmp_path: Path) -> None:
     tasks = BackgroundTasks()
     service = ModelLibraryService(ModelLibrary(tmp_path / "m", endpoint="http://127.0.0.1:9"))
-    dialog = ModelLibraryDialog(service, tasks, parent=QWidget())
+    dialog = ModelLibraryDialog(service, tasks)
     qtbot.addWidget(dialog)  # type: ignore[attr-defined]
 
     async def scenario() -> None:
