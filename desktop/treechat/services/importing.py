@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import re
 import sys
 import threading
@@ -28,8 +27,6 @@ from typing import IO, Any, Literal, Protocol
 
 import ijson
 
-from ..core import dag
-from ..core.dag import Graph
 from ..core.imports import (
     ImportFileError,
     ParsedExport,
@@ -38,12 +35,8 @@ from ..core.imports import (
     parse_export,
 )
 from ..core.imports.detect import KNOWN, SAMPLE, probe_format
-from ..core.imports.markdown import render_markdown
-from ..core.imports.treechat import dump_session
-from ..core.model import Annotation, Node, Session
 from ..store.database import Store
 from ..store.imports import WrittenConversation, write_conversation
-from ..store.repository import Repository
 from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
 
@@ -564,24 +557,8 @@ async def export_session(
     *,
     clock: Clock = SYSTEM_CLOCK,
 ) -> str:
-    """The session as text: "json" is the whole graph in Treechat's export format (see
-    `core.imports.treechat`), which `import_file` reads back into the same graph; "md" is
-    the active path as Markdown, with every other branch after it when `all_branches`."""
-    if fmt not in ("json", "md"):
-        raise ValueError(f"unknown export format {fmt!r} (use json or md)")
+    """The session as text (see `services.exporting`, which the window and the command line
+    call; kept here for callers of the import module)."""
+    from .exporting import export_session as export
 
-    def load(repo: Repository) -> tuple[Session, tuple[Node, ...], tuple[Annotation, ...]]:
-        session = repo.get_session(session_id)
-        if session is None:
-            raise LookupError(f"no session {session_id!r} (see `treechat sessions`)")
-        nodes = repo.session_nodes(session_id)
-        notes = repo.annotations([n.id for n in nodes]) if nodes else ()
-        return session, nodes, notes
-
-    session, nodes, notes = await store.run(load)
-    if fmt == "json":
-        document = dump_session(session, nodes, exported_at=clock.now())
-        return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
-    return render_markdown(
-        session, Graph(nodes), all_branches=all_branches, hidden=dag.hidden_set(notes)
-    )
+    return await export(store, session_id, fmt, all_branches, clock=clock)
