@@ -48,6 +48,7 @@ from .events import (
 )
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id
+from .spending import SpendingService
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class ChatService:
             store, clock=clock, make_id=make_id,
             on_global_instructions=self._set_global_instructions,
         )
+        self.spending = SpendingService(store)  # cost per reply and per chat, usage by day
         self._running: dict[str, _Running] = {}
         self._claimed: set[str] = set()  # sessions whose turn is being set up
         self._instructions: WorkspaceInstructions | None = None
