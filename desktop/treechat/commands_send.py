@@ -125,6 +125,10 @@ def _reply(
 
     # A detected server is addressable (`ollama/llama3.2:3b`): it is probed when asked for.
     services = build_services(data_dir, store=store)
+    if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
+        from .commands_mcp import terminal_approver
+
+        services.mcp.set_approver(terminal_approver())
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
     stopped_by: list[str] = []

@@ -3,7 +3,7 @@ Both the window's composition root and the command line start here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from .chat import ChatConfig, ChatService
 from .clock import SYSTEM_CLOCK, Clock
 from .connections import ConnectionService
 from .context import ContextEngine
+from .mcp import McpService
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
 
@@ -35,9 +36,12 @@ class Services:
     local_servers: LocalServers | None
     clock: Clock = SYSTEM_CLOCK
     connections: ConnectionService | None = None
+    mcp: McpService | None = None
 
     async def close(self) -> None:
         await self.chat.close()
+        if self.mcp is not None:
+            await self.mcp.close()
 
     def close_store(self) -> None:
         self.store.close()
@@ -90,5 +94,15 @@ def build_services(
         workspace=Path(workspace) if workspace else None,
         global_instructions=settings.get(SETTINGS_INSTRUCTIONS) or "",
     )
-    chat = ChatService(store, engine, models, config=config, clock=clock, provider=provider)
-    return Services(store, engine, models, chat, keys, servers, clock, connections)
+    built_in_protected = engine.config.rules.protected_tools
+
+    def protect(names: frozenset[str]) -> None:
+        # The user's protected MCP tools never age, like the built-in protected ones.
+        rules = replace(engine.config.rules, protected_tools=built_in_protected | names)
+        engine.config = replace(engine.config, rules=rules)
+
+    mcp = McpService(store, keys, on_protected=protect)
+    chat = ChatService(
+        store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
+    )
+    return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp)

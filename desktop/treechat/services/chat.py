@@ -26,7 +26,7 @@ from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
 from ..store.database import Store
 from ..store.repository import Repository
-from ..tools.base import ToolBox
+from ..tools.base import ToolBox, ToolResult
 from ..tools.files import Workspace, file_tools
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
@@ -46,6 +46,7 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
+from .mcp import McpService
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id
 from .spending import SpendingService
@@ -133,8 +134,10 @@ class ChatService:
         clock: Clock = SYSTEM_CLOCK,
         make_id: Callable[[], str] = new_id,
         provider: Provider | None = None,
+        mcp: McpService | None = None,
     ) -> None:
         self.store = store
+        self.mcp = mcp  # MCP servers' tools join the built-in ones when given
         self.provider: Provider = provider or LiteLLMProvider()
         self.engine = engine
         self.models = models
@@ -279,6 +282,8 @@ class ChatService:
         measured = measured_from(
             await self.store.run(lambda r: ledger.last_measurement(r, session_id))
         )
+        if self.mcp is not None:
+            await self.mcp.load_chat(session_id)
         return await self.engine.occupancy(
             session_id,
             model=endpoint.model,
@@ -297,6 +302,8 @@ class ChatService:
         if view.head is None:
             return await self.occupancy(session_id, model=model)
         endpoint = await self._endpoint_for_estimate(model or view.session.model or None, None)
+        if self.mcp is not None:
+            await self.mcp.load_chat(session_id)
         prep = await self.engine.prepare(
             session_id,
             model=endpoint.model,
@@ -489,6 +496,9 @@ class ChatService:
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
         sink(TurnStarted(session_id, parent, user, _address(endpoint)))
+        if self.mcp is not None and self._tools_for_model(endpoint):
+            # Servers start before the first request, so the tool list is whole from it on.
+            await self.mcp.prepare(session_id)
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
@@ -699,19 +709,20 @@ class ChatService:
 
         sink(NodeAdded(session_id, stored))
         for call in result.tool_calls:
-            tool_result = await toolbox.call(call.name, call.arguments)
-            tool_node = Node(
-                id=self.make_id(),
-                seq=0,
-                created_at=self.clock.now(),
-                session_id=session_id,
-                role="tool",
-                name=call.name,
-                input=_json_or_raw(call.arguments),
-                output=tool_result.text,
-                caller=stored.id,
-                metadata={"tool_call_id": call.id, "ok": tool_result.ok},
-            )
+            try:
+                tool_result = await toolbox.call(call.name, call.arguments)
+            except asyncio.CancelledError:
+                # Stopped while the call ran or awaited approval: the call is cancelled with
+                # the turn (as a stopped stream is), and the graph says so.
+                cancelled = ToolResult.error(f"{call.name}: cancelled, the turn was stopped")
+                (saved,) = await asyncio.shield(
+                    self.store.run(_appender(self._tool_node(session_id, stored, call, cancelled)))
+                )
+                sink(NodeAdded(session_id, saved))
+                occupancy = await self._occupancy_after(session_id, endpoint, stored.id)
+                sink(TurnFinished(session_id, stored, occupancy))
+                return _StepDone(stored)
+            tool_node = self._tool_node(session_id, stored, call, tool_result)
             (saved,) = await self.store.run(_appender(tool_node))
             sink(NodeAdded(session_id, saved))
         sink(
@@ -720,6 +731,22 @@ class ChatService:
             )
         )
         return _StepContinue(stored)
+
+    def _tool_node(
+        self, session_id: str, caller: Node, call: Any, result: ToolResult
+    ) -> Node:
+        return Node(
+            id=self.make_id(),
+            seq=0,
+            created_at=self.clock.now(),
+            session_id=session_id,
+            role="tool",
+            name=call.name,
+            input=_json_or_raw(call.arguments),
+            output=result.text,
+            caller=caller.id,
+            metadata={"tool_call_id": call.id, "ok": result.ok, **result.metadata},
+        )
 
     def _shrink(self, messages: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
         return list(shrink_history(messages, target, self.engine.counter))
@@ -862,13 +889,20 @@ class ChatService:
             return ""
         return f"Workspace: {folder}\n\nInstructions from AGENTS.md:\n{found.text}"
 
+    def _tools_for_model(self, endpoint: Endpoint) -> bool:
+        # A 135M model cannot use tools; offering them only confuses it.
+        return self.models.bundled is None or endpoint.model != self.models.bundled.model_id
+
     def _tools(self, session_id: str, endpoint: Endpoint) -> ToolBox:
-        if self.models.bundled is not None and endpoint.model == self.models.bundled.model_id:
-            return ToolBox()  # a 135M model cannot use tools; offering them only confuses it
+        if not self._tools_for_model(endpoint):
+            return ToolBox()
         box = ToolBox(todo_tools(TodoStore(self.store, session_id)))
         if self.config.workspace is not None:
             for tool in file_tools(Workspace(self.config.workspace)):
                 box.add(tool)
+        if self.mcp is not None:
+            for mcp_tool in self.mcp.tools_for(session_id, taken=box.names):
+                box.add(mcp_tool)
         return box
 
 
