@@ -69,6 +69,17 @@ def test_a_killed_pull_resumes_to_the_same_sha256(tmp_path: Path, hub_url: str) 
     assert sha256_of(Path(model["path"])) == model["sha256"]
     assert not part.exists()
 
+    # the downloaded model answers through the bundled llama.cpp server, under its one name
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    send = subprocess.run(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(tmp_path), "send", "--new",
+         "--model", f"library/{model['name']}", "Say hello"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert send.returncode == 0, send.stderr
+    assert f"[Downloaded · {model['name']}]" in send.stderr
+    assert send.stdout.strip()
+
     removed = treechat(tmp_path, hub_url, "rm", model["name"])
     out, err = removed.communicate(timeout=60)
     assert removed.returncode == 0, err

@@ -319,6 +319,7 @@ _LOCAL_LABELS: Mapping[str, str] = {
     "ollama": "Ollama",
     "lmstudio": "LM Studio",
     "llamacpp": "llama.cpp",
+    "library": "Downloaded",
 }
 
 

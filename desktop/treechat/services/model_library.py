@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -81,6 +81,7 @@ class LibraryEndpoint:
     api_base: str
     window: int
     supports_tools: bool
+    api_key: str = field(default="", repr=False)  # the server never checks it
 
 
 class DownloadJob:
@@ -191,7 +192,7 @@ class ModelLibraryService:
         if not server.running:
             return None
         return LibraryEndpoint(model.name, server.model_id, server.api_base, server.window,
-                               model.supports_tools)
+                               model.supports_tools, server.api_key)
 
     def context_for(self, model: InstalledModel) -> int:
         return choose_context(model.context_length, model.size, self._ram_bytes(),

@@ -31,6 +31,7 @@ from ..providers.keys import KeyStore
 from ..providers.local_model import LocalModel
 from ..providers.local_servers import LocalServers
 from .connections import ConnectionService, ConnectionState, ConnectionStatus
+from .model_library import LIBRARY_CONNECTION, LibraryError, ModelLibraryService
 
 BUNDLED_ID = f"{BUNDLED_CONNECTION}/{BUNDLED_MODEL}"
 # The bundled model's window before its server has started and reported the real one
@@ -135,8 +136,10 @@ class ModelCatalog:
         default_model: str | None = None,
         extra: Sequence[ModelChoice] = (),
         connections: ConnectionService | None = None,
+        library: ModelLibraryService | None = None,
     ) -> None:
         self.keys = keys
+        self.library = library
         self.local_servers = local_servers
         self.bundled = bundled
         self.default_model = default_model
@@ -163,7 +166,28 @@ class ModelCatalog:
             choices = tuple(self._choice(status, m, labels) for m in conn.offered())
             out.append(ModelGroup(conn.id, conn.display_label, conn.kind, status.state,
                                   status.reason, conn.detected, choices))
+        library = self._library_group()
+        if library is not None:
+            out.append(library)
         return out
+
+    def _library_group(self) -> ModelGroup | None:
+        """Models downloaded from the library, run on the bundled llama.cpp server."""
+        if self.library is None:
+            return None
+        installed = self.library.library.installed()
+        if not installed:
+            return None
+        label = _display_name(f"{LIBRARY_CONNECTION}/x").split(" · ")[0]
+        choices = tuple(
+            ModelChoice(
+                id=f"{LIBRARY_CONNECTION}/{m.name}", label=f"{label} · {m.name}",
+                provider=LIBRARY_CONNECTION, local=True, connection=LIBRARY_CONNECTION,
+                connection_label=label, name=m.name, window=self.library.context_for(m),
+            )
+            for m in installed
+        )
+        return ModelGroup(LIBRARY_CONNECTION, label, "bundled", "ready", "", False, choices)
 
     async def groups(self) -> list[ModelGroup]:
         return await asyncio.to_thread(self.groups_now)
@@ -284,6 +308,8 @@ class ModelCatalog:
             self.bundled is not None and chosen == self.bundled.model_id and not api_base
         ):
             return await self._bundled_endpoint()
+        if self.library is not None and chosen.startswith(f"{LIBRARY_CONNECTION}/"):
+            return await self._library_endpoint(chosen.partition("/")[2])
         for c in self.extra:
             if c.id == chosen and c.api_base:
                 return await self._direct(chosen, api_base or c.api_base)
@@ -389,6 +415,34 @@ class ModelCatalog:
             connection=BUNDLED_CONNECTION,
         )
 
+    async def _library_endpoint(self, name: str) -> Endpoint:
+        """A downloaded model: loaded on the bundled llama.cpp server (the one before it is
+        unloaded), its window the one it was started with."""
+        assert self.library is not None
+        try:
+            running = await self.library.run(name)
+        except LibraryError as exc:
+            raise ModelUnavailable(str(exc)) from None
+        address = f"{LIBRARY_CONNECTION}/{running.name}"
+        return Endpoint(
+            model=running.model_id,
+            label=self.display_name(address),
+            window=running.window,
+            max_output=min(2048, running.window // 4),
+            api_base=running.api_base,
+            api_key=running.api_key,
+            choice=address,
+            connection=LIBRARY_CONNECTION,
+        )
+
+    def supports_tools(self, endpoint: Endpoint) -> bool:
+        """Whether a model on this machine can take tools: a downloaded one only when its
+        chat template renders them; the bundled 135M model never."""
+        if endpoint.connection == LIBRARY_CONNECTION:
+            running = self.library.running if self.library is not None else None
+            return running is not None and running.supports_tools
+        return self.bundled is None or endpoint.model != self.bundled.model_id
+
     def estimate_endpoint(self) -> Endpoint:
         """The bundled model's endpoint for estimates, without starting it."""
         if self.bundled is None:
@@ -404,6 +458,8 @@ class ModelCatalog:
         )
 
     async def close(self) -> None:
+        if self.library is not None:
+            await self.library.close()
         if self.bundled is not None:
             await self.bundled.stop()
         if self.local_servers is not None:
