@@ -344,7 +344,9 @@ class ChatService:
                                          view=view)
         settings = await self.settings.current(session_id)
         extra = await asyncio.to_thread(self.engine.counter.count, draft) if draft else 0
-        prompt = int(occupancy.total_used) + extra
+        # The last measurement is of the prompt before the reply it wrote: the local estimate
+        # of the branch as it is now may be larger, and a reservation takes the larger one.
+        prompt = max(int(occupancy.total_used), int(occupancy.estimated)) + extra
         reply = settings.parameters.max_tokens or endpoint.max_output
         prompt_cost = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, 0)
         ceiling = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, reply)
