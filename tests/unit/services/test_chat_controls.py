@@ -282,3 +282,21 @@ async def test_estimate_of_the_next_request_is_at_the_uncached_price(
     assert estimate.ceiling_usd > estimate.prompt_usd
     unknown = await services.chat.estimate_next_cost(session.id, "x")
     assert not unknown.priced
+
+
+@pytest.mark.asyncio
+async def test_a_continued_reply_reads_as_one_answer_in_later_requests(
+    services: Services, loopback: LoopbackProvider
+) -> None:
+    chat = services.chat
+    session = await chat.sessions.create(model=THINKER)
+    loopback.queue(Reply(text="Part one,", finish="length"), Reply(text=" part two."),
+                   Reply(text="Next answer."))
+    partial = await chat.send(session.id, "go on")
+    assert partial is not None
+    await chat.continue_reply(session.id, partial.id)
+    final = await chat.send(session.id, "and then?")
+    assert final is not None and final.output == "Next answer."
+    sent = loopback.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert "Part one," in json.dumps(sent[1]) and " part two." in json.dumps(sent[1])
