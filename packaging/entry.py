@@ -24,6 +24,11 @@ def main() -> int:
         from treechat.providers import local_server
 
         return local_server.main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--mcp-guard":
+        # The launcher a stdio MCP server runs under (tools/mcp/guard.py): stdlib only.
+        from treechat.tools.mcp import guard
+
+        return guard.main(sys.argv[2:])
     _platform_fallback()
     from treechat.cli import main as cli_main
 

@@ -1,0 +1,103 @@
+"""`treechat mcp` and MCP approval on the terminal, as a user types them: real processes, a
+real store, real MCP servers, and a real pseudo-terminal for the approval prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.loopback_server import LoopbackProvider, Reply
+from tests.support.mcp_fixtures import SERVER_SCRIPT
+
+from treechat.commands_mcp import terminal_approver
+from treechat.services.mcp import ApprovalRequest, Decision
+
+MODEL = "openai/loopback-model"
+
+
+def treechat(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(data), *args],
+        capture_output=True, text=True, env=env, timeout=180, check=False,
+        input=stdin if stdin is not None else "",
+    )
+
+
+def test_add_list_test_remove(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    added = treechat(data, "mcp", "add", "alpha", "--", sys.executable, str(SERVER_SCRIPT),
+                     "--name", "alpha", "--secret", "cli-secret")
+    assert added.returncode == 0, added.stderr
+    assert "each tool call is asked about" in added.stdout
+    listed = json.loads(treechat(data, "mcp", "list", "--json").stdout)
+    assert listed[0]["name"] == "alpha" and listed[0]["args"][-1] == "cli-secret"
+    tested = treechat(data, "mcp", "test", "alpha")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "tool      secret_value" in tested.stdout
+    assert "prompt    /alpha:review" in tested.stdout
+    assert "resource  note://readme" in tested.stdout
+    assert "5 tools" in treechat(data, "mcp", "list").stdout
+    assert treechat(data, "mcp", "remove", "alpha").returncode == 0
+    assert "No MCP servers yet" in treechat(data, "mcp", "list").stdout
+
+
+def test_bad_input_gets_one_clear_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    missing = treechat(data, "mcp", "add", "ghost", "--", "no-such-mcp-command-q")
+    assert missing.returncode == 0  # saved as given; `test` says what is wrong
+    tested = treechat(data, "mcp", "test", "ghost")
+    assert tested.returncode == 1
+    assert "command not found: 'no-such-mcp-command-q' is not on PATH" in tested.stdout
+    both = treechat(data, "mcp", "add", "x", "--url", "http://127.0.0.1:1/mcp", "--", "cmd")
+    assert both.returncode == 2 and "not both" in both.stderr
+    bad_name = treechat(data, "mcp", "add", "bad name", "--", "cmd")
+    assert bad_name.returncode == 2 and "server name 'bad name'" in bad_name.stderr
+    config = tmp_path / "claude.json"
+    config.write_text(json.dumps({"mcpServers": {"t": {"command": "uvx"}, "b": {"url": "x"}}}))
+    imported = treechat(data, "mcp", "import", str(config))
+    assert imported.returncode == 0 and "Added t" in imported.stdout
+    assert "Skipped b: the URL must start with http://" in imported.stderr
+    assert treechat(data, "mcp", "test", "nobody").returncode == 2
+
+
+def test_send_without_a_terminal_denies_the_call(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    data = tmp_path / "data"
+    treechat(data, "mcp", "add", "alpha", "--", sys.executable, str(SERVER_SCRIPT),
+             "--name", "alpha", "--secret", "never-shown-77")
+    loopback.reply_with_tool_calls([{"name": "alpha__secret_value", "arguments": {}}])
+    loopback.queue(Reply(text="I was not allowed to look."))
+    sent = treechat(data, "send", "--new", "what is the secret?", "--model", MODEL,
+                    "--api-base", loopback.openai_base)
+    assert sent.returncode == 0, sent.stderr
+    assert "I was not allowed to look." in sent.stdout
+    assert "needs approval and there is no terminal to ask; denied" in sent.stderr
+    last = json.dumps(loopback.requests[-1].body["messages"])
+    assert "denied" in last and "never-shown-77" not in last
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal is POSIX")
+@pytest.mark.asyncio
+async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer() -> None:
+    import pty
+
+    request = ApprovalRequest("s", "alpha", "secret_value", "alpha__secret_value", {"k": 1})
+    for typed, expected in ((b"a\n", Decision.ALLOW_ALWAYS), (b"y\n", Decision.ALLOW_ONCE),
+                            (b"\n", Decision.DENY)):
+        leader, follower = pty.openpty()
+        shown = io.StringIO()
+        with os.fdopen(follower, "r") as tty_in:
+            ask = terminal_approver(tty_in, shown)
+            os.write(leader, typed)
+            assert await asyncio.wait_for(ask(request), 10) is expected
+        os.close(leader)
+        assert "alpha › secret_value wants to run with" in shown.getvalue()
+        assert '"k": 1' in shown.getvalue()
