@@ -39,9 +39,12 @@ class RuleConfig:
     """Thresholds of the rules (spec §3, §5), all overridable per engine."""
 
     tail_turns: int = 3
-    # Old tool results age in batches of this many assistant turns: each aging rewrites the
-    # prompt from the first aged item on, so doing it once per batch keeps the prefix cached.
-    aging_batch_turns: int = 4
+    # Aging rewrites the prompt from the first aged item on. By default (None) it waits for
+    # the next compaction, which rewrites the prompt from the fold on anyway, so aging costs
+    # no cache of its own (measured: it caused most of the lost cache tokens when it ran in
+    # batches of 4 turns). A number ages old tool results in batches of that many assistant
+    # turns between compactions.
+    aging_batch_turns: int | None = None
     max_tool_args_chars: int = 200
     max_tool_result_chars: int = 4000
     protected_tools: frozenset[str] = DEFAULT_PROTECTED_TOOLS
@@ -583,9 +586,13 @@ def age_tools(
                 break
     if tail_start <= start:
         return start
-    turns = sum(1 for p in range(start, tail_start) if items[p].role == "assistant")
-    if not force and turns < config.aging_batch_turns:
-        return start
+    if not force:
+        batch = config.aging_batch_turns
+        if batch is None:
+            return start
+        turns = sum(1 for p in range(start, tail_start) if items[p].role == "assistant")
+        if turns < batch:
+            return start
     for p in range(start, tail_start):
         it = items[p]
         if _agable(it, pinned, config):

@@ -75,11 +75,16 @@ def summary_body(rendered: str) -> str:
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _DIGIT = re.compile(r"\d")
 _CAMEL = re.compile(r"\b[A-Za-z]+[a-z][A-Z][A-Za-z0-9]*\b")
-_COMMIT_WORDS = re.compile(
-    r"\b(decid\w*|decision|chose|choose|chosen|agreed?|settled?|going with|will use|"
-    r"prefer\w*|deadline|remember|important|note that|name is|named|called|requirement)\b",
+# General features of English, not of any one conversation: a speaker talking about
+# themselves (facts and preferences are stated in the first person), absolutes and negation
+# (constraints: never, always, must, only), and a plain "X is Y" statement.
+_SELF = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|mine|me|we|we're|we've|our|ours|us)\b")
+_ABSOLUTE = re.compile(
+    r"\b(never|always|must|mustn't|don't|do not|doesn't|can't|cannot|won't|only|every|"
+    r"no longer|instead|rather than|not)\b",
     re.IGNORECASE,
 )
+_COPULA = re.compile(r"\b(is|are|was|were|'s|'re)\b", re.IGNORECASE)
 _TERM = re.compile(r"[A-Za-z][A-Za-z'-]+|\d[\d,.:]*")
 _CODEY = re.compile(r"[{}();=<>\[\]`$|\\]")
 _LINE_ROLE = re.compile(r"^- (\w+)(?: \(([^)]*)\))?: (.*)$")
@@ -111,30 +116,40 @@ def _strip_code(text: str) -> str:
     return "\n".join(out)
 
 
-def _sentences(text: str) -> list[str]:
-    result: list[str] = []
+def _sentences(text: str) -> list[tuple[str, bool]]:
+    """(sentence, first of its paragraph) for the prose of `text` (code blocks left out)."""
+    result: list[tuple[str, bool]] = []
     for raw in _strip_code(text).splitlines():
         para = raw.strip().lstrip("-*• ").strip()
         if not para:
             continue
-        for sentence in _SENTENCE_SPLIT.split(para):
+        for k, sentence in enumerate(_SENTENCE_SPLIT.split(para)):
             s = " ".join(sentence.split())
             if s:
-                result.append(s if len(s) <= _MAX_UNIT_CHARS else s[: _MAX_UNIT_CHARS - 1] + "…")
+                cut = s if len(s) <= _MAX_UNIT_CHARS else s[: _MAX_UNIT_CHARS - 1] + "…"
+                result.append((cut, k == 0))
     return result
 
 
-def score_sentence(role: str, sentence: str) -> float:
-    """How much a sentence is worth keeping: who said it, and whether it carries names,
-    numbers or commitments (the things later turns ask about) rather than chatter."""
+def score_sentence(role: str, sentence: str, *, lead: bool = False) -> float:
+    """How much a sentence is worth keeping: who said it, and whether it carries what later
+    turns ask about (numbers, names, what the speaker says of themselves, constraints, plain
+    statements of what something is) rather than chatter. `lead`: the first sentence of its
+    paragraph, where a reply usually states its point."""
     score = _ROLE_WEIGHT.get(role, 1.0)
     words = sentence.split()
     if _DIGIT.search(sentence):
-        score += 2.0
-    if _has_proper_noun(words) or _CAMEL.search(sentence):
         score += 1.5
-    if _COMMIT_WORDS.search(sentence):
-        score += 2.0
+    if _has_proper_noun(words) or _CAMEL.search(sentence):
+        score += 1.0
+    if role in ("user", "system") and _SELF.search(sentence):
+        score += 1.5
+    if _ABSOLUTE.search(sentence):
+        score += 1.0
+    if len(words) <= 25 and _COPULA.search(sentence):
+        score += 0.75
+    if lead and role == "assistant":
+        score += 0.75
     if sentence.endswith("?"):
         score -= 1.5
     if len(words) < 4:
@@ -240,11 +255,18 @@ class DeterministicSummarizer:
                 line = f"- tool ({entry.name or 'tool'}): {first[:160]}"
                 units.append(_Unit(len(units), "tool", line, score_sentence("tool", first)))
                 continue
-            for sentence in _sentences(entry.text):
+            start = len(units)
+            for sentence, lead in _sentences(entry.text):
                 units.append(
                     _Unit(len(units), entry.role, f"- {entry.role}: {sentence}",
-                          score_sentence(entry.role, sentence))
+                          score_sentence(entry.role, sentence, lead=lead))
                 )
+            if entry.role == "user" and len(units) > start:
+                # Every user message should be represented by its best sentence before any
+                # message gets a second one: what the user said is what gets asked about.
+                best = max(range(start, len(units)), key=lambda i: (units[i].score, -i))
+                u = units[best]
+                units[best] = _Unit(u.index, u.role, u.line, u.score + 1.5)
         return units
 
 

@@ -20,6 +20,7 @@ from ..core.chat_settings import SessionSettings, join_instructions
 from ..core.model import GraphError, Node
 from ..core.occupancy import MeasuredUsage
 from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
+from ..core.summarize import ModelSummarizer
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
 from ..providers.provider import LiteLLMProvider, Provider
@@ -28,6 +29,7 @@ from ..store.database import Store
 from ..store.repository import Repository
 from ..tools.base import ToolBox, ToolResult
 from ..tools.files import Workspace, file_tools
+from ..tools.recall import RecallTool
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
 from .chat_settings import ChatSettingsService
@@ -85,6 +87,10 @@ class ChatConfig:
     global_instructions: str = ""
     workspace: Path | None = None
     draft_interval: float = 1.0
+    # Who writes the summaries of folded history: "" the offline extractive summarizer,
+    # "session" the session's own model, or a model id (a cheaper model of the same
+    # connection, the bundled one). Each summary is made once and kept in its commit.
+    summarizer: str = ""
 
 
 @dataclass
@@ -552,6 +558,10 @@ class ChatService:
             situation=self._situation(),
             now=self.clock.now(),
             measured=measured,
+            # The bundled model cannot call `recall`: quote what it would find instead.
+            recall_fallback=self.models.bundled is not None
+            and endpoint.model == self.models.bundled.model_id,
+            summarizer=await self._summarizer_for(session_id, endpoint),
         )
         if prep.compacted:
             sink(OccupancyChanged(session_id, prep.occupancy))
@@ -895,10 +905,47 @@ class ChatService:
         # A 135M model cannot use tools; offering them only confuses it.
         return self.models.bundled is None or endpoint.model != self.models.bundled.model_id
 
+    async def _summarizer_for(self, session_id: str, endpoint: Endpoint) -> ModelSummarizer | None:
+        """The model summarizer the `summarizer` setting names (None: the engine's offline
+        one). A failed or empty model reply falls back to the offline summary."""
+        choice = self.config.summarizer.strip()
+        if not choice:
+            return None
+        target = endpoint
+        if choice != "session":
+            try:
+                target = await self.models.resolve(choice, None)
+            except ModelUnavailable:
+                log.warning("summarizer model %s is not available; summarizing offline", choice)
+                return None
+
+        async def complete(messages: list[dict[str, Any]]) -> str:
+            result = await self.provider.stream_turn(provider_stream.TurnRequest(
+                model=target.model, messages=messages, api_base=target.api_base,
+                api_key=target.api_key, max_tokens=min(2048, target.max_output),
+                session_id=session_id, phase="summary", lineage=f"{session_id}:summary",
+            ))
+            if result.error is not None:
+                raise RuntimeError(result.error.message)
+            return result.text
+
+        return ModelSummarizer(complete, self.engine.offline_summarizer())
+
+    def _recaller(self, session_id: str) -> Callable[[str, int], Awaitable[str]]:
+        """`recall` for one session: searches what its HEAD's request no longer shows."""
+
+        async def search(query: str, limit: int) -> str:
+            result = await self.engine.recall(session_id, query, now=self.clock.now(),
+                                              limit=limit)
+            return result.text()
+
+        return search
+
     def _tools(self, session_id: str, endpoint: Endpoint) -> ToolBox:
         if not self._tools_for_model(endpoint):
             return ToolBox()
         box = ToolBox(todo_tools(TodoStore(self.store, session_id)))
+        box.add(RecallTool(self._recaller(session_id)))
         if self.config.workspace is not None:
             for tool in file_tools(Workspace(self.config.workspace)):
                 box.add(tool)

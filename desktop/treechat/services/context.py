@@ -189,6 +189,7 @@ class ContextEngine:
         measured: MeasuredUsage | None = None,
         force_compact: bool = False,
         recall_fallback: bool = False,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
     ) -> TurnPrep:
         """Everything the provider needs for the next request on `head` (default: the
         session's HEAD). Raises `ContextOverflowError` when the system prompt and tools alone
@@ -196,7 +197,9 @@ class ContextEngine:
 
         `recall_fallback` is for models too small to call tools: what `recall` would find
         for the newest user message is quoted in the volatile tail, after the cached
-        prefix."""
+        prefix. `summarizer` replaces the engine's for a compaction this call makes (a
+        model summarizer for the session's model, say); whatever makes a summary, it is
+        made once, stored in the commit and never made again."""
         ordered_tools = stable_tools(tools)
         self._compositions[session_id] = (system_prompt, situation, ordered_tools)
         composition = Composition(
@@ -228,6 +231,7 @@ class ContextEngine:
                                       calibration=calibration),
                     now=now,
                     instructions="\n\n".join(t for t in (system_prompt, situation) if t),
+                    summarizer=summarizer,
                 )
                 compacted = compacted_commit.id != commit.id
                 commit = compacted_commit
@@ -510,7 +514,8 @@ class ContextEngine:
             self._commits.popitem(last=False)
 
     async def _compact(
-        self, commit: ContextCommit, request: CompactionRequest, *, now: float, instructions: str
+        self, commit: ContextCommit, request: CompactionRequest, *, now: float, instructions: str,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
     ) -> ContextCommit:
         # The one compaction loop (core.rules.compaction_loop): its planning and applying
         # steps run on a worker thread, the summaries it asks for are awaited here.
@@ -519,7 +524,7 @@ class ContextEngine:
                                instructions=instructions)
         step = await asyncio.to_thread(advance, loop)
         while not isinstance(step, LoopDone):
-            texts = [await self._summarize(run.request) for run in step.runs]
+            texts = [await self._summarize(run.request, summarizer) for run in step.runs]
             step = await asyncio.to_thread(advance, loop, texts)
         chain = list(step.commits)
         current = chain[-1] if chain else commit
@@ -529,11 +534,18 @@ class ContextEngine:
                 self._remember(c)
         return current
 
-    async def _summarize(self, request: Any) -> str:
-        summarize = self._summarizer.summarize
+    async def _summarize(
+        self, request: Any, summarizer: Summarizer | AsyncSummarizer | None = None
+    ) -> str:
+        chosen = summarizer if summarizer is not None else self._summarizer
+        summarize = chosen.summarize
         if inspect.iscoroutinefunction(summarize):
             return str(await summarize(request))
-        return str(await asyncio.to_thread(cast(Summarizer, self._summarizer).summarize, request))
+        return str(await asyncio.to_thread(cast(Summarizer, chosen).summarize, request))
+
+    def offline_summarizer(self) -> Summarizer:
+        """The deterministic extractive summarizer (what a model summarizer falls back to)."""
+        return DeterministicSummarizer(self.counter)
 
     async def _ensure(
         self, session_id: str, head: str | None, now: float

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ PASSAGES_PER_NODE = 1024
 MAX_QUERY_TERMS = 32
 MAX_TERM_CHARS = 64
 _SYNC_BATCH = 20_000
+STORE_ID_SETTING = "fulltext.store_id"
 
 # A node's display text in SQL, matching `Node.text`: a JSON string is unwrapped, a dict
 # with "text" gives that, anything else is searched as its JSON.
@@ -147,6 +149,7 @@ class FullTextIndex:
         self._con: sqlite3.Connection | None = None
         self._mark = 0
         self._mark_id = ""
+        self._checked: Repository | None = None
 
     # --- opening and rebuilding ----------------------------------------------------------
 
@@ -203,6 +206,7 @@ class FullTextIndex:
         """Drop everything and index the whole store again. Returns the nodes read."""
         self._discard()
         self._open()
+        self._belongs(repo)  # records the store it is built from
         return self._catch_up(repo, None)
 
     def close(self) -> None:
@@ -213,8 +217,22 @@ class FullTextIndex:
     # --- keeping current ---------------------------------------------------------------
 
     def _belongs(self, repo: Repository) -> bool:
-        """Whether the index was built from this store: the node at its high-water mark is
-        still there under the same id (a replaced or rewound store fails this)."""
+        """Whether the index was built from this store: the store's identity matches (kept in
+        its settings) and the node at the high-water mark is still there under the same id
+        (a replaced or rewound store fails this)."""
+        con = self._open()
+        store_id = repo.get_setting(STORE_ID_SETTING)
+        if not isinstance(store_id, str) or not store_id:
+            store_id = uuid.uuid4().hex
+            repo.set_setting(STORE_ID_SETTING, store_id)
+        row = con.execute("SELECT value FROM meta WHERE key='store'").fetchone()
+        if row is None:
+            if self._mark != 0:
+                return False
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('store', ?)", (store_id,))
+            return True
+        if row[0] != store_id:
+            return False
         if self._mark == 0:
             return True
         if repo.last_seq < self._mark:
@@ -226,9 +244,15 @@ class FullTextIndex:
         """Index the nodes appended since the last call (at most `batch` of them; all when
         None). Returns how many nodes were read. Cheap when nothing is new."""
         self._open()
-        if not self._belongs(repo):
-            return self.rebuild(repo)
-        return self._catch_up(repo, batch)
+        read = 0
+        if self._checked is not repo:
+            # Checked once per open store: a store's identity does not change under it.
+            if not self._belongs(repo):
+                read = self.rebuild(repo)
+            self._checked = repo
+        elif repo.last_seq < self._mark:
+            read = self.rebuild(repo)  # the store was rewound under us (a restored backup)
+        return read + self._catch_up(repo, batch)
 
     def _catch_up(self, repo: Repository, batch: int | None) -> int:
         con = self._open()

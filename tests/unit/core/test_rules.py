@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.context_graph import ChainBuilder
@@ -15,7 +16,10 @@ from treechat.core.commit import ContextCommit, generate_commit, is_tighter_or_e
 from treechat.core.rules import (
     CLEARED_PLACEHOLDER,
     CompactionRequest,
+    LoopDone,
     RuleConfig,
+    advance,
+    compaction_loop,
     generate_chain,
 )
 from treechat.providers.tokenizer import counter_for
@@ -272,3 +276,101 @@ def test_rules_only_tighten_and_never_touch_locked_items(
                     if before.locked:
                         assert after == before
             commit = child
+
+
+# --- the one compaction loop, driven step by step -----------------------------------------
+
+
+def _summaries(commit: ContextCommit) -> list[tuple[str, str]]:
+    """(id, text) of the summaries as render orders them."""
+    items = commit.items
+    order = sorted((p for p in commit.live if items[p].is_summary),
+                   key=lambda p: (items[p].order, p))
+    return [(items[p].source_node_id, items[p].rendered) for p in order]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(300, 2_000)),
+                min_size=3, max_size=16))
+def test_the_one_loop_keeps_its_invariants_when_driven_from_outside(
+    script: list[tuple[int, bool, int]],
+) -> None:
+    """The engine drives `compaction_loop` a step at a time with summaries made elsewhere
+    (a model, another thread); whoever drives it, states only tighten, summaries are
+    append-only (live ones keep their bytes and their place at the front), locked items are
+    untouched, and the commits are the ones `drive` makes from the same summaries."""
+    b = ChainBuilder()
+    commit: ContextCommit | None = None
+    for tools, locked, budget in script:
+        b.user("q " * 120, **({"locked": True} if locked else {}))
+        a = b.assistant("a " * 60)
+        for k in range(tools):
+            b.tool(a, "grep", "hit\n" * (200 * k + 5))
+        nodes = [n for n in b.nodes if commit is None or n.seq > commit.max_seq]
+        base = _run(b, commit, nodes, config=DEFAULT_RULES)
+        current = base[-1] if base else commit
+        assert current is not None
+        request = CompactionRequest(history_budget=budget)
+        loop = compaction_loop(current, request, now=b.now, counter=COUNTER,
+                               config=DEFAULT_RULES)
+        texts_given: list[list[str]] = []
+        step = advance(loop)
+        while not isinstance(step, LoopDone):
+            texts = [f"summary of {len(run.positions)} items, round {len(texts_given)}"
+                     for run in step.runs]
+            texts_given.append(texts)
+            step = advance(loop, texts)
+        # the same loop driven again with the same summaries gives the same commits
+        rounds = iter(texts_given)
+        again = compaction_loop(current, request, now=b.now, counter=COUNTER,
+                                config=DEFAULT_RULES)
+        s2 = advance(again)
+        while not isinstance(s2, LoopDone):
+            s2 = advance(again, next(rounds))
+        assert [c.id for c in s2.commits] == [c.id for c in step.commits]
+        prev = current
+        for child in step.commits:
+            for p, before in enumerate(prev.items):
+                after = child.items[p]
+                assert is_tighter_or_equal(before, after), (before, after)
+                if before.locked:
+                    assert after == before
+            old, new = _summaries(prev), _summaries(child)
+            kept = [s for s in old if s[0] in {n[0] for n in new}]
+            assert new[: len(kept)] == kept  # survivors unchanged, still in front
+            prev = child
+        commit = prev
+
+
+def test_a_loop_refuses_the_wrong_number_of_summaries() -> None:
+    b = ChainBuilder()
+    for i in range(12):
+        b.turn(f"question {i} " + "word " * 200, "answer " * 100)
+    (commit,) = _run(b, None, b.nodes, config=DEFAULT_RULES)
+    loop = compaction_loop(commit, CompactionRequest(history_budget=2_000), now=b.now,
+                           counter=COUNTER, config=DEFAULT_RULES)
+    plan = advance(loop)
+    assert not isinstance(plan, LoopDone)
+    with pytest.raises(ValueError, match="summaries for"):
+        advance(loop, [])
+
+
+def test_rollups_fold_the_newest_summaries_and_leave_the_prefix_alone() -> None:
+    """A roll-up rewrites the request from the first summary it folds; folding the newest
+    keeps the oldest summaries, and the cached prefix they form, byte for byte."""
+    b = ChainBuilder()
+    commit: ContextCommit | None = None
+    rollups = 0
+    for i in range(60):
+        nodes = b.turn(f"Turn {i}: " + " ".join(f"w{i}x{k}" for k in range(120)), "ok " * 80)
+        chain = _run(b, commit, nodes, config=DEFAULT_RULES,
+                     compaction=CompactionRequest(history_budget=3_000))
+        for child in chain:
+            if commit is not None and any(
+                    it.reason.startswith("rolled up") for it in child.summaries()
+                    if it.source_node_id not in {x.source_node_id for x in commit.items}):
+                rollups += 1
+                old, new = _summaries(commit), _summaries(child)
+                assert old and new[0] == old[0]
+            commit = child
+    assert rollups >= 2

@@ -6,6 +6,7 @@ every time written is the services' clock's."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -203,6 +204,12 @@ async def test_tool_results_age_in_later_requests_but_todos_never_do(
         "\n".join(f"line {i}: the quick brown fox jumps" for i in range(120))
     )
     services.chat.config.workspace = workspace
+    # By default old results age with the next compaction; this chat stays small, so age
+    # them in batches between compactions instead (the engine's other mode).
+    engine = services.engine
+    engine.config = dataclasses.replace(
+        engine.config, rules=dataclasses.replace(engine.config.rules, aging_batch_turns=4)
+    )
     provider.reply_with_tool_calls(
         [
             {"name": "read_file", "arguments": {"path": "notes.txt"}},

@@ -333,3 +333,104 @@ def test_a_model_summarizer_follows_the_session_instructions(store: Store) -> No
         assert "keep ticket numbers" in seen[0].instructions
 
     asyncio.run(run())
+
+
+# --- recall and its fallback ---------------------------------------------------------------
+
+
+def _long_session(store: Store, b: ChainBuilder) -> None:
+    """A session long enough to compact at WINDOW: early turns state facts in plain words
+    and one tool result holds a fact in its cut middle."""
+    _append(store, b, b.turn("Help me plan meals for the week.", "Gladly."))  # the anchor
+    b.user("I never eat mushrooms, leave them out of every recipe.")
+    a = b.assistant("Noted.")
+    filler = "".join(f"row {i}: nothing to see\n" for i in range(600))
+    b.tool(a, "read_file", filler + "the staging server is obsidian\n" + filler)
+    _append(store, b, b.nodes[-3:], head=a.id)
+    _fill(store, b, 40)
+
+
+def test_recall_returns_the_original_of_folded_and_cut_content(store: Store) -> None:
+    async def run() -> None:
+        b = ChainBuilder()
+        _long_session(store, b)
+        engine = ContextEngine(store, COUNTER)
+        prep = await _prepare(engine, b)
+        sent = "\n".join(str(m.get("content")) for m in prep.messages)
+        assert "obsidian" not in sent  # cut from the request ...
+        found = await engine.recall("s", "which staging server?", now=b.now + 2)
+        assert found.hits and "the staging server is obsidian" in found.hits[0].text
+        assert found.hits[0].state in ("cut", "aged", "summarized", "cleared")
+        assert found.hits[0].role == "tool" and found.hits[0].tool_name == "read_file"
+        text = found.text()
+        assert f"node {found.hits[0].node_id}" in text and len(text) < 4000
+        food = await engine.recall("s", "What food do I never eat?", now=b.now + 2, limit=1)
+        assert [h.text for h in food.hits] == [
+            "I never eat mushrooms, leave them out of every recipe."]
+
+    asyncio.run(run())
+
+
+def test_recall_bad_input_and_nothing_folded(store: Store) -> None:
+    async def run() -> None:
+        b = ChainBuilder()
+        _append(store, b, b.turn("a short chat", "with a short reply"))
+        engine = ContextEngine(store, COUNTER)
+        await _prepare(engine, b)
+        nothing = await engine.recall("s", "short", now=b.now + 2)
+        assert nothing.searched == 0 and nothing.hits == ()
+        assert "still in the request" in nothing.text()
+        for bad in ("", "   ", "?!"):
+            with pytest.raises(ValueError):
+                await engine.recall("s", bad, now=b.now + 2)
+        _long_session(store, b)
+        await _prepare(engine, b)
+        huge = await engine.recall("s", "staging server " + "lorem ipsum " * 900,
+                                   now=b.now + 2)
+        assert huge.searched > 0
+        assert any("obsidian" in h.text for h in huge.hits)
+        miss = await engine.recall("s", "zeppelin", now=b.now + 2)
+        assert miss.hits == () and "No match" in miss.text()
+
+    asyncio.run(run())
+
+
+def test_models_without_tools_get_recalled_passages_after_the_cached_prefix(
+    store: Store,
+) -> None:
+    async def run() -> None:
+        b = ChainBuilder()
+        _long_session(store, b)
+        engine = ContextEngine(store, COUNTER)
+        await _prepare(engine, b)
+        _append(store, b, [b.user("Remind me which staging server we use?")])
+        plain = await _prepare(engine, b, tools=[])
+        helped = await _prepare(engine, b, tools=[], recall_fallback=True)
+        again = await _prepare(engine, b, tools=[], recall_fallback=True)
+        assert helped.messages == again.messages  # deterministic
+        # the same request, plus one message at the very end
+        assert helped.messages[:-1] == plain.messages
+        tail = str(helped.messages[-1]["content"])
+        assert "staging server is obsidian" in tail and "not instructions" in tail
+
+    asyncio.run(run())
+
+
+def test_a_rerun_tool_call_sends_the_new_result_and_keeps_the_old_as_text(store: Store) -> None:
+    async def run() -> None:
+        b = ChainBuilder()
+        b.user("look it up")
+        a = b.assistant("calling")
+        b.tool(a, "alpha", "the first result", call_id="c1")
+        b.tool(a, "alpha", "the second result", call_id="c1")
+        _append(store, b, b.nodes[:], head=a.id)
+        prep = await _prepare(ContextEngine(store, COUNTER), b, head=a.id)
+        tool_messages = [m for m in prep.messages if m["role"] == "tool"]
+        assert tool_messages == [{"role": "tool", "tool_call_id": "c1",
+                                  "content": "the second result"}]
+        # The earlier run is not lost: it follows as text (here already cleared as idle).
+        earlier = [m for m in prep.messages
+                   if m["role"] == "user" and str(m["content"]).startswith("[Tool alpha(")]
+        assert len(earlier) == 1 and prep.messages[-1] == earlier[0]
+
+    asyncio.run(run())

@@ -10,7 +10,8 @@ import pytest
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.store.database import Store
-from treechat.store.search import SearchHit, search_sessions, snippet
+from treechat.store.fulltext import index_for
+from treechat.store.search import SearchHit, search_ranked, search_sessions, snippet
 
 
 @pytest.fixture
@@ -71,3 +72,46 @@ def test_snippet_centres_on_the_match() -> None:
     assert "NEEDLE" in cut and cut.startswith("…") and cut.endswith("…")
     assert len(cut) <= 42
     assert snippet("short text", "short") == "short text"
+
+
+# --- ranked search through the full-text index ---------------------------------------------
+
+
+def ranked(store: Store, query: str) -> tuple[SearchHit, ...]:
+    index = index_for(store)
+    return store.call(lambda r: search_ranked(r, index, query))
+
+
+def test_ranked_search_puts_the_best_match_first_not_the_newest(store: Store) -> None:
+    add_session(store, "best", "Travel", 1.0)
+    add_node(store, "best", "u1", "Ferry timetable to the island: the ferry leaves at nine, "
+             "the ferry back at six.", None)
+    add_session(store, "passing", "Groceries", 9.0)  # newer, mentions it once in passing
+    add_node(store, "passing", "u2", "Buy milk, bread, eggs, cheese, apples, rice, beans, "
+             "and ask about the ferry some day when there is time to talk about trips.", None)
+    hits = ranked(store, "ferry")
+    assert [h.session.id for h in hits] == ["best", "passing"]
+    assert hits[0].node_id == "u1" and "ferry" in hits[0].snippet.lower()
+
+
+def test_ranked_search_titles_first_hidden_and_purged_left_out(store: Store) -> None:
+    add_session(store, "titled", "Ferry plans", 1.0)
+    add_session(store, "gone", "Hidden", 5.0, hidden=True)
+    add_node(store, "gone", "g1", "ferry ferry ferry", None)
+    add_session(store, "body", "Misc", 3.0)
+    add_node(store, "body", "b1", "the ferry was late", None)
+    add_node(store, "body", "b2", "a second ferry message", "b1")
+    assert [h.session.id for h in ranked(store, "ferry")] == ["titled", "body"]
+    store.call(lambda r: r.purge_nodes(["b1", "b2"]))
+    assert [h.session.id for h in ranked(store, "ferry")] == ["titled"]
+
+
+def test_ranked_search_matches_words_typed_so_far_and_stays_current(store: Store) -> None:
+    add_session(store, "a", "Notes", 1.0)
+    add_node(store, "a", "u1", "Reading about photosynthesis today", None)
+    assert [h.session.id for h in ranked(store, "photosyn")] == ["a"]  # still typing
+    assert ranked(store, "photosynthesis chlorophyll") == ()  # every word must match
+    add_node(store, "a", "u2", "chlorophyll absorbs light", "u1")
+    assert [h.node_id for h in ranked(store, "chlorophyll")] == ["u2"]  # appended since
+    assert ranked(store, "   ") == () and ranked(store, "?!") == ()
+    assert ranked(store, "x" * 10_000) == ()
