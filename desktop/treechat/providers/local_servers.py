@@ -136,11 +136,15 @@ class LocalServers:
     ) -> None:
         self.servers = tuple(servers)
         self._timeout = timeout
-        self._on_change = on_change
+        self._listeners: list[Callable[[tuple[ServerStatus, ...]], None]] = []
+        if on_change is not None:
+            self._listeners.append(on_change)
         self._statuses: dict[ServerSpec, ServerStatus] = {}
         self._last: dict[ServerSpec, ProbeResult] = {}
         self._lock = threading.Lock()
-        self._probing: concurrent.futures.Future[tuple[ServerStatus, ...]] | None = None
+        self._probing: concurrent.futures.Future[tuple[tuple[ServerStatus, ...], bool]] | None = (
+            None
+        )
         self._task: asyncio.Task[Any] | None = None
         self.probes = 0  # how many probes have finished (a refresh counts once)
 
@@ -186,11 +190,17 @@ class LocalServers:
 
     # --- probing ------------------------------------------------------------------------
 
+    def add_listener(self, listener: Callable[[tuple[ServerStatus, ...]], None]) -> None:
+        """Call `listener(statuses)` after a probe that changed what is known, on the thread
+        (and event loop) that asked for the probe, never on the probe's own thread."""
+        self._listeners.append(listener)
+
     async def refresh(self) -> tuple[ServerStatus, ...]:
         """Probe every server now, concurrently and off the caller's thread; overlapping
         calls share one probe."""
         with self._lock:
-            if self._probing is None or self._probing.done():
+            own = self._probing is None or self._probing.done()
+            if own:
                 self._probing = concurrent.futures.Future()
                 threading.Thread(
                     target=self._probe_on_thread,
@@ -199,7 +209,12 @@ class LocalServers:
                     daemon=True,
                 ).start()
             probing = self._probing
-        return await asyncio.wrap_future(probing)
+        assert probing is not None
+        statuses, changed = await asyncio.wrap_future(probing)
+        if own and changed:
+            for listener in list(self._listeners):
+                listener(statuses)
+        return statuses
 
     def start(self, interval: float | None = DEFAULT_WATCH_INTERVAL) -> None:
         """Begin probing in the background and return at once (start-up does not wait).
@@ -223,7 +238,9 @@ class LocalServers:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _probe_on_thread(self, future: concurrent.futures.Future[tuple[ServerStatus, ...]]) -> None:
+    def _probe_on_thread(
+        self, future: concurrent.futures.Future[tuple[tuple[ServerStatus, ...], bool]]
+    ) -> None:
         try:
             statuses = asyncio.run(self._probe_all())
         except BaseException as exc:  # reported to whoever awaits the probe
@@ -231,7 +248,7 @@ class LocalServers:
         else:
             future.set_result(statuses)
 
-    async def _probe_all(self) -> tuple[ServerStatus, ...]:
+    async def _probe_all(self) -> tuple[tuple[ServerStatus, ...], bool]:
         # trust_env=False: proxies configured for the internet must not see loopback probes.
         async with httpx.AsyncClient(timeout=self._timeout, trust_env=False) as client:
             results = await asyncio.gather(*(probe_server(s, client) for s in self.servers))
@@ -250,10 +267,7 @@ class LocalServers:
                     )
             changed = self._snapshot() != before
             self.probes += 1
-        statuses = self.statuses
-        if changed and self._on_change is not None:
-            self._on_change(statuses)
-        return statuses
+        return self.statuses, changed
 
     def _snapshot(self) -> tuple[tuple[ServerSpec, str, tuple[ConnectionModel, ...]], ...]:
         return tuple((s.server, s.state, s.models) for s in self._statuses.values())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -105,6 +105,9 @@ class ConnectionService:
         self._state: dict[str, ConnectionStatus] = {}
         self._keyed: frozenset[str] = frozenset()
         self._lock = asyncio.Lock()
+        self._listeners: list[Callable[[], None]] = []
+        if detector is not None:
+            detector.add_listener(lambda _: self._changed())
         if store is not None:
             self._load(store.call(lambda r: r.get_setting(SETTINGS_CONNECTIONS, [])))
 
@@ -117,6 +120,22 @@ class ConnectionService:
                 continue
             self._saved[conn.id] = conn
             self._state[conn.id] = ConnectionStatus(conn, "unchecked")
+
+    # --- change notices ---------------------------------------------------------------
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` whenever the list of connections, their models or their states
+        change (a connection added, edited, removed or re-listed; a local server found or
+        gone). It runs on the event loop that made the change, never on a probe thread: the
+        window re-reads `ModelCatalog.groups()` then."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a listener's failure is its own, not the change's
+                log.exception("a connections listener failed")
 
     # --- reading (no I/O) -------------------------------------------------------------
 
@@ -326,6 +345,7 @@ class ConnectionService:
         self._saved.pop(conn.id, None)
         self._state.pop(conn.id, None)
         await self._persist()
+        self._changed()
         return conn
 
     def _require_saved(self, ident: str) -> Connection:
@@ -347,6 +367,7 @@ class ConnectionService:
             ConnectionStatus(conn, "unchecked")
         )
         await self._persist()
+        self._changed()
 
     async def _persist(self) -> None:
         if self.store is None:
@@ -366,11 +387,16 @@ class ConnectionService:
         """List one saved connection's models from its server, and save them."""
         async with self._lock:
             conn = self._require_saved(ident)
+            before = self._state.get(conn.id)
             status = await self._list(conn)
             self._state[conn.id] = status
             if status.state == "ready":
                 self._saved[conn.id] = status.connection
                 await self._persist()
+            if before is None or (before.state, before.connection.models, before.reason) != (
+                status.state, status.connection.models, status.reason
+            ):
+                self._changed()
             return self._status_of_saved(self._saved[conn.id])
 
     async def refresh(self, idents: Iterable[str] | None = None) -> tuple[ConnectionStatus, ...]:

@@ -164,8 +164,11 @@ async def test_a_server_that_appears_then_goes_away(tmp_path: Path) -> None:
     port = free_port()
     probe = LocalServers([ServerSpec("lmstudio", "LM Studio", f"http://127.0.0.1:{port}")])
     built = build_services(tmp_path, bundled=False, local_servers=probe, keys=memory_keys())
+    changes: list[int] = []
+    connections(built).add_listener(lambda: changes.append(1))
     try:
         assert not [g for g in await built.models.refresh() if g.connection == "lmstudio"]
+        assert changes == []
         server = FakeServer({"/v1/models": {"data": [{"id": "qwen2.5-7b-instruct"}]}},
                             port=port)
         try:
@@ -173,12 +176,14 @@ async def test_a_server_that_appears_then_goes_away(tmp_path: Path) -> None:
             assert (group.state, group.detected) == ("detected", True)
             assert group.models[0].id == "lmstudio/qwen2.5-7b-instruct"
             assert group.models[0].available
+            assert len(changes) == 1  # the window is told, and re-reads the groups
         finally:
             server.stop()
         (group,) = [g for g in await built.models.refresh() if g.connection == "lmstudio"]
         assert group.state == "unreachable"  # kept, marked, not removed
         assert [c.available for c in group.models] == [False]
         assert group.reason.startswith("nothing is listening on")
+        assert len(changes) == 2
     finally:
         await built.close()
         built.close_store()
