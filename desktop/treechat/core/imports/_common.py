@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from .model import EdgeKind, ImportedConversation, ImportedMessage, Skipped
 
 
@@ -42,7 +43,7 @@ class Draft:
             return True  # system, tool and runtime records are kept even when empty
         if self.metadata.get("hidden") or self.metadata.get("tool_calls"):
             return True
-        if self.metadata.get("attachments") or self.metadata.get("reasoning"):
+        if self.metadata.get("attachments") or self.metadata.get(REASONING_KEY):
             return True
         out = self.output
         if out is None:
@@ -478,7 +479,7 @@ def expand_segments(
             meta["tool_calls"] = calls
         thinking = "\n\n".join(s.text for s in rnd["thinking"] if s.text)
         if thinking:
-            meta["reasoning"] = thinking
+            meta[REASONING_KEY] = thinking
         text = "\n\n".join(s.text for s in rnd["text"] if s.text)
         drafts.append(
             Draft(rid, previous, "assistant", text, name=name, created_at=created_at,

@@ -13,6 +13,7 @@ import hashlib
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     assemble,
@@ -110,7 +111,7 @@ def _conversation(item: dict[str, Any]) -> tuple[ImportedConversation | None, li
         sid = "m" + _digest(parent or "", turn["role"], text, reasoning)
         meta: dict[str, Any] = imported_from(FORMAT, sid)
         if reasoning:
-            meta["reasoning"] = reasoning
+            meta[REASONING_KEY] = reasoning
         if turn["attachments"]:
             meta["attachments"] = turn["attachments"]
         if turn["role"] == "assistant":

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     assemble,
@@ -332,13 +333,13 @@ def _fold_reasoning(drafts: dict[str, Draft]) -> None:
                           if kind(d) == "reasoning_recap" and d.output)
         if not replies:
             for d in run:
-                d.metadata["reasoning"] = str(d.output or "")
+                d.metadata[REASONING_KEY] = str(d.output or "")
                 d.output = ""
             continue
         for reply in replies:
             if thoughts:
-                earlier = reply.metadata.get("reasoning")
-                reply.metadata["reasoning"] = (
+                earlier = reply.metadata.get(REASONING_KEY)
+                reply.metadata[REASONING_KEY] = (
                     f"{earlier}\n\n{thoughts}" if isinstance(earlier, str) and earlier
                     else thoughts
                 )

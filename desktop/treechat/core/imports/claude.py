@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     Segment,
@@ -181,7 +182,7 @@ def _message_drafts(
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
-        meta["reasoning"] = thinking
+        meta[REASONING_KEY] = thinking
     draft = Draft(sid, parent, role, with_attachment_lines(text, attachments),
                   created_at=created, metadata=meta)
     if "text" not in message and "content" not in message and not attachments:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     Segment,
@@ -133,6 +134,6 @@ def _drafts(key: str, parent: str | None, message: dict[str, Any]) -> list[Draft
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
-        meta["reasoning"] = thinking
+        meta[REASONING_KEY] = thinking
     return [Draft(key, parent, role, with_attachment_lines(text, attachments), name=name,
                   created_at=created, metadata=meta)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     assemble,
@@ -118,7 +119,7 @@ def _draft(sid: str, parent: str | None, response: dict[str, Any]) -> Draft:
         ]
         reasoning = "\n\n".join(t for t in traces if t.strip())
         if reasoning:
-            meta["reasoning"] = reasoning
+            meta[REASONING_KEY] = reasoning
         if response.get("error"):
             meta["error"] = str(response["error"])
     attachments = [

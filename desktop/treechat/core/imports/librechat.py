@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     Segment,
@@ -122,7 +123,7 @@ def _message_drafts(
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
-        meta["reasoning"] = thinking
+        meta[REASONING_KEY] = thinking
     return [Draft(sid, parent, role, text, name=name, created_at=created, metadata=meta)]
 
 

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from ..model import Role
+from ..reply import REASONING_KEY
 from ._common import (
     Draft,
     Segment,
@@ -167,7 +168,7 @@ def _message_drafts(
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
-        meta["reasoning"] = thinking
+        meta[REASONING_KEY] = thinking
     draft = Draft(sid, parent, role, text, name=name, created_at=created, metadata=meta)
     if "content" not in message and "output" not in message:
         draft.skip_reason = "message has no content"
