@@ -109,30 +109,35 @@ def active_path(graph: Graph, head: str | None) -> tuple[Node, ...]:
     conversation = [
         n for n in chain if not (n.role == "tool" and n.caller is not None and n.caller in on_chain)
     ]
-    tools = [t for n in conversation if n.role == "assistant" for t in graph.tool_children(n.id)]
+    calls = [n for n in conversation if n.role == "assistant"]
+    tools = [t for n in calls for t in newest_runs(graph.tool_children(n.id))]
     return hang_tool_runs(conversation, tools)
+
+
+def newest_runs(tools: Iterable[Node]) -> list[Node]:
+    """Per tool call id only the newest run, in seq order: a re-run replaces the earlier one
+    on screen (the request keeps both, the earlier one as text: see `core.render`)."""
+    latest: dict[str, Node] = {}
+    for tool in sorted(tools, key=lambda n: n.seq):
+        latest[str(tool.metadata.get("tool_call_id") or tool.id)] = tool
+    return sorted(latest.values(), key=lambda n: n.seq)
 
 
 def hang_tool_runs(
     conversation: Iterable[Node], tools: Iterable[Node], *, first_caller: str | None = None
 ) -> tuple[Node, ...]:
-    """`conversation` in order, each node followed by the tool results it called: per tool
-    call id only the newest run (a re-run replaces), in seq order. The results of
-    `first_caller`, a caller that is not in `conversation` (the head a context commit already
-    covers), come first. What the user sees and what a request sends are both this order."""
-    runs: dict[str, dict[str, Node]] = {}
+    """`conversation` in order, each node followed by the tool results it called, in seq
+    order. The results of `first_caller`, a caller that is not in `conversation` (the head a
+    context commit already covers), come first. The active path and the context engine's
+    history are both put in this order."""
+    by_caller: dict[str, list[Node]] = {}
     for tool in sorted(tools, key=lambda n: n.seq):
         if tool.caller is not None:
-            key = str(tool.metadata.get("tool_call_id") or tool.id)
-            runs.setdefault(tool.caller, {})[key] = tool
-
-    def run_of(caller: str) -> list[Node]:
-        return sorted(runs.get(caller, {}).values(), key=lambda n: n.seq)
-
-    out = run_of(first_caller) if first_caller is not None else []
+            by_caller.setdefault(tool.caller, []).append(tool)
+    out = list(by_caller.get(first_caller, ())) if first_caller is not None else []
     for node in conversation:
         out.append(node)
-        out.extend(run_of(node.id))
+        out.extend(by_caller.get(node.id, ()))
     return tuple(out)
 
 

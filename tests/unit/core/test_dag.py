@@ -89,6 +89,10 @@ def test_hang_tool_runs_puts_a_covered_callers_results_first() -> None:
     ordered = dag.hang_tool_runs(conversation, tools, first_caller="a0")
     assert [n.id for n in ordered] == ["t0", "u2", "a3", "t9"]
     assert [n.id for n in dag.hang_tool_runs(conversation, tools)] == ["u2", "a3", "t9"]
+    # Every run is kept in order for the request; only the view keeps the newest per call.
+    rerun = [*tools, node("t9b", 15, "tool", caller="a3", tool_call_id="x")]
+    assert [n.id for n in dag.hang_tool_runs(conversation, rerun)] == ["u2", "a3", "t9", "t9b"]
+    assert [n.id for n in dag.newest_runs(rerun)] == ["t0", "stray", "t9b"]
 
 
 def test_retry_is_a_sibling_and_switching_versions_runs_nothing() -> None:
