@@ -434,23 +434,3 @@ def test_a_rerun_tool_call_sends_the_new_result_and_keeps_the_old_as_text(store:
         assert len(earlier) == 1 and prep.messages[-1] == earlier[0]
 
     asyncio.run(run())
-
-
-def test_a_rerun_tool_call_sends_the_new_result_and_keeps_the_old_as_text(store: Store) -> None:
-    async def run() -> None:
-        b = ChainBuilder()
-        b.user("look it up")
-        a = b.assistant("calling")
-        b.tool(a, "alpha", "the first result", call_id="c1")
-        b.tool(a, "alpha", "the second result", call_id="c1")
-        _append(store, b, b.nodes[:], head=a.id)
-        prep = await _prepare(ContextEngine(store, COUNTER), b, head=a.id)
-        tool_messages = [m for m in prep.messages if m["role"] == "tool"]
-        assert tool_messages == [{"role": "tool", "tool_call_id": "c1",
-                                  "content": "the second result"}]
-        # The earlier run is not lost: it follows as text (here already cleared as idle).
-        earlier = [m for m in prep.messages
-                   if m["role"] == "user" and str(m["content"]).startswith("[Tool alpha(")]
-        assert len(earlier) == 1 and prep.messages[-1] == earlier[0]
-
-    asyncio.run(run())
