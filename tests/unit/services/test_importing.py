@@ -609,3 +609,29 @@ async def test_a_placeholder_names_the_image_the_zip_carries(
     assert (image["zip_member"], image["name"]) == ("file-PLOT123-sine.png",
                                                     "file-PLOT123-sine.png")
     assert image["placeholder"] is True  # the bytes wait for attachments
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", [
+    "claude-tools-thinking.json", "chatgpt-reasoning-tools.json", "deepseek-export.json",
+    "grok-prod-grok-backend.json", "aistudio-prompt.json",
+])
+async def test_read_in_pieces_or_whole_a_file_imports_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    def shape(store: Store) -> list[tuple[str, list[tuple[str, str]]]]:
+        out = []
+        for session in sorted(store.call(lambda r: r.list_sessions()), key=lambda s: s.title):
+            path = head_path(store, session.id)
+            out.append((session.title, [(n.role, n.text) for n in path]))
+        return out
+
+    with Store.open(tmp_path / "whole.duckdb") as whole:
+        expected = await import_file(whole, DATA / name)
+        want = shape(whole)
+    monkeypatch.setattr(importing, "WHOLE_FILE_BYTES", 64)
+    with Store.open(tmp_path / "pieces.duckdb") as pieces:
+        got = await import_file(pieces, DATA / name)
+        assert (got.source_format, got.sessions, got.nodes, got.branches) == (
+            expected.source_format, expected.sessions, expected.nodes, expected.branches)
+        assert shape(pieces) == want
