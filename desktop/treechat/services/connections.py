@@ -119,7 +119,7 @@ class ConnectionService:
                 log.warning("a saved connection could not be read and is ignored: %s", exc)
                 continue
             self._saved[conn.id] = conn
-            self._state[conn.id] = ConnectionStatus(conn, "unchecked")
+            self._state[conn.id] = ConnectionStatus(conn, _first_state(conn))
 
     # --- change notices ---------------------------------------------------------------
 
@@ -364,7 +364,7 @@ class ConnectionService:
         self._saved[conn.id] = conn
         previous = self._state.get(conn.id)
         self._state[conn.id] = replace(previous, connection=conn) if previous else (
-            ConnectionStatus(conn, "unchecked")
+            ConnectionStatus(conn, _first_state(conn))
         )
         await self._persist()
         self._changed()
@@ -491,6 +491,11 @@ class ConnectionService:
                 False, conn.id, name, failure.message, failure.detail or failure.message
             )
         return TestOutcome(True, conn.id, name, f"{conn.display_label} answered", reply=result.text)
+
+
+def _first_state(conn: Connection) -> ConnectionState:
+    """A server's models are unknown until listed; a hosted provider's are known."""
+    return "unchecked" if conn.kind in SERVER_KINDS else "ready"
 
 
 def bundled_connection() -> Connection:

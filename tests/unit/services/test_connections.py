@@ -26,7 +26,7 @@ from treechat.providers.local_servers import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.connections import SETTINGS_CONNECTIONS, ConnectionService
 from treechat.services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
-from treechat.services.models import ModelChoice
+from treechat.services.models import ModelCatalog, ModelChoice
 
 LAB_KEY = "sk-lab-secret-0123456789"
 
@@ -329,3 +329,18 @@ async def test_model_lists_go_through_the_provider(tmp_path: Path) -> None:
     assert fake.listed == [("lab", None)]
     down = await service.add("openai-compatible", "other", base_url="http://127.0.0.1:9/v1")
     assert down.state == "unchecked" and "nothing is listening" in down.reason
+
+
+@pytest.mark.asyncio
+async def test_a_second_key_for_a_hosted_provider_is_a_connection_of_its_own() -> None:
+    keys = memory_keys()
+    service = ConnectionService(None, keys)
+    status = await service.add("hosted", "work", provider="openai", api_key="sk-work-0123456789")
+    assert status.state == "ready" and status.connection.key_account == "connection:work"
+    catalog = ModelCatalog(keys=keys, connections=service)
+    endpoint = await catalog.resolve("work/gpt-4o")
+    assert (endpoint.model, endpoint.label, endpoint.api_base) == (
+        "openai/gpt-4o", "work · GPT-4o", None
+    )
+    assert endpoint.api_key == "sk-work-0123456789" and not endpoint.window_estimated
+    assert keys.get_key("openai") is None  # the provider's own entry is untouched
