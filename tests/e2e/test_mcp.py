@@ -228,3 +228,19 @@ def test_killing_the_app_leaves_no_server_running(
             app.wait(10)
         if app.stderr is not None:
             app.stderr.close()
+
+
+
+@pytest.mark.asyncio
+async def test_a_protected_tool_joins_the_rules_protected_set(services: Services) -> None:
+    """The rules never age a protected tool (tests/unit/core/test_rules.py); marking an MCP
+    tool protected puts its public name in the engine's set, and unmarking takes it out."""
+    assert services.mcp is not None
+    await services.mcp.add(stdio_config("alpha", "a", policy="allow"))
+    await services.mcp.start("alpha")
+    await services.mcp.set_protected("alpha", "lines", True)
+    protected = services.engine.config.rules.protected_tools
+    assert "alpha__lines" in protected and "todo_list" in protected
+    assert "alpha__more_lines" not in protected
+    await services.mcp.set_protected("alpha", "lines", False)
+    assert "alpha__lines" not in services.engine.config.rules.protected_tools

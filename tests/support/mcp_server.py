@@ -46,6 +46,14 @@ def build(name: str, secret: str) -> MCPServer:
     def add(a: int, b: int) -> str:
         return str(a + b)
 
+    @server.tool(description="Count lines.")
+    def lines(count: int) -> str:
+        return "\n".join(f"{name} line {i}" for i in range(1, count + 1))
+
+    @server.tool(description="Count more lines.")
+    def more_lines(count: int) -> str:
+        return "\n".join(f"{name} more {i}" for i in range(1, count + 1))
+
     @server.prompt(description="Ask for a review of a topic.")
     def review(topic: str) -> str:
         return f"Please review {topic} carefully ({name})."

@@ -29,7 +29,9 @@ def runtime() -> Iterator[McpRuntime]:
 async def test_a_stdio_server_lists_and_answers(runtime: McpRuntime) -> None:
     state = await runtime.start(stdio_config("alpha", "alpha-knows-7741"))
     assert state.status == "ready", state.error
-    assert [t.name for t in state.tools] == ["add", "explode", "secret_value", "slow", "whoami"]
+    assert [t.name for t in state.tools] == [
+        "add", "explode", "lines", "more_lines", "secret_value", "slow", "whoami"
+    ]
     assert all(t.problem is None for t in state.tools)
     assert state.started_ms is not None and state.started_ms > 0
     assert "alpha starting" in state.stderr_tail
