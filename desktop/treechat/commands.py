@@ -108,6 +108,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(
                 f"\rimporting {progress.done}/{progress.total}", end="", file=sys.stderr, flush=True
             )
+        elif live and progress.bytes_total:  # a large file, read as it is written
+            share = 100 * progress.bytes_done // progress.bytes_total
+            print(f"\rimporting {progress.done} ({share}% of the file)", end="", file=sys.stderr,
+                  flush=True)
 
     with open_store(args) as store:
         try:
@@ -128,6 +132,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                     "nodes": summary.nodes,
                     "branches": summary.branches,
                     "session_ids": list(summary.session_ids),
+                    "kept_head": list(summary.kept_head),
+                    "notes": list(summary.notes),
                     "skipped": [
                         {
                             "conversation": s.conversation,
@@ -154,6 +160,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"Nothing new: {_count(summary.conversations, 'conversation')} in this {name} "
             "export, all imported before."
         )
+    for note in summary.notes:
+        print(note)
     if summary.skipped:
         print(f"Skipped {len(summary.skipped)}:")
         for s in summary.skipped:
@@ -250,6 +258,7 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
+    from .providers.connections import display_name
     from .store.usage import ledger
 
     with open_store(args) as store:
@@ -285,7 +294,8 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     for r in rows:
         cost = f"${r.cost_usd:.4f}" + ("*" if r.unpriced_requests else "")
         print(
-            f"{r.model:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
+            f"{display_name(r.model):<36} {r.requests:>8} {r.input_tokens:>10,} "
+            f"{r.cache_read:>10,} "
             f"{r.cache_write:>11,} {r.output_tokens:>9,} {cost:>11}"
         )
     if any(r.unpriced_requests for r in rows):

@@ -635,3 +635,26 @@ async def test_read_in_pieces_or_whole_a_file_imports_the_same(
         assert (got.source_format, got.sessions, got.nodes, got.branches) == (
             expected.source_format, expected.sessions, expected.nodes, expected.branches)
         assert shape(pieces) == want
+
+
+def test_the_cli_says_where_new_messages_went(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = str(tmp_path / "data")
+    document = {"format": "treechat", "version": 1, "session": {
+        "id": "s1", "title": "Mine", "head": "n1", "model": "", "created_at": 1.0,
+        "updated_at": 1.0}, "nodes": [{"id": "n1", "seq": 1, "created_at": 1.0,
+                                       "session_id": "s1", "role": "user", "output": "hi"}]}
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert cli.main(["--data-dir", data_dir, "import", str(path)]) == 0
+    capsys.readouterr()
+    document["nodes"].append({"id": "n2", "seq": 2, "created_at": 2.0, "session_id": "s1",
+                              "role": "assistant", "output": "injected", "predecessor": "n1"})
+    document["session"]["head"] = "n2"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert cli.main(["--data-dir", data_dir, "import", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "“Mine” is already here: what the file adds is in a new chat, “Mine (imported)”." in out
+    assert cli.main(["--data-dir", data_dir, "import", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []  # nothing new the second time
