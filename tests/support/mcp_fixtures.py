@@ -32,13 +32,15 @@ def stdio_config(name: str = "alpha", secret: str = "no-secret", *extra: str,
 class HttpServer:
     process: subprocess.Popen[str]
     port: int
+    sse: bool = False
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}/{'sse' if self.sse else 'mcp'}"
 
     def config(self, name: str, **changes: Any) -> ServerConfig:
-        return ServerConfig(name=name, transport="http", url=self.url, **changes)
+        transport = "sse" if self.sse else "http"
+        return ServerConfig(name=name, transport=transport, url=self.url, **changes)
 
     def kill(self) -> None:
         self.process.kill()
@@ -46,10 +48,13 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(name: str = "beta", secret: str = "no-secret") -> Iterator[HttpServer]:
-    """A streamable HTTP server on 127.0.0.1 (a port of its own choosing)."""
+def http_server(
+    name: str = "beta", secret: str = "no-secret", *, sse: bool = False
+) -> Iterator[HttpServer]:
+    """A streamable HTTP (or SSE) server on 127.0.0.1 (a port of its own choosing)."""
     process = subprocess.Popen(
-        [sys.executable, str(SERVER_SCRIPT), "--name", name, "--secret", secret, "--http"],
+        [sys.executable, str(SERVER_SCRIPT), "--name", name, "--secret", secret,
+         "--sse" if sse else "--http"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -59,7 +64,7 @@ def http_server(name: str = "beta", secret: str = "no-secret") -> Iterator[HttpS
         line = process.stdout.readline()
         if not line:
             raise RuntimeError(f"the HTTP MCP server exited with {process.wait(10)}")
-        yield HttpServer(process, int(json.loads(line)["port"]))
+        yield HttpServer(process, int(json.loads(line)["port"]), sse)
     finally:
         if process.poll() is None:
             process.kill()

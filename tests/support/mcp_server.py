@@ -3,6 +3,7 @@ calls what mcp 1 called FastMCP). Run as a script:
 
     python mcp_server.py --name alpha --secret S                 # stdio
     python mcp_server.py --name beta --secret S --http           # streamable HTTP, 127.0.0.1
+    python mcp_server.py --name gamma --secret S --sse           # SSE (older servers)
 
 Over HTTP it binds a random port itself and prints one line, `{"port": N}`, when it listens.
 `--garbage` prints lines that are not JSON-RPC on stdout before serving; `--pid-file F` writes
@@ -70,6 +71,7 @@ def main() -> int:
     parser.add_argument("--name", default="alpha")
     parser.add_argument("--secret", default="no-secret")
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--sse", action="store_true", help="the older SSE transport, on /sse")
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--pid-file")
     args = parser.parse_args()
@@ -80,7 +82,7 @@ def main() -> int:
     if args.garbage:
         sys.stdout.write("hello, this is not JSON-RPC\n{\"half\": \n")
         sys.stdout.flush()
-    if not args.http:
+    if not (args.http or args.sse):
         server.run("stdio")
         return 0
     import anyio
@@ -90,7 +92,7 @@ def main() -> int:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    app = server.streamable_http_app()
+    app = server.sse_app() if args.sse else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uv = uvicorn.Server(config)
     print(json.dumps({"port": port}), flush=True)

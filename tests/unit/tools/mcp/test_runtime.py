@@ -158,3 +158,11 @@ async def test_an_http_server_that_is_not_there_fails_to_start(runtime: McpRunti
     config = ServerConfig("nobody", "http", url="http://127.0.0.1:9/mcp", start_timeout=20)
     state = await runtime.start(config)
     assert state.status == "failed" and "Connect" in state.error
+
+
+@pytest.mark.asyncio
+async def test_an_older_sse_server_answers(runtime: McpRuntime) -> None:
+    with http_server("gamma", "gamma-knows-4", sse=True) as server:
+        state = await runtime.start(server.config("gamma"))
+        assert state.status == "ready", state.error
+        assert (await runtime.call_tool("gamma", "secret_value", {})).text == "gamma-knows-4"
