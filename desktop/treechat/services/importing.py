@@ -491,7 +491,15 @@ async def import_file(
     ahead: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(next_part))
     try:
         while not cancelled:
-            item = await ahead
+            try:
+                item = await ahead
+            except ImportFileError as exc:
+                if not done:
+                    raise
+                # A later piece (another file of a split export) is unusable: what came
+                # before is written and stays; the summary says why the rest is not there.
+                skipped.append(Skipped(f"{exc} The rest of the file was not imported.", ""))
+                break
             if item is end:
                 break
             part, streamed = item

@@ -658,3 +658,18 @@ def test_the_cli_says_where_new_messages_went(
     assert "“Mine” is already here: what the file adds is in a new chat, “Mine (imported)”." in out
     assert cli.main(["--data-dir", data_dir, "import", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["notes"] == []  # nothing new the second time
+
+
+@pytest.mark.asyncio
+async def test_a_damaged_second_file_of_a_split_export_keeps_the_first(
+    store: Store, tmp_path: Path
+) -> None:
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(DATA / "chatgpt-split" / "conversations-000.json", "conversations-000.json")
+        zf.writestr("conversations-001.json", b'[{"title": "cut sh')
+    summary = await import_file(store, archive)
+    assert (summary.sessions, summary.nodes) == (1, 2)
+    (skip,) = summary.skipped
+    assert "conversations-001.json is not valid JSON" in skip.reason
+    assert "The rest of the file was not imported." in skip.reason
