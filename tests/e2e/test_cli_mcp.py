@@ -101,3 +101,56 @@ async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer() -> None
         os.close(leader)
         assert "alpha › secret_value wants to run with" in shown.getvalue()
         assert '"k": 1' in shown.getvalue()
+
+
+KEYRING_CHILD = """
+import json, os, subprocess, sys
+import keyring
+data = sys.argv[1]
+cli = [sys.executable, "-m", "treechat.cli", "--data-dir", data, "mcp"]
+subprocess.run([*cli, "add", "web", "--url", "http://127.0.0.1:1/mcp",
+                "--header", "Authorization=Bearer mcp-secret-991"], check=True)
+listed = subprocess.run([*cli, "list", "--json"], check=True, capture_output=True, text=True)
+stored = keyring.get_password("treechat", "mcp:web")
+subprocess.run([*cli, "remove", "web"], check=True)
+print(json.dumps({"listed": json.loads(listed.stdout), "stored": stored,
+                  "after_remove": keyring.get_password("treechat", "mcp:web"),
+                  "backend": type(keyring.get_keyring()).__module__}))
+"""
+
+
+@pytest.mark.keyring
+def test_headers_go_to_the_real_keyring_and_never_to_the_store(tmp_path: Path) -> None:
+    import shutil
+
+    for tool in ("dbus-run-session", "gnome-keyring-daemon"):
+        assert shutil.which(tool), f"{tool} is required (apt-get install dbus gnome-keyring)"
+    child = tmp_path / "child.py"
+    child.write_text(KEYRING_CHILD)
+    data = tmp_path / "store"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),  # the test keyring lives here, never in the user's keychain
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    (tmp_path / "run").mkdir(mode=0o700)
+    script = (
+        "printf 'treechat-test' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; "
+        f'exec "{sys.executable}" "{child}" "{data}"'
+    )
+    done = subprocess.run(
+        ["dbus-run-session", "--", "sh", "-c", script],
+        check=False, capture_output=True, text=True, timeout=180, env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["backend"] == "keyring.backends.SecretService"
+    assert json.loads(report["stored"])["headers"] == {"Authorization": "Bearer mcp-secret-991"}
+    assert report["listed"][0]["header_names"] == ["Authorization"]
+    assert "mcp-secret-991" not in json.dumps(report["listed"])
+    assert report["after_remove"] is None
+    for path in data.rglob("*"):
+        if path.is_file():
+            assert b"mcp-secret-991" not in path.read_bytes(), path
