@@ -586,6 +586,7 @@ class ChatService:
                 sink(TextDelta(session_id, event.text))
             elif isinstance(event, provider_stream.ReasoningDelta):
                 reasoning.append(event.text)
+                draft.add_reasoning(event.text)
                 sink(ReasoningDelta(session_id, event.text))
             elif isinstance(event, provider_stream.ToolCall):
                 args = event.parsed_arguments()

@@ -7,6 +7,7 @@ import asyncio
 import math
 from typing import Any
 
+from ..core.reply import with_reasoning
 from ..store.database import Store
 from ..store.repository import Draft
 from .clock import SYSTEM_CLOCK, Clock
@@ -40,7 +41,9 @@ class DraftWriter:
         self.metadata = dict(metadata or {})
         self.started_at = clock.now()
         self._parts: list[str] = []
+        self._reasoning: list[str] = []
         self._flushed_len = -1
+        self._flushed_reasoning = 0
         self._last_flush = -math.inf
         self._pending: asyncio.Future[None] | None = None
 
@@ -53,8 +56,21 @@ class DraftWriter:
         recoverable (interrupted, empty) reply."""
         await self.flush()
 
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
+
+    def add_reasoning(self, delta: str) -> None:
+        """Reasoning streamed beside the reply: written with the draft (in its metadata,
+        apart from the text), so a crash recovers it as the reply's reasoning."""
+        self._reasoning.append(delta)
+        self._schedule()
+
     def add(self, delta: str) -> None:
         self._parts.append(delta)
+        self._schedule()
+
+    def _schedule(self) -> None:
         now = self.clock.monotonic()
         if now - self._last_flush >= self.interval and (
             self._pending is None or self._pending.done()
@@ -64,7 +80,8 @@ class DraftWriter:
 
     async def flush(self) -> None:
         text = self.text
-        if len(text) == self._flushed_len:
+        reasoning = len(self._reasoning)
+        if len(text) == self._flushed_len and reasoning == self._flushed_reasoning:
             return
         draft = Draft(
             id=self.draft_id,
@@ -74,10 +91,11 @@ class DraftWriter:
             text=text,
             started_at=self.started_at,
             updated_at=self.clock.now(),
-            metadata=self.metadata,
+            metadata=with_reasoning(self.metadata, self.reasoning),
         )
         await self.store.run(lambda r: r.write_draft(draft))
         self._flushed_len = len(text)
+        self._flushed_reasoning = reasoning
 
     async def settle(self) -> None:
         """Wait for an in-flight flush so the draft row is not rewritten after promotion."""

@@ -87,3 +87,21 @@ async def test_what_was_flushed_survives_as_an_interrupted_reply(store: Store) -
     (session,) = store.call(lambda r: r.list_sessions())
     assert session.head == reply.id and session.updated_at == clock.now()
     assert store.call(lambda r: r.drafts()) == ()
+
+
+@pytest.mark.asyncio
+async def test_streamed_reasoning_survives_a_crash_apart_from_the_answer(store: Store) -> None:
+    from treechat.core.reply import reasoning_of
+
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    draft.add_reasoning("First, the units. ")  # reasoning alone reaches the store too
+    await draft.settle()
+    clock.advance(1)
+    draft.add_reasoning("Then the sum.")
+    draft.add("The answer is")
+    await draft.settle()
+    (reply,) = recover_drafts(store, clock=clock, make_id=lambda: "recovered")
+    assert reply.output == "The answer is" and reply.interrupted
+    assert reasoning_of(reply) == "First, the units. Then the sum."
