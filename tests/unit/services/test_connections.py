@@ -26,6 +26,7 @@ from treechat.providers.local_servers import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.connections import SETTINGS_CONNECTIONS, ConnectionService
 from treechat.services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
+from treechat.services.exporting import export_session
 from treechat.services.models import ModelCatalog, ModelChoice
 
 LAB_KEY = "sk-lab-secret-0123456789"
@@ -101,6 +102,8 @@ async def test_an_openai_compatible_server_without_a_key(services: Services) -> 
         assert finished.occupancy.window == 32_768  # the server's window, not a guess
         session = await services.chat.sessions.view(node.session_id)
         assert session.session.model == "lab/lab-model"  # the chat remembers its model
+        markdown = await export_session(services.store, node.session_id, "md")
+        assert "Assistant (Lab · lab-model)" in markdown  # the same name in an export
     finally:
         lab.stop()
 

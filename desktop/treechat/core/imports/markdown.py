@@ -129,7 +129,9 @@ def _label(node: Node) -> str:
     if node.role == "user":
         return "User"
     if node.role == "assistant":
-        return f"Assistant ({node.name})" if node.name else "Assistant"
+        # The model's one display name, recorded with the reply ("Ollama · llama3.2:3b").
+        shown = node.metadata.get("model_label") or node.name
+        return f"Assistant ({shown})" if shown else "Assistant"
     if node.role == "tool":
         return f"Tool `{node.name}`" if node.name else "Tool"
     if node.role == "system":
