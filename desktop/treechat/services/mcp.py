@@ -13,6 +13,7 @@ import asyncio
 import enum
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,15 @@ class ResourceText:
     label: str
     text: str
 
+    def as_message_block(self) -> str:
+        """The resource as it goes into a message: named, and fenced as quoted material."""
+        longest = max((len(run) for run in re.findall(r"`+", self.text)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return (
+            f"[Resource {self.label} ({self.uri}), quoted from the {self.server} MCP server]\n"
+            f"{fence}\n{self.text.rstrip()}\n{fence}"
+        )
+
 
 @dataclass
 class _Chat:
@@ -139,7 +149,7 @@ class McpTool:
         return self._parameters
 
     async def call(self, args: Mapping[str, Any]) -> ToolResult:
-        meta = {"mcp": {"server": self.server, "tool": self.tool}}
+        meta: dict[str, dict[str, Any]] = {"mcp": {"server": self.server, "tool": self.tool}}
         decision = await self._service.authorize(
             ApprovalRequest(
                 self._session_id, self.server, self.tool, self._name, dict(args),
@@ -156,6 +166,9 @@ class McpTool:
             outcome = await self._service.call(self.server, self.tool, args)
         except McpCallError as exc:
             return ToolResult(False, f"{self._name}: {exc}", meta)
+        if outcome.media:
+            # Named on the node until messages carry attachments; the text says so too.
+            meta["mcp"]["media"] = [{"mime_type": m, "bytes": n} for m, n in outcome.media]
         return ToolResult(outcome.ok, outcome.text, meta)
 
 

@@ -284,6 +284,9 @@ async def test_prompts_are_slash_commands_and_resources_attachable(
     assert (server, info.uri) == ("alpha", "note://readme")
     resource = await service.read_resource("alpha", "note://readme")
     assert resource.text == "The alpha server's readme." and resource.label == "alpha: readme"
+    block = resource.as_message_block()
+    assert block.startswith("[Resource alpha: readme (note://readme)")
+    assert "```\nThe alpha server's readme.\n```" in block
 
 
 @pytest.mark.asyncio

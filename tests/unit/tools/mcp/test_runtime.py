@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.support.mcp_fixtures import http_server, stdio_config
@@ -166,3 +167,20 @@ async def test_an_older_sse_server_answers(runtime: McpRuntime) -> None:
         state = await runtime.start(server.config("gamma"))
         assert state.status == "ready", state.error
         assert (await runtime.call_tool("gamma", "secret_value", {})).text == "gamma-knows-4"
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_never_answers_the_handshake_fails_and_is_stopped(
+    runtime: McpRuntime, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+        "time.sleep(120)"
+    )
+    config = ServerConfig("mute", "stdio", command=sys.executable, args=("-c", script),
+                          start_timeout=3)
+    state = await runtime.start(config)
+    assert state.status == "failed"
+    assert "did not finish starting within 3 s" in state.error
+    assert gone(int(pid_file.read_text()), within=15)
