@@ -20,10 +20,13 @@ from .context import ContextEngine
 from .mcp import McpService
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
+from .search import SearchService
 
 SETTINGS_DEFAULT_MODEL = "default_model"
 SETTINGS_WORKSPACE = "workspace"
 SETTINGS_INSTRUCTIONS = "global_instructions"
+# Who summarizes folded history: "" offline, "session" the session's model, or a model id.
+SETTINGS_SUMMARIZER = "context.summarizer"
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Services:
     clock: Clock = SYSTEM_CLOCK
     connections: ConnectionService | None = None
     mcp: McpService | None = None
+    search: SearchService | None = None  # the session list's ranked search
 
     async def close(self) -> None:
         await self.chat.close()
@@ -71,7 +75,8 @@ def build_services(
     settings: dict[str, Any] = store.call(
         lambda r: {
             k: r.get_setting(k)
-            for k in (SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, SETTINGS_INSTRUCTIONS)
+            for k in (SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, SETTINGS_INSTRUCTIONS,
+                      SETTINGS_SUMMARIZER)
         }
     )
     keys = keys or KeyStore()
@@ -93,6 +98,7 @@ def build_services(
     config = ChatConfig(
         workspace=Path(workspace) if workspace else None,
         global_instructions=settings.get(SETTINGS_INSTRUCTIONS) or "",
+        summarizer=str(settings.get(SETTINGS_SUMMARIZER) or ""),
     )
     built_in_protected = engine.config.rules.protected_tools
 
@@ -105,4 +111,5 @@ def build_services(
     chat = ChatService(
         store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
     )
-    return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp)
+    return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp,
+                    search=SearchService(store))
