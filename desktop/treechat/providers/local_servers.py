@@ -15,12 +15,13 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
 
+from ..core.clock import Clock
 from .connections import (
     Connection,
     ConnectionModel,
@@ -133,8 +134,14 @@ class LocalServers:
         *,
         timeout: httpx.Timeout = PROBE_TIMEOUT,
         on_change: Callable[[tuple[ServerStatus, ...]], None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.servers = tuple(servers)
+        # Without a clock, the system's: probe times and the watch interval are real time.
+        self._now: Callable[[], float] = clock.now if clock is not None else time.time
+        self._sleep: Callable[[float], Awaitable[None]] = (
+            clock.sleep if clock is not None else asyncio.sleep
+        )
         self._timeout = timeout
         self._listeners: list[Callable[[tuple[ServerStatus, ...]], None]] = []
         if on_change is not None:
@@ -229,7 +236,7 @@ class LocalServers:
     async def watch(self, interval: float = DEFAULT_WATCH_INTERVAL) -> None:
         while True:
             await self.refresh()
-            await asyncio.sleep(interval)
+            await self._sleep(interval)
 
     async def close(self) -> None:
         task, self._task = self._task, None
@@ -251,7 +258,8 @@ class LocalServers:
     async def _probe_all(self) -> tuple[tuple[ServerStatus, ...], bool]:
         # trust_env=False: proxies configured for the internet must not see loopback probes.
         async with httpx.AsyncClient(timeout=self._timeout, trust_env=False) as client:
-            results = await asyncio.gather(*(probe_server(s, client) for s in self.servers))
+            probes = (probe_server(s, client, self._now) for s in self.servers)
+            results = await asyncio.gather(*probes)
         with self._lock:
             before = self._snapshot()
             for result in results:

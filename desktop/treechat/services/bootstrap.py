@@ -80,7 +80,7 @@ def build_services(
         }
     )
     keys = keys or KeyStore()
-    servers = local_servers or (LocalServers() if detect_local_servers else None)
+    servers = local_servers or (LocalServers(clock=clock) if detect_local_servers else None)
     provider = provider or LiteLLMProvider()
     connections = ConnectionService(
         store, keys, detector=servers, provider=provider, bundled=bundled, clock=clock

@@ -7,12 +7,13 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
+from tests.support.clock import FakeClock
 
 from treechat.providers.connections import ConnectionModel, ConnectionProblem
 from treechat.providers.local_servers import (
@@ -247,20 +248,33 @@ async def test_a_server_that_goes_away_is_marked_unreachable_not_removed(
     assert len(changes) == 2
 
 
+async def until(condition: Callable[[], bool], limit: float = 30.0) -> None:
+    """Wait (on real I/O: the probe's thread and sockets) until `condition` holds."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + limit
+    while not condition():
+        assert loop.time() < give_up, "the condition never held"
+        await asyncio.sleep(0.01)
+
+
 @pytest.mark.asyncio
-async def test_a_server_that_comes_back_is_noticed_by_watch() -> None:
+async def test_a_server_that_comes_back_is_noticed_by_watch_after_its_interval() -> None:
     port = free_port()
     spec = ServerSpec("lmstudio", "LM Studio", f"http://127.0.0.1:{port}")
-    servers = LocalServers([spec])
-    servers.start(interval=0.05)
-    while not servers.checked:
-        await asyncio.sleep(0.01)
+    clock = FakeClock()
+    servers = LocalServers([spec], clock=clock)
+    servers.start(interval=30)
+    await until(lambda: servers.checked and clock.sleepers == 1)
     assert servers.statuses == ()
     server = FakeServer({"/v1/models": LMSTUDIO_MODELS}, port=port)
     try:
-        while not servers.models:
-            await asyncio.sleep(0.02)
+        clock.advance(29)  # not yet: the watch waits out its whole interval
+        await clock.settle()
+        assert servers.probes == 1 and clock.sleepers == 1
+        clock.advance(1)
+        await until(lambda: servers.probes == 2)
         assert [m.name for _, m in servers.models] == ["qwen2.5-7b-instruct"]
+        assert servers.statuses[0].checked_at == clock.now()
     finally:
         await servers.close()
         server.stop()
