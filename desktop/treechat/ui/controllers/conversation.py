@@ -96,9 +96,9 @@ class ConversationController(QObject):
         return self.tasks.spawn(coro, name)
 
     def _task_failed(self, exc: BaseException) -> None:
-        self.parts.banner.show_error(
-            TurnError("internal", f"Something went wrong: {exc}", action="")
-        )
+        # A refresh behind the scenes (the Context tab, the ring, the graph) is not the turn:
+        # its failure is logged and said in the status line, never as a failed reply.
+        self.parts.status(f"Something went wrong in the background: {exc} (details in the log)")
 
     # --- start-up and shutdown -----------------------------------------------------
 

@@ -23,6 +23,7 @@ from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
 from ..sessions.roles import SESSION_ID_ROLE
+from .turns import is_pending
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -203,6 +204,8 @@ class HistoryPanels(QObject):
     def refresh_timeline(self) -> None:
         view = self.view
         head = view.head if view is not None else None
+        if head is not None and is_pending(head):
+            return  # the message is not stored yet; the tab catches up when it is
         if view is None or head is None:
             self.timeline.set_commit(None)
             self.timeline.set_history(())

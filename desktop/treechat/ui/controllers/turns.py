@@ -34,6 +34,13 @@ log = logging.getLogger(__name__)
 AttachmentSource = Callable[[str], Sequence[Attachment]]
 EventSink = Callable[[TurnEvent], None]
 
+PENDING_PREFIX = "pending-"
+
+
+def is_pending(node_id: str) -> bool:
+    """A message the chat shows before the store has it: never an id to look up."""
+    return node_id.startswith(PENDING_PREFIX)
+
 
 def extend_view(view: SessionView, nodes: Sequence[Node], head: str | None) -> SessionView:
     """The view after `nodes` were written and HEAD moved, without asking the store."""
@@ -138,7 +145,7 @@ class TurnController:
         c = self._c
         last_seq = max((n.seq for n in view.graph), default=0)
         provisional = Node(
-            id=f"pending-{view.session.id}", seq=last_seq + 1, created_at=c.clock.now(),
+            id=f"{PENDING_PREFIX}{view.session.id}", seq=last_seq + 1, created_at=c.clock.now(),
             session_id=view.session.id, role="user", output=text.strip(),
             predecessor=view.head,
         )
