@@ -23,7 +23,7 @@ from tests.support.mcp_fixtures import http_server, stdio_config
 from tests.support.processes import gone
 
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import NodeAdded, TurnEvent, TurnFinished
+from treechat.services.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
 from treechat.services.mcp import ApprovalRequest, Decision
 from treechat.services.models import ModelChoice
 
@@ -130,8 +130,14 @@ async def test_a_server_killed_mid_call_fails_the_call_and_the_turn_goes_on(
     loopback.queue(Reply(text="The server went away."))
     session = await services.chat.sessions.create()
     loop = asyncio.get_running_loop()
-    loop.call_later(2.0, os.kill, pid, signal.SIGKILL)
-    events = Events()
+
+    class KillDuringTheCall(Events):
+        def __call__(self, event: TurnEvent) -> None:
+            super().__call__(event)
+            if isinstance(event, ToolCallStarted):  # the call runs right after this
+                loop.call_later(1.5, os.kill, pid, signal.SIGKILL)
+
+    events = KillDuringTheCall()
     node = await asyncio.wait_for(
         services.chat.send(session.id, "wait a minute", on_event=events), 90
     )
