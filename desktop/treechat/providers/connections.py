@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -78,13 +79,15 @@ HOSTED_MODELS: Mapping[str, tuple[tuple[str, str], ...]] = {
 LEGACY_PREFIXES: Mapping[str, str] = {"ollama_chat": "ollama"}
 
 MAX_MODELS = 20_000
-"""Entries kept from one model list; a server that lists more is cut, with a note."""
+"""Entries kept from one model list; a server that lists more is cut (and the log says so)."""
 
 SHOW_LIMIT = 64
 """Ollama models whose window is asked of `/api/show`; the rest get the fallback window."""
 
 SHOW_CONCURRENCY = 8
 LIST_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+
+log = logging.getLogger(__name__)
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 
@@ -255,6 +258,12 @@ def parse_base_url(url: str) -> str:
         raise ConnectionProblem(f"{url!r} has no host name")
     if parts.query or parts.fragment:
         raise ConnectionProblem(f"{url!r} must not carry a query or a fragment")
+    if parts.username or parts.password:
+        # The store is not where secrets go: a key belongs in the keychain.
+        raise ConnectionProblem(
+            "the address must not carry a user name or password; give the key with "
+            "--key-from-env (it is kept in the system keychain)"
+        )
     try:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError as exc:
@@ -415,6 +424,8 @@ def _openai_list(body: Any, where: str) -> list[Mapping[str, Any]]:
     entries = body.get("data") if isinstance(body, Mapping) else None
     if not isinstance(entries, list):
         raise ConnectionProblem(f"{where} answered, but not with a model list ('data' is missing)")
+    if len(entries) > MAX_MODELS:
+        log.warning("%s lists %d models; the first %d are kept", where, len(entries), MAX_MODELS)
     return [e for e in entries[:MAX_MODELS] if isinstance(e, Mapping)]
 
 

@@ -454,6 +454,10 @@ class ConnectionService:
         conn = self.find(ident)
         if conn is None:
             raise ConnectionProblem(f"no connection is named {ident!r}")
+        if conn.kind == "bundled":
+            raise ConnectionProblem(
+                "the bundled model starts on demand; `treechat --smoke` runs a turn on it"
+            )
         if conn.id in self._saved and conn.kind in SERVER_KINDS:
             status = await self.refresh_one(conn.id)
             conn = status.connection

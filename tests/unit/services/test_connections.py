@@ -232,6 +232,8 @@ async def test_an_address_that_is_not_http_is_refused_and_nothing_is_saved(
     for url in ("ftp://127.0.0.1:21", "127.0.0.1:8000", "file:///etc/passwd", "http://"):
         with pytest.raises(ConnectionProblem, match="http"):
             await service.add("openai-compatible", "lab", base_url=url)
+    with pytest.raises(ConnectionProblem, match="keychain"):
+        await service.add("openai-compatible", "lab", base_url="http://me:sk-secret@127.0.0.1:1")
     with pytest.raises(ConnectionProblem, match="cannot name a connection"):
         await service.add("openai-compatible", "a/b", base_url="http://127.0.0.1:1")
     with pytest.raises(ConnectionProblem, match="unknown kind"):
