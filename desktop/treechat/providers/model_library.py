@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import paths
+from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -172,13 +173,16 @@ class ModelLibrary:
         endpoint: str | None = None,
         token: str | bool | None = None,
         free_space: Callable[[Path], int] | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.models_dir = models_dir
+        # Without a clock, the system's: when a model was added, and download speed.
+        self._now: Callable[[], float] = clock.now if clock is not None else time.time
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
         self._token = token
         self._free_space = free_space or (lambda path: shutil.disk_usage(path).free)
-        self._monotonic = monotonic
+        self._monotonic = monotonic or (clock.monotonic if clock is not None else time.monotonic)
 
     # --- the hub -----------------------------------------------------------------------------
 
@@ -294,7 +298,7 @@ class ModelLibrary:
         model = InstalledModel(
             name=model_name("", path.name), repo="", file=path.name, path=str(path),
             size=path.stat().st_size, sha256=None, context_length=header.context_length,
-            supports_tools=header.template_supports_tools, added_at=time.time(),
+            supports_tools=header.template_supports_tools, added_at=self._now(),
             kv_bytes_per_token=header.kv_bytes_per_token,
         )
         _write_json(target, {"state": "complete", "model": asdict(model)})
@@ -403,7 +407,7 @@ class ModelLibrary:
         model = InstalledModel(
             name=model_name(repo, file), repo=repo, file=file, path=str(target),
             size=remote.size, sha256=digest, context_length=header.context_length,
-            supports_tools=header.template_supports_tools, added_at=time.time(),
+            supports_tools=header.template_supports_tools, added_at=self._now(),
             kv_bytes_per_token=header.kv_bytes_per_token,
         )
         _write_json(manifest, {"state": "complete", "model": asdict(model)})
