@@ -7,13 +7,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import paths
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QWidget
 
     from .core.model import Session
     from .services.bootstrap import Services
@@ -86,9 +88,10 @@ def connect_services(
     from .ui.controllers.conversation import ConversationController
     from .ui.controllers.window_actions import connect_window_actions
 
-    controller = ConversationController(services, window.parts(), prefs=prefs, theme=theme,
-                                        clock=services.clock,
-                                        search=SearchService(services.store))
+    controller = ConversationController(
+        services, window.parts(services.clock), prefs=prefs, theme=theme,
+        clock=services.clock, search=SearchService(services.store),
+    )
     connect_window_actions(window, controller)
     return controller
 
@@ -255,13 +258,13 @@ async def _shutdown(controller: ConversationController | None, services: Service
             services.close_store()
 
 
-def _stop_on_signals(window: Any) -> None:
+def _stop_on_signals(window: QWidget) -> None:
     import contextlib
     import signal
 
     from PySide6.QtCore import QTimer
 
-    def handler(_signum: int, _frame: Any) -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
         QTimer.singleShot(0, window.close)
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -119,7 +119,7 @@ def test_delete_hides_and_undo_brings_back(
         stored = desk.services.store.call(lambda r: r.get_session("y"))
         assert stored is not None and stored.hidden
         assert desk.controller.current_view is None  # the deleted chat is no longer shown
-        assert desk.window.banner.isVisible() and "undo" in desk.window.banner.actions()
+        assert desk.window.banner.isVisible() and "undo" in desk.window.banner.action_keys()
         desk.window.banner.button("undo").click()
         await desk.controller.tasks.idle()
 

@@ -36,7 +36,7 @@ def test_every_kind_has_words_and_the_right_action(qtbot: QtBot, kind: str) -> N
     assert banner.windowModality() == Qt.WindowModality.NonModal
     assert banner.title.text() == TITLES[kind]
     assert banner.message.text().startswith(f"What happened ({kind}).")
-    assert banner.actions() == EXPECTED[kind]
+    assert banner.action_keys() == EXPECTED[kind]
     assert banner.title.text() in banner.accessibleDescription()
 
 
@@ -69,5 +69,5 @@ def test_a_notice_can_hide_itself(qtbot: QtBot) -> None:
     banner = ErrorBanner()
     qtbot.addWidget(banner)
     banner.show_notice("Chat deleted", "“X” was removed.", ("undo",), hide_after_ms=50)
-    assert banner.actions() == ["undo"] and banner.property("level") == "info"
+    assert banner.action_keys() == ["undo"] and banner.property("level") == "info"
     qtbot.waitUntil(lambda: not banner.isVisible(), timeout=2000)

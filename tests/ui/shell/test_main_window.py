@@ -182,7 +182,7 @@ def test_overflow_is_explained_and_the_typed_text_survives(desk: Desk, aio: Aio)
     assert banner.kind() == "overflow"
     assert banner.title.text() == "Too long for this model"
     assert "longer than this model can read" in banner.message.text()
-    assert banner.actions() == ["compact", "retry"]
+    assert banner.action_keys() == ["compact", "retry"]
     assert desk.composer.text() == huge  # nothing typed is lost
     # the message itself is in the graph too: sending again does not repeat it
     view = desk.controller.current_view
@@ -197,7 +197,7 @@ def test_auth_error_offers_settings(desk: Desk, aio: Aio) -> None:
         await aio.until(desk.window.banner.isVisible, what="the error")
         await desk.controller.tasks.idle()
         assert desk.window.banner.kind() == "auth"
-        assert desk.window.banner.actions() == ["settings"]
+        assert desk.window.banner.action_keys() == ["settings"]
         assert desk.composer.text() == "hello?"
         desk.window.banner.button("settings").click()
         await desk.controller.tasks.idle()

@@ -3,9 +3,7 @@ and the original stays."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -115,7 +113,7 @@ class MessageEditor(QFrame):
         if self.send_button.isEnabled():
             self.submitted.emit(self.text())
 
-    def eventFilter(self, watched: Any, event: QEvent) -> bool:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.text_edit and event.type() == QEvent.Type.KeyPress:
             assert isinstance(event, QKeyEvent)
             if event.key() == Qt.Key.Key_Escape:

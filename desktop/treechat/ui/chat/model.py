@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from ...core.model import GraphError, Node
 from ...services.events import TurnError
@@ -246,7 +246,7 @@ class ChatModel(QAbstractListModel):
     """A list model over a `SessionView`'s active path. Rows are `ChatRow`s (ROW_ROLE);
     the display role carries a readable summary for screen readers."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[ChatRow] = []
         self._base: list[ChatRow] = []
@@ -445,7 +445,7 @@ def _cut_after(rows: list[ChatRow], parent_id: str | None) -> int:
         if row.key == parent_id:
             end = i + 1
             while (end < len(rows) and rows[end].kind == RowKind.TOOL
-                   and rows[end].node is not None and rows[end].node.caller == parent_id):
+                   and (node := rows[end].node) is not None and node.caller == parent_id):
                 end += 1
             return end
     # the parent is not shown (a hidden tool-only step): keep the path as it is

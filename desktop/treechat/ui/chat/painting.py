@@ -4,7 +4,6 @@ system cards, the inline error, notes, the action buttons and the keyboard focus
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QLinearGradient, QPainter, QPainterPath, QPen
@@ -57,13 +56,15 @@ class RowPainter:
         self._paint_body(p, layout, clip, c.text, c.user_bubble)
 
     def _paint_body(self, p: QPainter, layout: RowLayout, clip: QRectF, text: QColor,
-                    background: QColor, **extra: Any) -> None:
+                    background: QColor, *, hovered_copy: int | None = None,
+                    copied: int | None = None) -> None:
         """The message text, cut at the fold with a fade when it is folded."""
         body = layout.body
         assert body is not None
         origin = layout.body_origin
         shown = QRectF(origin.x() - 40, origin.y() - 2, body.width + 80, layout.body_height + 2)
-        body.paint(p, origin, text_color=text, clip=clip.intersected(shown), **extra)
+        body.paint(p, origin, text_color=text, clip=clip.intersected(shown),
+                   hovered_copy=hovered_copy, copied=copied)
         if layout.fold == "collapsed":
             left, width = origin.x() - 2, body.width + 4
             if layout.bubble is not None:  # stay inside the bubble's rounded sides

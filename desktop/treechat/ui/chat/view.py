@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -13,6 +13,7 @@ from PySide6.QtGui import (
     QGuiApplication,
     QKeyEvent,
     QKeySequence,
+    QShowEvent,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -54,8 +55,12 @@ class ChatView(QWidget):
     versionRequested = Signal(str, int)
     settingsRequested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    _built = False  # theme changes arrive while __init__ runs: nothing to restyle yet
+
+    def __init__(self, parent: QWidget | None = None, *,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(parent)
+        self._monotonic = monotonic  # rate-limit countdowns, copied marks, idle measuring
         self.setObjectName("chatView")
         self.model = ChatModel(self)
         self.list = ChatList(self, self)
@@ -76,7 +81,7 @@ class ChatView(QWidget):
         self.list.setSpacing(0)
         self.list.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.list.setAutoScroll(False)
-        self.delegate = ChatDelegate(self.list, lambda: self.model.rows)
+        self.delegate = ChatDelegate(self.list, lambda: self.model.rows, monotonic)
         self.list.set_chat_delegate(self.delegate)
         self.list.setModel(self.model)
         layout = QVBoxLayout(self)
@@ -102,14 +107,16 @@ class ChatView(QWidget):
         self._wait_timer.setInterval(1000)
         self._wait_timer.timeout.connect(self._tick_wait)
 
-        self.scroll = ScrollKeeper(self.list, self.model, self.delegate, self.isVisible)
+        self.scroller = ScrollKeeper(self.list, self.model, self.delegate, self.isVisible,
+                                     monotonic)
         self.delegate.actionTriggered.connect(self._on_action)
         self.delegate.editSubmitted.connect(self._edit_submitted)
         self.delegate.editCancelled.connect(self._close_editor)
-        self.delegate.sizeHintChanged.connect(lambda _index: self.scroll.relayout())
-        self.model.rowsInserted.connect(lambda *_: self.scroll.rows_changed())
-        self.model.rowsRemoved.connect(lambda *_: self.scroll.rows_changed())
-        self.model.dataChanged.connect(lambda *_: self.scroll.rows_changed())
+        self.delegate.sizeHintChanged.connect(lambda _index: self.scroller.relayout())
+        self.model.rowsInserted.connect(lambda *_: self.scroller.rows_changed())
+        self.model.rowsRemoved.connect(lambda *_: self.scroller.rows_changed())
+        self.model.dataChanged.connect(lambda *_: self.scroller.rows_changed())
+        self._built = True
 
     # --- public API ----------------------------------------------------------------------
 
@@ -119,7 +126,7 @@ class ChatView(QWidget):
         previous = self.model.view
         new_session = previous is None or previous.session.id != view.session.id
         drafts = self._editor_drafts()
-        anchor = Anchor(bottom=True) if new_session else self.scroll.current_anchor()
+        anchor = Anchor(bottom=True) if new_session else self.scroller.current_anchor()
         if new_session:
             self._stream_parts.clear()
             self._flush_timer.stop()
@@ -128,12 +135,12 @@ class ChatView(QWidget):
             # text still buffered belongs to what streamed so far: if this view committed
             # it as a node, it must go with the rest, not reappear in the continuing reply
             self._flush_stream()
-        with self.scroll.guard():
+        with self.scroller.guard():
             self.model.set_view(view)
         if anchor.bottom:
-            self.scroll.stick = True
-            self.scroll.prepare_bottom()
-        self.scroll.settle(anchor)
+            self.scroller.stick = True
+            self.scroller.prepare_bottom()
+        self.scroller.settle(anchor)
         self._reopen_editors(drafts)
         self._update_typing()
 
@@ -142,10 +149,10 @@ class ChatView(QWidget):
         self._stream_parts.clear()
         self._flush_timer.stop()
         self._wait_timer.stop()
-        self.scroll.stick = True
-        with self.scroll.guard():
+        self.scroller.stick = True
+        with self.scroller.guard():
             self.model.begin_stream(parent_id, model_label)
-        self.scroll.settle(Anchor(bottom=True))
+        self.scroller.settle(Anchor(bottom=True))
         self._update_typing()
 
     def append_stream_text(self, text: str) -> None:
@@ -176,19 +183,19 @@ class ChatView(QWidget):
         """An inline row under the conversation saying what failed, with its action."""
         self._flush_stream()
         if error.action == "wait" and error.retry_after:
-            self.delegate.wait_until = time.monotonic() + float(error.retry_after)
+            self.delegate.wait_until = self._monotonic() + float(error.retry_after)
             self._wait_timer.start()
         else:
             self.delegate.wait_until = 0.0
-        with self.scroll.guard():
+        with self.scroller.guard():
             self.model.set_error(error)
-        self.scroll.settle(self.scroll.current_anchor())
+        self.scroller.settle(self.scroller.current_anchor())
         self._update_typing()
 
     def clear_turn_error(self) -> None:
-        with self.scroll.guard():
+        with self.scroller.guard():
             self.model.set_error(None)
-        self.scroll.settle(self.scroll.capture_anchor())
+        self.scroller.settle(self.scroller.capture_anchor())
 
     # --- streaming -----------------------------------------------------------------------
 
@@ -201,15 +208,15 @@ class ChatView(QWidget):
         started = time.perf_counter()
         before = self.model.index_of("stream")
         old_height = self.delegate.row_height(self.model.row_at(before)) if before >= 0 else -1
-        with self.scroll.guard():
+        with self.scroller.guard():
             index = self.model.set_stream_text(text)
         if index < 0:
             return
-        anchor = self.scroll.current_anchor()
+        anchor = self.scroller.current_anchor()
         # only this row changed: patch its hint; lay the list out only when it grew a line
         height, _ = self.delegate.measure(self.model.row_at(index), patch=index)
         if height != old_height:
-            self.scroll.relayout(anchor, keep_hints=True)
+            self.scroller.relayout(anchor, keep_hints=True)
         else:
             self.list.update(self.model.index(index))
         self.repaint_count += 1
@@ -233,21 +240,21 @@ class ChatView(QWidget):
             self.list.update(self.model.index(index))
 
     def _tick_wait(self) -> None:
-        if time.monotonic() >= self.delegate.wait_until:
+        if self._monotonic() >= self.delegate.wait_until:
             self._wait_timer.stop()
         self.list.viewport().update()
 
-    def showEvent(self, event: Any) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        self.scroll.settle(self.scroll.capture_anchor())
+        self.scroller.settle(self.scroller.capture_anchor())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         themed = event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange,
-                                  QEvent.Type.StyleChange) and hasattr(self, "delegate")
+                                  QEvent.Type.StyleChange) and self._built
         # the list inherits both, but may not have been told yet: read them from here
         if themed and self.delegate.refresh_theme(self.palette(), self.font()):
-            self.scroll.settle(self.scroll.capture_anchor())
+            self.scroller.settle(self.scroller.capture_anchor())
             self.list.viewport().update()
 
     # --- actions -------------------------------------------------------------------------
@@ -286,9 +293,9 @@ class ChatView(QWidget):
             if 1 <= target <= m:
                 self.versionRequested.emit(node_id, target)
         elif action in ("toggle", "more"):
-            with self.scroll.guard():
+            with self.scroller.guard():
                 self.model.toggle_expanded(key)
-            self.scroll.settle(self.scroll.capture_anchor())
+            self.scroller.settle(self.scroller.capture_anchor())
             if action == "more":  # folding a tall message can leave its top off screen
                 self.list.scrollTo(self.model.index(self.model.index_of(key)),
                                    QAbstractItemView.ScrollHint.EnsureVisible)
@@ -352,7 +359,7 @@ class ChatView(QWidget):
         if index >= 0:
             self.list.closePersistentEditor(self.model.index(index))
         self.delegate.forget_editor(key)
-        self.scroll.relayout()
+        self.scroller.relayout()
         self.list.setFocus()
 
     def _editor_drafts(self) -> dict[str, str]:
@@ -435,22 +442,22 @@ class ChatView(QWidget):
         return self._reader
 
     def scroll_to_bottom(self) -> None:
-        self.scroll.scroll_to_bottom()
+        self.scroller.scroll_to_bottom()
 
     def at_bottom(self) -> bool:
-        return self.scroll.at_bottom()
+        return self.scroller.at_bottom()
 
     # --- the list's owner (see chat_list.ChatListOwner) ----------------------------------
 
     def capture_anchor(self) -> Anchor:
-        return self.scroll.capture_anchor()
+        return self.scroller.capture_anchor()
 
     def resized(self, anchor: Anchor) -> None:
-        self.scroll.resized(anchor)
+        self.scroller.resized(anchor)
 
     def hold_background(self) -> None:
         """Measure nothing off screen for a moment (another session is about to show)."""
-        self.scroll.hold_background()
+        self.scroller.hold_background()
 
     # --- introspection for tests and benchmarks ------------------------------------------
 

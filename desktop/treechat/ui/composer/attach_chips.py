@@ -3,12 +3,11 @@ and can be removed before sending, which cancels it without a trace."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
+from ...services.attach import StagedAttach
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
@@ -39,7 +38,7 @@ class AttachChip(QFrame):
 
     removeRequested = Signal(object)  # the StagedAttach
 
-    def __init__(self, staged: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, staged: StagedAttach, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.staged = staged
         self.setObjectName("AttachChip")
@@ -97,7 +96,7 @@ class AttachChipBar(QWidget):
         self.chips: list[AttachChip] = []
         self.setVisible(False)
 
-    def set_staged(self, staged: list[Any]) -> None:
+    def set_staged(self, staged: list[StagedAttach]) -> None:
         for chip in self.chips:
             self._row.removeWidget(chip)
             chip.deleteLater()

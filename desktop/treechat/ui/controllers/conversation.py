@@ -262,3 +262,7 @@ class ConversationController(QObject):
             self.session_list.undo_delete()
         elif key == "new_chat":
             self.new_chat()
+        elif key == "cut_to_fit":
+            self.turns.send_cut()
+        elif key == "cancel":
+            self.turns.cancel_too_long()

@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt
-from PySide6.QtGui import QDrag, QDragEnterEvent, QDropEvent, QMouseEvent
+from PySide6.QtGui import QDrag, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
 from ...core.model import GraphError
@@ -44,12 +44,14 @@ class _DropTarget(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         kind = event.type()
         if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove):
-            drag: QDragEnterEvent = event  # type: ignore[assignment]
+            drag = event
+            assert isinstance(drag, QDragMoveEvent)  # DragEnter's event is one too
             if read_node_mime(drag.mimeData()) is not None:
                 drag.acceptProposedAction()
                 return True
         elif kind == QEvent.Type.Drop:
-            drop: QDropEvent = event  # type: ignore[assignment]
+            drop = event
+            assert isinstance(drop, QDropEvent)
             source = read_node_mime(drop.mimeData())
             if source is not None:
                 drop.acceptProposedAction()
@@ -71,14 +73,16 @@ class _SessionDragSource(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         kind = event.type()
         if kind == QEvent.Type.MouseButtonPress:
-            press: QMouseEvent = event  # type: ignore[assignment]
+            press = event
+            assert isinstance(press, QMouseEvent)
             if press.button() == Qt.MouseButton.LeftButton:
                 pos = press.position().toPoint()
                 self._press = (pos, self.view.indexAt(pos))
         elif kind == QEvent.Type.MouseButtonRelease:
             self._press = None
         elif kind == QEvent.Type.MouseMove and self._press is not None:
-            move: QMouseEvent = event  # type: ignore[assignment]
+            move = event
+            assert isinstance(move, QMouseEvent)
             start, index = self._press
             far = (move.position().toPoint() - start).manhattanLength()
             if far >= QApplication.startDragDistance() and index.isValid():
@@ -128,9 +132,9 @@ class HistoryPanels(QObject):
         self.drop_target = _DropTarget(self)
         targets: list[QWidget] = [composer, composer.card, composer.input,
                                   composer.input.viewport()]
-        for widget in targets:
-            widget.setAcceptDrops(True)
-            widget.installEventFilter(self.drop_target)
+        for target in targets:
+            target.setAcceptDrops(True)
+            target.installEventFilter(self.drop_target)
         sessions = self.parts.sessions
         self.session_drag = _SessionDragSource(self, sessions.view, SESSION_ID_ROLE)
         sessions.view.viewport().installEventFilter(self.session_drag)
@@ -140,6 +144,7 @@ class HistoryPanels(QObject):
         c.sessionOpened.connect(self.show_view)
         c.viewChanged.connect(self.show_view)
         c.busyChanged.connect(self.graph.set_busy)
+        c.occupancyUpdated.connect(self.timeline.set_occupancy)
         c.turns.take_attachments_from(self.take_attachments)
         v = self.graph.view
         v.checkoutRequested.connect(self.checkout)

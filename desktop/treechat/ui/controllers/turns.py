@@ -24,7 +24,9 @@ from ...services.events import (
     TurnFinished,
     TurnStarted,
 )
+from ...services.message_fit import MessageFit
 from ...services.sessions import SessionView
+from ..occupancy.format import tokens
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -35,6 +37,9 @@ AttachmentSource = Callable[[str], Sequence[Attachment]]
 EventSink = Callable[[TurnEvent], None]
 
 PENDING_PREFIX = "pending-"
+# Shorter than this, a message fits any window a model has (a token is at least a character
+# in practice), and the send skips counting it.
+QUICK_FIT_CHARS = 1000
 
 
 def is_pending(node_id: str) -> bool:
@@ -67,6 +72,7 @@ class TurnController:
         self._preview_base: dict[str, SessionView] = {}  # the view before a shown preview
         self._sending = False  # between Enter and the turn being registered
         self._attachments: AttachmentSource | None = None
+        self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
         parts = conversation.parts
         parts.composer.sendRequested.connect(self.send)
         parts.composer.stopRequested.connect(self.stop)
@@ -100,11 +106,60 @@ class TurnController:
         self._c.parts.banner.dismiss()
         self._c.spawn(self._send(text), name="send")
 
-    async def _send(self, text: str) -> None:
+    def send_cut(self) -> None:
+        """Send the message that did not fit, cut to the room the window leaves it."""
+        held, self._too_long = self._too_long, None
+        if held is None or self.is_running() or self._sending:
+            return
+        text, fit = held
+        self._sending = True
+        self._c.parts.composer.clear_if(text)
+
+        async def work() -> None:
+            try:
+                cut = await self._chat.cut_to_fit(text, fit)
+            except Exception:
+                self._sending = False
+                self._c.parts.composer.restore(text)
+                raise
+            await self._send(cut, checked=True)
+
+        self._c.spawn(work(), name="send-cut")
+
+    def cancel_too_long(self) -> None:
+        """Keep the message that did not fit in the composer, unsent."""
+        self._too_long = None
+
+    async def _fits(self, view: SessionView | None, text: str, model: str | None) -> bool:
+        """Whether `text` fits the window; if not, the composer keeps it and the banner
+        offers to cut it to fit or to cancel: nothing too big is sent without asking."""
+        c = self._c
+        if len(text) < QUICK_FIT_CHARS:
+            return True
+        fit = await self._chat.message_fit(view.session.id if view is not None else None,
+                                           text, model=model)
+        if fit.fits:
+            return True
+        self._too_long = (text, fit)
+        c.parts.composer.restore(text)
+        c.parts.banner.show_notice(
+            "Too long for this model",
+            f"This message is {tokens(fit.tokens)} tokens; the model's "
+            f"{tokens(fit.window)}-token window leaves room for {tokens(fit.room)} once the "
+            "reply's share is kept. Cut it to fit (its start and end are kept, the cut is "
+            "marked) or cancel and shorten it.",
+            actions=("cut_to_fit", "cancel"),
+        )
+        return False
+
+    async def _send(self, text: str, *, checked: bool = False) -> None:
         c = self._c
         view = c.current_view
         model = c.models.selected()
         try:
+            if not checked and not await self._fits(view, text, model):
+                self._sending = False
+                return
             if view is None:
                 session = await c.sessions.create(model=model or "")
                 c.parts.sessions.upsert(session, c.clock.now())

@@ -179,8 +179,9 @@ class ContextBreakdownDialog(QDialog):
 
     def table_rows(self) -> list[tuple[str, str, str]]:
         """What the table shows, row by row (category, tokens, share)."""
-        out = []
-        for row in range(self.table.rowCount()):
-            cells = [self.table.item(row, col) for col in range(3)]
-            out.append(tuple(c.text() if c is not None else "" for c in cells))
-        return out  # type: ignore[return-value]
+        def text(row: int, col: int) -> str:
+            cell = self.table.item(row, col)
+            return cell.text() if cell is not None else ""
+
+        return [(text(row, 0), text(row, 1), text(row, 2))
+                for row in range(self.table.rowCount())]

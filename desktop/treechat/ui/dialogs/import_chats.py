@@ -394,7 +394,7 @@ class ImportDialog(QDialog):
     def skipped_rows(self) -> list[tuple[str, str, str]]:
         """The skipped table as the user reads it: (conversation, item, reason)."""
         m = self.skipped_model
-        return [tuple(m.item(r, c).text() for c in range(3))  # type: ignore[misc]
+        return [(m.item(r, 0).text(), m.item(r, 1).text(), m.item(r, 2).text())
                 for r in range(m.rowCount())]
 
     def _open_first(self) -> None:

@@ -278,7 +278,8 @@ class SettingsDialog(QDialog):
         try:
             key = self.key_fields[provider].text().strip()
             if not key:
-                key = await asyncio.to_thread(self._keys.get_key, provider) or ""
+                saved = await asyncio.to_thread(self._keys.get_key, provider)
+                key = saved or ""
             if not key:
                 self.key_status[provider].setText("Enter a key to test it.")
                 return

@@ -78,7 +78,7 @@ class NodeDrag:
         pixmap.fill(Qt.GlobalColor.transparent)
         painter = QPainter(pixmap)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        style = scene.style
+        style = scene.graph_style
         painter.setBrush(style.background)
         painter.setPen(QPen(style.accent, 1.2))
         painter.drawRoundedRect(QRectF(0.5, 0.5, w - 1, 23), 11, 11)
@@ -125,8 +125,9 @@ class PointerGestures:
         if self._pan is not None:
             self._pan.move(pos)
             return True
-        if self._press is not None and self._press[1] is not None:
-            start, node_id = self._press
+        press = self._press
+        if press is not None and press[1] is not None:
+            start, node_id = press[0], press[1]
             if (pos - start).manhattanLength() >= QApplication.startDragDistance():
                 self._press = None
                 self.drag.start(node_id)

@@ -363,7 +363,8 @@ class OverviewItem(QGraphicsItem):
         if poly is None:
             self.points[kind] = QPolygonF(points)
         else:
-            poly += QPolygonF(points)
+            # QPolygonF's += appends in place (QList::operator+=); the stubs only know list +
+            poly += QPolygonF(points)  # type: ignore[operator, assignment]
 
     def add_edge(self, ax: float, ay: float, bx: float, by: float) -> None:
         self.edges.moveTo(ax, ay)

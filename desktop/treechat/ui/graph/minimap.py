@@ -47,9 +47,9 @@ class GraphMinimap(QFrame):
         scene = self.view.graph_scene
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        bg = QColor(scene.style.background)
+        bg = QColor(scene.graph_style.background)
         bg.setAlpha(235)
-        painter.setPen(QPen(scene.style.muted, 0.6))
+        painter.setPen(QPen(scene.graph_style.muted, 0.6))
         painter.setBrush(bg)
         painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 6, 6)
         if self._stale:
@@ -68,7 +68,7 @@ class GraphMinimap(QFrame):
             frame = QRectF(c.x() - max(4, frame.width() / 2), c.y() - max(4, frame.height() / 2),
                            max(8, frame.width()), max(8, frame.height()))
         frame = frame.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1))
-        accent = QColor(scene.style.accent)
+        accent = QColor(scene.graph_style.accent)
         painter.setPen(QPen(accent, 1.5))
         accent.setAlpha(40)
         painter.setBrush(accent)

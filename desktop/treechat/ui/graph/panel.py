@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...services.sessions import SessionView
 from .view import HistoryGraphView
 
 
@@ -26,7 +27,7 @@ class HistoryGraphPanel(QWidget):
         bar.setContentsMargins(8, 6, 8, 4)
         bar.setSpacing(4)
 
-        def button(text: str, tip: str, slot: Any) -> QToolButton:
+        def button(text: str, tip: str, slot: Callable[[], object]) -> QToolButton:
             b = QToolButton()
             b.setText(text)
             b.setToolTip(tip)
@@ -58,7 +59,7 @@ class HistoryGraphPanel(QWidget):
         box.addWidget(self.view, 1)
         self.view.selectionChangedTo.connect(self._selection)
 
-    def show_view(self, view: Any) -> None:
+    def show_view(self, view: SessionView) -> None:
         self.view.show_view(view)
         scene = self.view.graph_scene
         nodes = len(scene.nodes)

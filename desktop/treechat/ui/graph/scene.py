@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QPainter,
     QPainterPath,
@@ -23,6 +22,7 @@ from ...core import dag
 from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ...core.model import Node
 from ...services.attach import merged_peers
+from ...services.sessions import SessionView
 from .items import (
     BAND_ROWS,
     DX,
@@ -56,13 +56,13 @@ class HistoryScene(QGraphicsScene):
 
     itemsCompleted = Signal()
 
-    def __init__(self, style: GraphStyle, parent: Any = None) -> None:
+    def __init__(self, style: GraphStyle, parent: QObject | None = None) -> None:
         super().__init__(parent)
         # No BSP index: hit-testing goes through the layout grid, and Qt culls whole bands of
         # node items by their band's rectangle; a BSP tree over every node would be queried
         # for all of them on each zoomed-out frame even while they are hidden.
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
-        self.style = style
+        self.graph_style = style
         self.session_id: str | None = None
         self.layout: Layout = EMPTY_LAYOUT
         self.nodes: dict[str, Node] = {}
@@ -90,8 +90,8 @@ class HistoryScene(QGraphicsScene):
         self.edge_layer_item.setZValue(-2)
         self.addItem(self.node_layer)
         self.addItem(self.edge_layer_item)
-        self.edges = EdgeLayer(self.edge_layer_item, self.style)
-        self.overview = OverviewItem(self.style)
+        self.edges = EdgeLayer(self.edge_layer_item, self.graph_style)
+        self.overview = OverviewItem(self.graph_style)
         self.overview.setZValue(-1)
         self.addItem(self.overview)
         # The HEAD path, one item per band of rows so only the visible stretch is stroked.
@@ -107,7 +107,7 @@ class HistoryScene(QGraphicsScene):
 
     # --- mirroring the model -------------------------------------------------------
 
-    def show_view(self, view: Any) -> None:
+    def show_view(self, view: SessionView) -> None:
         """Mirror a `SessionView`: rebuild for another session or after a purge, otherwise
         add what is new and restate HEAD, hidden, pinned and merged marks."""
         graph = view.graph
@@ -229,7 +229,7 @@ class HistoryScene(QGraphicsScene):
         """Hidden marks changed: redraw the edge paths of the bands made so far."""
         for item in list(self.edge_layer_item.childItems()):
             self.removeItem(item)
-        self.edges = EdgeLayer(self.edge_layer_item, self.style)
+        self.edges = EdgeLayer(self.edge_layer_item, self.graph_style)
         for node_id in self.items_by_id:
             self._add_edges(self.nodes[node_id])
         self.edges.flush()
@@ -265,7 +265,7 @@ class HistoryScene(QGraphicsScene):
     def _materialize(self, bands: Iterable[int]) -> None:
         """Make the node items and edge paths of these bands of rows."""
         placements = self.layout.placements
-        style = self.style
+        style = self.graph_style
         room = self._room
         state = self._state
         made = False
@@ -302,8 +302,9 @@ class HistoryScene(QGraphicsScene):
         """One band per tick after the first paint, nearest HEAD first."""
         if not self._pending:
             return
-        head_band = self.layout.cell(self.head)[1] // BAND_ROWS if self.head in self.layout \
-            else 0
+        head = self.head
+        head_band = (self.layout.cell(head)[1] // BAND_ROWS
+                     if head is not None and head in self.layout else 0)
         band = min(self._pending, key=lambda b: abs(b - head_band))
         self._materialize([band])
         if self._pending:
@@ -384,7 +385,7 @@ class HistoryScene(QGraphicsScene):
                     path.cubicTo(ax, mid, bx, mid, bx, by)
             return path
 
-        pen = self.style.head_pen()
+        pen = self.graph_style.head_pen()
         for key in set(self.head_bands) | set(segments):
             pairs = segments.get(key, [])
             if self._head_segments.get(key) == pairs:
@@ -414,15 +415,15 @@ class HistoryScene(QGraphicsScene):
                 self._restate(nid)
 
     def set_style(self, style: GraphStyle) -> None:
-        self.style = style
+        self.graph_style = style
         self.edges.restyle(style)
         self.overview.style = style
         self.overview.update()
         for item in self.head_bands.values():
             item.setPen(style.head_pen())
-        for item in self.items_by_id.values():
-            item.style = style
-            item.update()
+        for node_item in self.items_by_id.values():
+            node_item.style = style
+            node_item.update()
 
     # --- level of detail -----------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractListModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QRect,
     QSize,
@@ -32,7 +33,10 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.commit import ContextCommit, ContextItem
+from ...core.occupancy import Occupancy
+from ...services.attach import CommitEntry
 from ..common.theme import colors_of
+from ..occupancy.format import headline
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -70,7 +74,7 @@ def item_marks(item: ContextItem, pinned: bool) -> list[str]:
 class CommitItemsModel(QAbstractListModel):
     """The items of one commit, in render order."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.items: tuple[ContextItem, ...] = ()
         self.pinned: frozenset[str] = frozenset()
@@ -182,6 +186,8 @@ class CommitTimeline(QWidget):
         super().__init__(parent)
         self.setObjectName("CommitTimeline")
         self.commit: ContextCommit | None = None
+        self.occupancy: Occupancy | None = None  # the record the ring and /context show
+        self._pinned: frozenset[str] = frozenset()
         self.header = QLabel("No context yet: send a message.")
         self.header.setObjectName("TimelineHeader")
         self.header.setWordWrap(True)
@@ -237,16 +243,41 @@ class CommitTimeline(QWidget):
     def set_commit(self, commit: ContextCommit | None, pinned: frozenset[str] = frozenset()
                    ) -> None:
         self.commit = commit
+        self._pinned = pinned
         self.detail.clear()
         if commit is None:
             self.model.set_items((), pinned)
             self.header.setText("No context yet: send a message.")
             return
         self.model.set_items(commit.items, pinned)
+        self._show_header()
+
+    def set_occupancy(self, occ: Occupancy | None) -> None:
+        """The request's total comes from the one occupancy record the ring and the /context
+        dialog show; the items' own sum is only the messages' share of it."""
+        self.occupancy = occ
+        if self.commit is not None:
+            self._show_header()
+
+    def total_text(self) -> str:
+        """The request's size as this tab says it (the ring's figure for the same head)."""
+        occ, commit = self.occupancy, self.commit
+        if occ is not None and commit is not None and occ.head == commit.head_node_id:
+            return headline(occ)
+        return ""
+
+    def _show_header(self) -> None:
+        commit = self.commit
+        if commit is None:
+            return
         live = len(commit.live)
         parents = len(commit.parent_ids)
-        bits = [f"Commit {short_id(commit.id)}", f"{live} of {len(commit.items)} items live",
-                f"{commit.total_tokens:,} tokens"]
+        bits = [f"Commit {short_id(commit.id)}", f"{live} of {len(commit.items)} items live"]
+        total = self.total_text()
+        if total:
+            bits.append(f"{total} in the next request ({commit.total_tokens:,} in these items)")
+        else:
+            bits.append(f"{commit.total_tokens:,} tokens in these items")
         if parents > 1:
             bits.append(f"merge of {parents} parents")
         attached = commit.attached_sources()
@@ -254,7 +285,7 @@ class CommitTimeline(QWidget):
             bits.append(f"{len(attached)} attached")
         self.header.setText(" · ".join(bits))
 
-    def set_history(self, entries: Sequence[Any]) -> None:
+    def set_history(self, entries: Sequence[CommitEntry]) -> None:
         """`entries` are `CommitEntry`s of the branch, oldest first; shown newest first."""
         self.history_model.clear()
         for entry in reversed(entries):

@@ -5,7 +5,6 @@ interactions.py. Every action is a signal; nothing here talks to services."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt, Signal
 from PySide6.QtGui import (
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...services.sessions import SessionView
 from .interactions import (
     PointerGestures,
     context_menu,
@@ -96,7 +96,7 @@ class HistoryGraphView(QGraphicsView):
     def session_id(self) -> str | None:
         return self.graph_scene.session_id
 
-    def show_view(self, view: Any) -> None:
+    def show_view(self, view: SessionView) -> None:
         scene = self.graph_scene
         first = view.session.id != scene.session_id
         before = len(scene.nodes)
@@ -107,7 +107,7 @@ class HistoryGraphView(QGraphicsView):
             self.home()
         self._sync_detail()
 
-    def changeEvent(self, event: Any) -> None:
+    def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self.restyle()

@@ -285,10 +285,10 @@ def _style_code(doc: QTextDocument, theme: MarkdownTheme, cursor: QTextCursor) -
         mono.setFontPointSize(theme.mono.pointSizeF())
         cursor.mergeCharFormat(mono)
         code = "\n".join(b.text() for b in group)
-        for offset, length, fmt in highlight(code, language, theme.dark):
+        for offset, length, char_format in highlight(code, language, theme.dark):
             cursor.setPosition(start + offset)
             cursor.setPosition(start + offset + length, QTextCursor.MoveMode.KeepAnchor)
-            cursor.mergeCharFormat(fmt)
+            cursor.mergeCharFormat(char_format)
 
 
 def _tables(frame: QTextFrame) -> Iterator[QTextTable]:

@@ -3,9 +3,16 @@ a reply is being written, a fork mark on branched sessions and the snippet of a 
 
 from __future__ import annotations
 
-from typing import Any
-
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt
+from PySide6.QtCore import (
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPointF,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+)
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
@@ -22,7 +29,7 @@ class SessionListDelegate(QStyledItemDelegate):
     """Every row of a mode has the same height, so the view can use uniform item sizes and
     stay fast with thousands of sessions."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.with_snippets = False
 

@@ -4,9 +4,18 @@ day). Selecting a row opens it; F2 renames, Delete deletes, typing searches ever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QEvent,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    QPoint,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -242,7 +251,7 @@ class SessionList(QFrame):
         if session_id:
             self.deleteRequested.emit(session_id)
 
-    def _context_menu(self, pos: Any) -> None:
+    def _context_menu(self, pos: QPoint) -> None:
         index = self.view.indexAt(pos)
         session_id = index.data(SESSION_ID_ROLE) if index.isValid() else None
         if not session_id:

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
 
 from ...core.model import Session
 from .roles import (
@@ -85,7 +92,7 @@ class SessionListModel(QAbstractListModel):
 
     renameRequested = Signal(str, str)  # session id, new title
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._sessions: dict[str, Session] = {}
         self._rows: list[Row] = []

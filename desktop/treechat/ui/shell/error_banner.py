@@ -4,6 +4,7 @@ delete), with the action that fixes it: retry, open settings, wait N seconds, co
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
@@ -29,6 +30,8 @@ ACTION_LABELS = {
     "compact": "Compact now",
     "undo": "Undo",
     "new_chat": "New chat",
+    "cut_to_fit": "Cut to fit and send",
+    "cancel": "Cancel",
 }
 
 
@@ -38,8 +41,10 @@ class ErrorBanner(QFrame):
     actionTriggered = Signal(str)
     dismissed = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(parent)
+        self._monotonic = monotonic  # the clock a rate limit's countdown runs on
         self.setObjectName("ErrorBanner")
         self.setProperty("level", "error")
         self.setAccessibleName("Message")
@@ -139,13 +144,13 @@ class ErrorBanner(QFrame):
 
     def _start_wait(self, key: str, seconds: float) -> None:
         self._wait_key = key
-        self._wait_until = time.monotonic() + seconds
+        self._wait_until = self._monotonic() + seconds
         self._tick()
         self._timer.start()
 
     def _tick(self) -> None:
         button = self._buttons.get(self._wait_key)
-        left = self._wait_until - time.monotonic()
+        left = self._wait_until - self._monotonic()
         if button is None:
             self._timer.stop()
             return
@@ -159,7 +164,8 @@ class ErrorBanner(QFrame):
 
     # --- reading (what a person sees) ------------------------------------------------
 
-    def actions(self) -> list[str]:
+    def action_keys(self) -> list[str]:
+        """The actions offered now, left to right (QWidget.actions() is Qt's own)."""
         return list(self._buttons)
 
     def button(self, key: str) -> QPushButton | None:

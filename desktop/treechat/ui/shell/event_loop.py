@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import weakref
 from typing import Any
 
 import qasync
 from PySide6.QtWidgets import QApplication
 
+# the hooks each loop replaced, put back when it closes
+_OLD_HOOKS: weakref.WeakKeyDictionary[qasync.QEventLoop, Any] = weakref.WeakKeyDictionary()
+
 
 def create_event_loop(app: QApplication) -> qasync.QEventLoop:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    loop._treechat_old_hooks = sys.get_asyncgen_hooks()  # type: ignore[attr-defined]
+    _OLD_HOOKS[loop] = sys.get_asyncgen_hooks()
     # BaseEventLoop's own hooks: an async generator dropped half-way is closed by a task on
     # this loop, so its `finally` can still await.
     sys.set_asyncgen_hooks(
@@ -33,7 +37,7 @@ def close_event_loop(loop: qasync.QEventLoop) -> None:
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_asyncgens())
-    old: Any = getattr(loop, "_treechat_old_hooks", None)
+    old = _OLD_HOOKS.pop(loop, None)
     if old is not None:
         sys.set_asyncgen_hooks(*old)
     loop.close()

@@ -8,7 +8,9 @@ same places. The composition root attaches the controller once the store is open
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow, QWidget
@@ -23,9 +25,17 @@ from .outline import (
 )
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction, QCloseEvent
-    from PySide6.QtWidgets import QDockWidget, QLabel, QSplitter, QStackedWidget, QTabWidget
+    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+    from PySide6.QtWidgets import (
+        QDockWidget,
+        QLabel,
+        QMenu,
+        QSplitter,
+        QStackedWidget,
+        QTabWidget,
+    )
 
+    from ...services.clock import Clock
     from ...services.sessions import SessionView
     from ..chat.view import ChatView
     from ..composer.composer import Composer
@@ -57,6 +67,8 @@ class MainWindow(QMainWindow):
         self.setAccessibleName("Treechat")
         self.prefs = prefs
         self._ready = False
+        # what widgets that count time read, until `parts()` hands the app's clock over
+        self._monotonic: Callable[[], float] = time.monotonic
         self._painted = False
         self._may_close = False
         self._close_pending = False
@@ -197,7 +209,7 @@ class MainWindow(QMainWindow):
         if self._banner is None:
             from .error_banner import ErrorBanner
 
-            self._banner = ErrorBanner()
+            self._banner = ErrorBanner(monotonic=self._monotonic)
             self._banner_row.addWidget(self._banner)
         return self._banner
 
@@ -254,8 +266,9 @@ class MainWindow(QMainWindow):
         box.addWidget(label)
         return page
 
-    def _action(self, menu: Any, text: str, shortcuts: tuple[Any, ...] = (),
-                slot: Any = None) -> QAction:
+    def _action(self, menu: QMenu, text: str,
+                shortcuts: tuple[QKeySequence | QKeySequence.StandardKey | str, ...] = (),
+                slot: Callable[[], object] | None = None) -> QAction:
         from PySide6.QtCore import Qt
         from PySide6.QtGui import QAction, QKeySequence
 
@@ -320,13 +333,16 @@ class MainWindow(QMainWindow):
         if self.chat is None:
             from ..chat.view import ChatView
 
-            self.chat = ChatView()
+            self.chat = ChatView(monotonic=self._monotonic)
             self.stack.addWidget(self.chat)
         return self.chat
 
-    def parts(self) -> WindowParts:
-        """The widgets the controllers drive (the chat view and the dock made now)."""
+    def parts(self, clock: Clock) -> WindowParts:
+        """The widgets the controllers drive (the chat view and the dock made now); the
+        ones that count time read `clock`."""
         from .parts import WindowParts
+
+        self._monotonic = clock.monotonic
 
         return WindowParts(
             window=self,
@@ -388,7 +404,7 @@ class MainWindow(QMainWindow):
         if session.forked_from:
             bits.append("branch")
         self.subtitle.setText("  ·  ".join(bits))
-        self.stack.setCurrentWidget(self.chat if view.path else self.empty)
+        self.stack.setCurrentWidget(self.ensure_chat_view() if view.path else self.empty)
         self.setWindowTitle(f"{session.title} — Treechat")
 
     def show_status(self, text: str) -> None:

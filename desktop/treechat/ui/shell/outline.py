@@ -63,7 +63,9 @@ class Outline(NamedTuple):
             return None
         if any(len(p) != 4 for p in parts[1:]):
             return None
-        return cls(*parts)  # type: ignore[arg-type]
+        size = (parts[0][0], parts[0][1])
+        boxes = [(p[0], p[1], p[2], p[3]) for p in parts[1:]]
+        return cls(size, *boxes)
 
 
 def default_outline(width: int, height: int, sidebar: int = SIDEBAR_WIDTH) -> Outline:

@@ -7,12 +7,15 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEventLoop
 from PySide6.QtWidgets import QApplication
 
 from ... import paths
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
 
 
 class WindowDidNotPaint(RuntimeError):
@@ -22,14 +25,15 @@ class WindowDidNotPaint(RuntimeError):
 @dataclass
 class PaintedWindow:
     app: QApplication
-    window: Any  # MainWindow
+    window: MainWindow
     seconds: float  # from opening to the first paint
 
     def close(self) -> None:
         self.window.close()
 
 
-def open_painted(make_window: Callable[[QApplication], Any], timeout: float) -> PaintedWindow:
+def open_painted(make_window: Callable[[QApplication], MainWindow], timeout: float
+                 ) -> PaintedWindow:
     """Create the application and, with `make_window`, the main window (the composition
     root's own factory); show it and return once it has painted (WindowDidNotPaint after
     `timeout` seconds)."""
