@@ -349,3 +349,24 @@ async def test_a_second_key_for_a_hosted_provider_is_a_connection_of_its_own() -
     )
     assert endpoint.api_key == "sk-work-0123456789" and not endpoint.window_estimated
     assert keys.get_key("openai") is None  # the provider's own entry is untouched
+
+
+@pytest.mark.asyncio
+async def test_the_context_dialog_can_say_a_window_is_estimated(tmp_path: Path) -> None:
+    fake = FakeProvider(
+        models={"lab": [ConnectionModel("mystery-7b"), ConnectionModel("big", 65_536)]}
+    )
+    built = build_services(tmp_path, bundled=False, detect_local_servers=False,
+                           keys=memory_keys(), provider=fake)
+    try:
+        await connections(built).add("openai-compatible", "lab", base_url="http://127.0.0.1:9")
+        guessed = await built.chat.model_endpoint("lab/mystery-7b")
+        assert (guessed.window, guessed.window_estimated) == (8192, True)
+        served = await built.chat.model_endpoint("lab/big")
+        assert (served.window, served.window_estimated) == (65_536, False)
+        assert served.label == "lab · big"
+        unknown = await built.chat.model_endpoint("nowhere/else")  # never raises
+        assert unknown.window_estimated and unknown.label == "nowhere · else"
+    finally:
+        await built.close()
+        built.close_store()
