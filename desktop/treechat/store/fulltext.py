@@ -17,25 +17,29 @@ All calls run on the store's worker thread (the index is opened there and used o
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
+import time
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .database import Store
 from .repository import Repository
 
-INDEX_VERSION = "treechat-fts-2"
+INDEX_VERSION = "treechat-fts-3"
 PASSAGE_CHARS = 1000
 PASSAGES_PER_NODE = 1024
 MAX_QUERY_TERMS = 32
 MAX_TERM_CHARS = 64
 _SYNC_BATCH = 20_000
 STORE_ID_SETTING = "fulltext.store_id"
+# How often a search checks for purged nodes (a purge is rare and explicit).
+RECONCILE_SECONDS = 5.0
 
 # A node's display text in SQL, matching `Node.text`: a JSON string is unwrapped, a dict
 # with "text" gives that, anything else is searched as its JSON.
@@ -150,6 +154,7 @@ class FullTextIndex:
         self._mark = 0
         self._mark_id = ""
         self._checked: Repository | None = None
+        self._reconciled = -RECONCILE_SECONDS
 
     # --- opening and rebuilding ----------------------------------------------------------
 
@@ -177,13 +182,17 @@ class FullTextIndex:
             row = con.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if row is None or row[0] != INDEX_VERSION:
                 con.execute("DROP TABLE IF EXISTS passages")
+                con.execute("DROP TABLE IF EXISTS docs")
                 con.execute("DELETE FROM meta")
                 con.execute("INSERT INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
             con.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(body, node_id UNINDEXED,"
-                " session_id UNINDEXED, role UNINDEXED, start UNINDEXED, "
+                "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(body, start UNINDEXED, "
                 "tokenize='porter unicode61 remove_diacritics 2')"
             )
+            # Which node and session a passage belongs to, by seq: reading these from a
+            # plain table keeps a ranking pass from touching the passages' text at all.
+            con.execute("CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY, "
+                        "node_id TEXT NOT NULL, session_id TEXT NOT NULL, role TEXT NOT NULL)")
             mark = con.execute("SELECT value FROM meta WHERE key='mark'").fetchone()
             mark_id = con.execute("SELECT value FROM meta WHERE key='mark_id'").fetchone()
             self._mark = int(mark[0]) if mark else 0
@@ -245,6 +254,7 @@ class FullTextIndex:
         None). Returns how many nodes were read. Cheap when nothing is new."""
         self._open()
         read = 0
+        self._reconcile(repo)
         if self._checked is not repo:
             # Checked once per open store: a store's identity does not change under it.
             if not self._belongs(repo):
@@ -253,6 +263,30 @@ class FullTextIndex:
         elif repo.last_seq < self._mark:
             read = self.rebuild(repo)  # the store was rewound under us (a restored backup)
         return read + self._catch_up(repo, batch)
+
+    def _reconcile(self, repo: Repository) -> None:
+        """Nodes are deleted only by an explicit purge; when the store holds fewer nodes up to
+        the mark than the index has read, drop the passages of the ones that are gone (one
+        count per search; the set difference only after a purge)."""
+        if self._mark == 0:
+            return
+        now_t = time.monotonic()
+        if now_t - self._reconciled < RECONCILE_SECONDS:
+            return
+        self._reconciled = now_t
+        con = self._open()
+        row = con.execute("SELECT value FROM meta WHERE key='count'").fetchone()
+        seen = int(row[0]) if row else None
+        found = repo.con.execute("SELECT count(*) FROM nodes WHERE seq <= ?",
+                                 [self._mark]).fetchone()
+        now = int(found[0]) if found else 0
+        if seen is not None and now < seen:
+            alive = {str(r[0]) for r in repo.con.execute(
+                "SELECT id FROM nodes WHERE seq <= ?", [self._mark]).fetchall()}
+            indexed = {str(r[0]) for r in con.execute("SELECT node_id FROM docs")}
+            self.forget(indexed - alive)
+        if seen != now:
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('count', ?)", (str(now),))
 
     def _catch_up(self, repo: Repository, batch: int | None) -> int:
         con = self._open()
@@ -267,13 +301,17 @@ class FullTextIndex:
                 break
             con.execute("BEGIN")
             try:
+                docs: list[tuple[int, str, str, str]] = []
                 con.executemany(
-                    "INSERT OR REPLACE INTO passages(rowid, body, node_id, session_id, role, "
-                    "start) VALUES (?, ?, ?, ?, ?, ?)",
-                    _rows(rows),
+                    "INSERT OR REPLACE INTO passages(rowid, body, start) VALUES (?, ?, ?)",
+                    _rows(rows, docs),
                 )
+                con.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)", docs)
+                row = con.execute("SELECT value FROM meta WHERE key='count'").fetchone()
+                count = (int(row[0]) if row else 0) + len(rows)
                 con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                [("mark", str(rows[-1][0])), ("mark_id", str(rows[-1][1]))])
+                                [("mark", str(rows[-1][0])), ("mark_id", str(rows[-1][1])),
+                                 ("count", str(count))])
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -287,9 +325,15 @@ class FullTextIndex:
     def forget(self, node_ids: Iterable[str]) -> None:
         """Drop the passages of nodes that are no longer in the store."""
         ids = list(node_ids)
-        if ids:
-            self._open().executemany("DELETE FROM passages WHERE node_id = ?",
-                                     ((i,) for i in ids))
+        if not ids:
+            return
+        con = self._open()
+        seqs = [int(r[0]) for i in ids
+                for r in con.execute("SELECT seq FROM docs WHERE node_id = ?", (i,))]
+        con.executemany(
+            "DELETE FROM passages WHERE rowid >= ? AND rowid < ?",
+            ((q * PASSAGES_PER_NODE, (q + 1) * PASSAGES_PER_NODE) for q in seqs))
+        con.executemany("DELETE FROM docs WHERE seq = ?", ((q,) for q in seqs))
 
     @property
     def mark(self) -> int:
@@ -316,56 +360,72 @@ class FullTextIndex:
             where += f" AND (rowid / {PASSAGES_PER_NODE}) IN (SELECT seq FROM wanted)"
         params.append(limit)
         rows = con.execute(
-            f"SELECT rowid, node_id, session_id, role, body, bm25(passages), start FROM passages "
-            f"WHERE {where} ORDER BY rank LIMIT ?",
+            f"SELECT rowid, bm25(passages) FROM passages WHERE {where} ORDER BY rank LIMIT ?",
             params,
         ).fetchall()
-        return [_passage(r) for r in rows]
+        return self.passages_of([(int(r[0]), float(r[1])) for r in rows])
 
-    def newest(self, fts_query: str, *, scan: int) -> list[Passage]:
-        """The `scan` newest passages matching, ranked by BM25 among themselves: FTS5 walks
-        its doclist newest first and stops there, so a word found in every other message
-        costs no more than a rare one."""
-        con = self._open()
-        rows = con.execute(
-            "SELECT rowid, node_id, session_id, role, body, score, start FROM ("
-            "SELECT rowid, node_id, session_id, role, body, bm25(passages) AS score, start "
-            "FROM passages WHERE passages MATCH ? ORDER BY rowid DESC LIMIT ?) "
-            "ORDER BY score",
+    def newest(self, fts_query: str, *, scan: int) -> list[tuple[int, float]]:
+        """(row id, BM25 score) of the `scan` newest passages matching, best first: FTS5
+        walks its doclist newest first and stops there, so a word found in every other
+        message costs no more than a rare one. No text is read."""
+        rows = self._open().execute(
+            "SELECT rowid, bm25(passages) FROM passages WHERE passages MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?",
             (fts_query, scan),
         ).fetchall()
-        return [_passage(r) for r in rows]
+        return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda x: (x[1], -x[0]))
+
+    def owners(self, seqs: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+        """seq -> (node id, session id, role) for indexed nodes."""
+        wanted = json.dumps(sorted(set(seqs)))
+        rows = self._open().execute(
+            "SELECT seq, node_id, session_id, role FROM docs "
+            "WHERE seq IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
+        return {int(r[0]): (str(r[1]), str(r[2]), str(r[3])) for r in rows}
+
+    def passages_of(self, scored: Sequence[tuple[int, float]],
+                    owners: Mapping[int, tuple[str, str, str]] | None = None) -> list[Passage]:
+        """The passages behind (row id, score) pairs, in the order given (`owners`: what
+        `owners()` already said about their nodes)."""
+        con = self._open()
+        if owners is None:
+            owners = self.owners(r // PASSAGES_PER_NODE for r, _ in scored)
+        texts = {int(r[0]): (r[1], r[2]) for r in con.execute(
+            "SELECT rowid, body, start FROM passages "
+            "WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([r for r, _ in scored]),)).fetchall()}
+        out: list[Passage] = []
+        for rowid, score in scored:
+            owner = owners.get(rowid // PASSAGES_PER_NODE)
+            row = texts.get(rowid)
+            if owner is None or row is None:
+                continue
+            out.append(Passage(node_id=owner[0], session_id=owner[1], role=owner[2],
+                               seq=rowid // PASSAGES_PER_NODE, offset=int(row[1] or 0),
+                               text=str(row[0]), score=score))
+        return out
 
     def count(self) -> int:
         row = self._open().execute("SELECT count(*) FROM passages").fetchone()
         return int(row[0]) if row else 0
 
 
-def _passage(r: Sequence[object]) -> Passage:
-    rowid = int(r[0])  # type: ignore[call-overload]
-    return Passage(
-        node_id=str(r[1]),
-        session_id=str(r[2]),
-        role=str(r[3]),
-        seq=rowid // PASSAGES_PER_NODE,
-        offset=int(r[6] or 0),  # type: ignore[call-overload]
-        text=str(r[4]),
-        score=float(r[5]),  # type: ignore[arg-type]
-    )
-
-
-def _rows(rows: Sequence[Sequence[object]]) -> Iterator[tuple[int, str, str, str, str, int]]:
+def _rows(rows: Sequence[Sequence[object]],
+          docs: list[tuple[int, str, str, str]]) -> Iterator[tuple[int, str, int]]:
+    """(row id, passage, start) for FTS5, noting each indexed node in `docs`."""
     for seq, node_id, session_id, role, body in rows:
         if role not in INDEXED_ROLES or body is None:
             continue
         text = str(body)
         if not text.strip():
             continue
+        q = int(seq)  # type: ignore[call-overload]
+        docs.append((q, str(node_id), str(session_id), str(role)))
         for k, (start, piece) in enumerate(passages(text)):
             if k >= PASSAGES_PER_NODE:
                 break
-            yield (int(seq) * PASSAGES_PER_NODE + k,  # type: ignore[call-overload]
-                   piece, str(node_id), str(session_id), str(role), start)
+            yield (q * PASSAGES_PER_NODE + k, piece, start)
 
 
 # --- one index per store --------------------------------------------------------------------

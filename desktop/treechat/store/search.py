@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.model import Session
-from .fulltext import FullTextIndex, Passage, QueryError, all_terms_query
+from .fulltext import PASSAGES_PER_NODE, FullTextIndex, Passage, QueryError, all_terms_query
 from .repository import SESSION_COLUMNS, Repository, session_from_row
 
 SNIPPET_CHARS = 120
@@ -36,7 +36,7 @@ class SearchHit:
 # BM25 over every match; a word found in more passages than this is ranked among its newest
 # `RANKED_SCAN` matches (FTS5 stops walking its doclist there, which keeps a common word
 # as fast as a rare one on a store of years).
-RANKED_SCAN = 5000
+RANKED_SCAN = 1000
 
 
 def search_ranked(
@@ -54,44 +54,43 @@ def search_ranked(
         fts = all_terms_query(needle)
     except QueryError:
         fts = ""
-    found: list[Passage] = index.newest(fts, scan=RANKED_SCAN) if fts else []
-    best: dict[str, Passage] = {}
-    for p in found:  # already best first
-        if p.session_id not in best:
-            best[p.session_id] = p
+    scored = index.newest(fts, scan=RANKED_SCAN) if fts else []
+    owners = index.owners(r // PASSAGES_PER_NODE for r, _ in scored)
+    best_of: dict[str, tuple[int, float]] = {}
+    for rowid, score in scored:  # already best first
+        owner = owners.get(rowid // PASSAGES_PER_NODE)
+        if owner is not None and owner[1] not in best_of:
+            best_of[owner[1]] = (rowid, score)
+    # only the passages shown are read (for their snippets)
+    best: dict[str, Passage] = {p.session_id: p for p in index.passages_of(
+        list(best_of.values())[:limit], owners)}
     cols = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
     width = len(SESSION_COLUMNS.split(","))
-    titled = repo.con.execute(
-        f"SELECT {cols} FROM sessions s WHERE NOT s.hidden AND contains(lower(s.title), ?) "
-        "ORDER BY s.updated_at DESC, s.id LIMIT ?",
-        [needle, limit],
+    candidates = list(best_of)[:limit]
+    # One read for both: sessions whose title matches, and the sessions the messages found.
+    rows = repo.con.execute(
+        f"SELECT {cols}, contains(lower(s.title), $needle) AS titled FROM sessions s "
+        "WHERE NOT s.hidden AND (contains(lower(s.title), $needle) "
+        "OR s.id IN (SELECT unnest($ids))) ORDER BY s.updated_at DESC, s.id",
+        {"needle": needle, "ids": candidates},
     ).fetchall()
     hits: list[SearchHit] = []
-    seen: set[str] = set()
-    for row in titled:
+    by_id: dict[str, Session] = {}
+    for row in rows:
         session = session_from_row(row[:width])
-        seen.add(session.id)
-        top = best.get(session.id)
-        hits.append(SearchHit(session, snippet(top.text, _first_term(needle)) if top else "",
-                              top.node_id if top else None))
-    wanted = [sid for sid in best if sid not in seen][: max(0, limit - len(hits))]
-    if not wanted:
-        return tuple(hits)
-    rows = repo.con.execute(
-        f"SELECT {cols} FROM sessions s WHERE NOT s.hidden AND s.id IN (SELECT unnest(?))",
-        [wanted],
-    ).fetchall()
-    sessions = {str(r[0]): session_from_row(r[:width]) for r in rows}
-    node_ids = [best[sid].node_id for sid in wanted if sid in sessions]
-    alive = {str(r[0]) for r in repo.con.execute(
-        "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))", [node_ids]).fetchall()}
-    gone = [n for n in node_ids if n not in alive]
-    if gone:
-        index.forget(gone)  # purged since they were indexed
-    for sid in wanted:
-        found_session = sessions.get(sid)
-        p = best[sid]
-        if found_session is None or p.node_id not in alive:
+        if row[width]:
+            if len(hits) < limit:
+                top = best.get(session.id)
+                hits.append(SearchHit(session, snippet(top.text, _first_term(needle))
+                                      if top else "", top.node_id if top else None))
+        else:
+            by_id[session.id] = session
+    for sid in candidates:
+        if len(hits) >= limit:
+            break
+        found_session = by_id.get(sid)
+        p = best.get(sid)
+        if found_session is None or p is None:
             continue
         hits.append(SearchHit(found_session, snippet(p.text, _first_term(needle)), p.node_id))
     return tuple(hits)
