@@ -69,7 +69,7 @@ async def test_a_server_killed_mid_call_fails_that_call_and_can_restart(
     assert (await runtime.start(config)).status == "ready"
     pid = int((await runtime.call_tool("victim", "whoami", {})).text)
     call = asyncio.ensure_future(runtime.call_tool("victim", "slow", {"seconds": 60}))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(1.0)
     os.kill(pid, 9)
     with pytest.raises(McpCallError, match="stopped answering during the call to slow"):
         await asyncio.wait_for(call, 30)
@@ -116,7 +116,7 @@ async def test_a_server_that_exits_at_once_shows_what_it_said(runtime: McpRuntim
 async def test_cancelling_a_call_leaves_the_server_usable(runtime: McpRuntime) -> None:
     assert (await runtime.start(stdio_config("calm", "c4"))).status == "ready"
     call = asyncio.ensure_future(runtime.call_tool("calm", "slow", {"seconds": 30}))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(1.0)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
@@ -148,7 +148,7 @@ async def test_a_streamable_http_server_lists_answers_and_fails_clearly(
         (message,) = await runtime.get_prompt("beta", "review", {"topic": "x"})
         assert "(beta)" in message.text
         call = asyncio.ensure_future(runtime.call_tool("beta", "slow", {"seconds": 60}))
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(1.0)
         server.kill()
         with pytest.raises(McpCallError, match="beta server"):
             await asyncio.wait_for(call, 45)
