@@ -79,6 +79,7 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+@pytest.mark.timeout(3600)
 def test_reliability(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
     report = run_crash_loop(tmp_path / "crash", kills=KILLS, seed=21)
     lost_tail = report.tail_chars_lost()
