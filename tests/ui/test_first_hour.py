@@ -16,7 +16,6 @@ from treechat.ui.controllers.history import CONTEXT_TAB
 
 from .conftest import Aio, Desk
 
-
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
@@ -71,3 +70,57 @@ def test_sending_with_the_context_tab_open_shows_no_error(
     no_traceback(caplog)
     # the tab shows the stored head's commit, not nothing
     assert desk.controller.history.timeline.commit is not None
+
+
+def test_a_message_too_big_for_the_window_is_cut_only_when_asked(
+    desk: Desk, aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A paste larger than the model's window: nothing is sent until the user chooses; cut to
+    fit, what is stored and sent is the cut text, and the ring, the /context dialog and the
+    Context tab give the same figure for it."""
+    caplog.set_level(logging.INFO)
+    open_context_tab(desk)
+    paste = " ".join(f"line{i} of the log file" for i in range(40_000))
+    desk.provider.queue(Reply(text="fine"), Reply(text="read it"))
+
+    async def scenario() -> None:
+        type_and_send(desk, "hello")
+        await turn_done(desk, aio, 1)
+        type_and_send(desk, paste)
+        await aio.until(lambda: not desk.window.banner.isHidden(), what="the choice")
+        shoot(desk, "too-long-choice")
+        assert desk.window.banner.action_keys() == ["cut_to_fit", "cancel"]
+        assert desk.requests() == 1  # nothing sent yet
+        assert desk.composer.text() == paste  # and nothing lost
+        # cancel keeps it in the composer, unsent
+        QTest.mouseClick(desk.window.banner.button("cancel"), Qt.MouseButton.LeftButton)
+        await aio.settle()
+        assert desk.composer.text() == paste and desk.requests() == 1
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: not desk.window.banner.isHidden(), what="the choice again")
+        QTest.mouseClick(desk.window.banner.button("cut_to_fit"), Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 2)
+        await aio.until(lambda: desk.controller.history.timeline.total_text() != "",
+                        what="the tab's total")
+
+    aio.run(scenario())
+    shoot(desk, "too-long-cut")
+    assert desk.composer.text() == ""
+    view = desk.controller.current_view
+    assert view is not None
+    sent = [n for n in view.path if n.role == "user"][-1].text
+    assert "characters omitted" in sent and sent.startswith("line0 of the log file")
+    assert len(sent) < len(paste)
+    request = desk.provider.requests[-1]
+    users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    assert sent in str(users[-1]).replace("\\n", "\n")  # what was sent is what is stored
+    ring = desk.composer.ring.occupancy
+    assert ring is not None and ring.total_used <= ring.window
+    desk.controller.occupancy.open_dialog()
+    dialog = desk.controller.occupancy.context_dialog
+    assert dialog is not None and dialog.occupancy is ring
+    from treechat.ui.occupancy.format import headline
+    assert desk.controller.history.timeline.total_text() == headline(ring)
+    assert headline(ring) in desk.controller.history.timeline.header.text()
+    dialog.close()
+    no_traceback(caplog)

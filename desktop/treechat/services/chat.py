@@ -49,6 +49,7 @@ from .events import (
     TurnStarted,
 )
 from .mcp import McpService
+from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id
 from .spending import SpendingService
@@ -301,6 +302,26 @@ class ChatService:
             situation=self._situation(),
             tools=self._tools(session_id, endpoint).specs(),
         )
+
+    async def message_fit(
+        self, session_id: str | None, text: str, *, model: str | None = None
+    ) -> MessageFit:
+        """How `text` would fit as the next message of `session_id` (None: a new chat) on
+        `model`: asked before sending, so a message too big is cut or kept by the user's
+        choice, never silently."""
+        endpoint = await self._endpoint_for_estimate(model, None)
+        system = tools = 0
+        if session_id is not None:
+            parts = dict((await self.occupancy(session_id, model=model)).breakdown)
+            system, tools = parts.get("system", 0), parts.get("tools", 0)
+        return await asyncio.to_thread(
+            measure_fit, text, self.engine.counter, window=endpoint.window,
+            system_tokens=system, tools_tokens=tools, config=self.engine.config.budget,
+        )
+
+    async def cut_to_fit(self, text: str, fit: MessageFit) -> str:
+        """`text` cut to the room `fit` found (the start and the end kept, the cut marked)."""
+        return await asyncio.to_thread(cut_to_fit, text, fit, self.engine.counter)
 
     async def compact(self, session_id: str, *, model: str | None = None) -> Any:
         """Compact the session's context now (the `/compact` command)."""
