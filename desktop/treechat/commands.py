@@ -49,8 +49,12 @@ def store_path(args: argparse.Namespace) -> Path:
 
 def open_store(args: argparse.Namespace) -> Store:
     from .services.recovery import open_and_recover
+    from .store.database import damaged_message
 
-    return open_and_recover(store_path(args))
+    store = open_and_recover(store_path(args))
+    if store.damage is not None:  # what can be read is shown, with the warning first
+        print(f"treechat: {damaged_message(store.path, store.damage.problem)}", file=sys.stderr)
+    return store
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
