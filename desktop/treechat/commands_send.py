@@ -94,9 +94,26 @@ def cmd_send(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return _reply(store, data_dir, args, session_id, user_id, text)
+        code = _reply(store, data_dir, args, session_id, user_id, text)
+        if code != 130:
+            _daily_backup(store)
+        return code
     finally:
         store.close()
+
+
+def _daily_backup(store: Store) -> None:
+    """The command line's "on quit": a backup when the newest is a day old. Never fails the
+    command; the log says why when one could not be made."""
+    import logging
+
+    from .store.backup import BackupError
+    from .store.database import StoreError
+
+    try:
+        store.backup_if_due()
+    except (BackupError, StoreError, OSError) as exc:
+        logging.getLogger(__name__).warning("the daily backup was not made: %s", exc)
 
 
 async def _commit(store: Store, args: argparse.Namespace, text: str) -> tuple[str, str]:
