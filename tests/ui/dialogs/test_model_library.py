@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.hub_server import Hub, HubServer, sha256_of
-from tests.ui.conftest import Aio
+from tests.ui.conftest import Aio, Desk
 
 from treechat.providers.local_model import find_gguf
 from treechat.services.model_library import ModelLibrary, ModelLibraryService
@@ -115,3 +115,26 @@ def test_an_unreachable_hub_says_so(qtbot: object, aio: Aio, tmp_path: Path) -> 
         assert dialog.search_button.isEnabled()
 
     aio.run(scenario())
+
+
+def test_the_window_opens_the_library_and_a_downloaded_model_joins_the_picker(
+        desk: Desk) -> None:
+    from treechat.providers.model_library import ModelLibrary as Library
+
+    model = Library(desk.data_dir / "models").add_file(find_gguf())
+
+    async def scenario() -> None:
+        desk.window.local_models_action.trigger()
+        dialog = desk.controller.dialogs.model_library_dialog
+        assert dialog is not None and dialog.isVisible()
+        await desk.aio.until(lambda: any(r.installed_name == model.name for r in dialog.rows()),
+                             what="the model on disk is listed")
+        dialog.modelsChanged.emit()  # what a finished download or a removal says
+        address = f"library/{model.name}"
+        await desk.aio.until(
+            lambda: any(c.id == address for c in desk.controller.models.choices), what="picker")
+        choice = next(c for c in desk.controller.models.choices if c.id == address)
+        assert choice.label == f"Downloaded · {model.name}"
+        assert choice.window == 8192
+
+    desk.aio.run(scenario())

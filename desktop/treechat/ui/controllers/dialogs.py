@@ -14,6 +14,7 @@ from ..sessions.export_drop import ExportDropFilter
 
 if TYPE_CHECKING:
     from ..dialogs.import_chats import ImportDialog
+    from ..dialogs.model_library import ModelLibraryDialog
     from .conversation import ConversationController
 
 
@@ -22,6 +23,7 @@ class DialogsController:
         self._c = conversation
         self._settings: SettingsDialog | None = None
         self._import: ImportDialog | None = None
+        self._library: ModelLibraryDialog | None = None
         self._imports = ImportJobs.of(conversation.services)
         self._export_drop = ExportDropFilter(conversation)
         self._export_drop.fileDropped.connect(self.open_import_dialog)
@@ -108,6 +110,44 @@ class DialogsController:
     @property
     def import_dialog(self) -> ImportDialog | None:
         return self._import
+
+    # --- local models --------------------------------------------------------------
+
+    def open_model_library(self) -> None:
+        """File → Local models…: download, run and remove models that run on this machine."""
+        c = self._c
+        library = c.services.models.library
+        if library is None:
+            c.parts.status("Local models are not available in this build")
+            return
+        dialog = self._library
+        if dialog is None:
+            from ..dialogs.model_library import ModelLibraryDialog
+
+            dialog = ModelLibraryDialog(library, c.tasks, ollama_url=self._ollama_url(),
+                                        parent=c.parts.window)
+            dialog.modelsChanged.connect(
+                lambda: c.spawn(c.models.refresh(), name="models"))
+            dialog.useRequested.connect(lambda name: c.models.set_model(f"library/{name}"))
+            self._library = dialog
+        dialog.refresh()
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+
+    def _ollama_url(self) -> str | None:
+        connections = self._c.services.connections
+        if connections is None:
+            return None
+        for status in connections.statuses():
+            conn = status.connection
+            if conn.kind == "ollama" and status.state in ("ready", "detected") and conn.base_url:
+                return conn.base_url
+        return None
+
+    @property
+    def model_library_dialog(self) -> ModelLibraryDialog | None:
+        return self._library
 
     def _open_imported(self, session_id: str) -> None:
         c = self._c

@@ -11,6 +11,7 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     window.new_chat_action.triggered.connect(c.new_chat)
     window.settings_action.triggered.connect(c.dialogs.open_settings)
     window.import_action.triggered.connect(lambda *_: c.dialogs.open_import_dialog())
+    window.local_models_action.triggered.connect(lambda *_: c.dialogs.open_model_library())
     window.stop_action.triggered.connect(c.turns.stop)
     window.retry_action.triggered.connect(lambda *_: c.turns.retry())
     window.previous_version_action.triggered.connect(lambda: c.graph_ops.step_version(-1))

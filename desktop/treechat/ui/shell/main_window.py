@@ -292,6 +292,7 @@ class MainWindow(QMainWindow):
             file_menu, "New chat", (QKeySequence.StandardKey.New,)
         )
         self.import_action = self._action(file_menu, "Import…", ("Ctrl+I",))
+        self.local_models_action = self._action(file_menu, "Local models…", ("Ctrl+Shift+M",))
         self.settings_action = self._action(
             file_menu, "Settings…", ("Ctrl+,", QKeySequence.StandardKey.Preferences)
         )
@@ -365,7 +366,8 @@ class MainWindow(QMainWindow):
         self._ready = ready
         self.sessions.setEnabled(ready)
         self.composer.setEnabled(ready)
-        for action in (self.new_chat_action, self.import_action, self.settings_action,
+        for action in (self.new_chat_action, self.import_action, self.local_models_action,
+                       self.settings_action,
                        self.stop_action,
                        self.retry_action, self.previous_version_action,
                        self.next_version_action, self.context_action, self.compact_action,
