@@ -362,10 +362,13 @@ class ContextEngine:
         near = near_pairs_query(query)
 
         def search(repo: Repository) -> list[Passage]:
-            # Passages where the question's words stand together first, then any of them.
+            # Passages where the question's words stand together first, then those holding
+            # its rarest words, then BM25 over any of them.
             index.sync(repo)
-            first = index.search(near, seqs=seqs, limit=max(20, limit * 8)) if near else []
-            return first + index.search(fts, seqs=seqs, limit=max(20, limit * 8))
+            n = max(20, limit * 8)
+            first = index.search(near, seqs=seqs, limit=n) if near else []
+            return (first + index.search_words(query, seqs=seqs, limit=n)
+                    + index.search(fts, seqs=seqs, limit=n))
 
         found = await self.store.run(search)
         best: dict[str, Passage] = {}

@@ -18,6 +18,7 @@ All calls run on the store's worker thread (the index is opened there and used o
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -364,6 +365,40 @@ class FullTextIndex:
             params,
         ).fetchall()
         return self.passages_of([(int(r[0]), float(r[1])) for r in rows])
+
+    def search_words(self, query: str, *, seqs: Iterable[int], limit: int = 50,
+                     per_word: int = 5000) -> list[Passage]:
+        """Passages of the nodes `seqs` ranked by which of the question's content words they
+        hold, each word weighted by its rarity among those passages (a coordination match
+        weighted by inverse document frequency), BM25 breaking ties. BM25 alone lets a
+        passage that repeats one common word ("kind" a dozen times in code) outrank the one
+        holding the question's rare word ("dog") once; this does not."""
+        con = self._open()
+        wanted = sorted(set(seqs))
+        terms = content_terms(query)
+        if not wanted or not terms:
+            return []
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (seq INTEGER PRIMARY KEY)")
+        con.execute("DELETE FROM wanted")
+        con.executemany("INSERT INTO wanted VALUES (?)", ((q,) for q in wanted))
+        where = f"(rowid / {PASSAGES_PER_NODE}) IN (SELECT seq FROM wanted)"
+        row = con.execute(f"SELECT count(*) FROM passages WHERE {where}").fetchone()
+        total = max(1, int(row[0]) if row else 1)
+        weight: dict[int, float] = {}
+        tie: dict[int, float] = {}
+        for term in terms:
+            rows = con.execute(
+                f"SELECT rowid, bm25(passages) FROM passages WHERE passages MATCH ? AND {where} "
+                "LIMIT ?", (_quote(term), per_word)).fetchall()
+            if not rows:
+                continue
+            idf = math.log((total + 1) / len(rows))
+            for rowid, score in rows:
+                r = int(rowid)
+                weight[r] = weight.get(r, 0.0) + idf
+                tie[r] = tie.get(r, 0.0) + float(score)
+        ranked = sorted(weight, key=lambda r: (-weight[r], tie[r], -r))[:limit]
+        return self.passages_of([(r, tie[r]) for r in ranked])
 
     def newest(self, fts_query: str, *, scan: int) -> list[tuple[int, float]]:
         """(row id, BM25 score) of the `scan` newest passages matching, best first: FTS5
