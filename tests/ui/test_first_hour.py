@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from tests.support.loopback_server import Reply
 
+from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB
 
-from .conftest import Aio, Desk
+from .conftest import Aio, Desk, Seed, chat_session
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -123,4 +125,51 @@ def test_a_message_too_big_for_the_window_is_cut_only_when_asked(
     assert desk.controller.history.timeline.total_text() == headline(ring)
     assert headline(ring) in desk.controller.history.timeline.header.text()
     dialog.close()
+    no_traceback(caplog)
+
+
+LONG = ("The history of the river valley is long and full of detail. " * 25).strip()
+
+
+def short_and_long(store: Store) -> None:
+    chat_session(store, "short", "A short chat", 900.0, ["hi", "hello"])
+    chat_session(store, "long", "A long conversation", 1_000.0,
+                 [f"{i}: {LONG}" for i in range(16)])
+
+
+def test_compact_says_what_it_did(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    """/compact reports the items it folded, or that there is nothing to compact and why; never
+    a drop in tokens that came from counting differently."""
+    caplog.set_level(logging.INFO)
+    desk = desk_with(short_and_long)
+    status = desk.window.statusBar()
+
+    async def compact(session_id: str) -> str:
+        desk.window.sessions.select(session_id)
+        await desk.controller.load_session(session_id)
+        await desk.controller.tasks.idle()
+        status.clearMessage()
+        desk.composer.set_text("/compact")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: status.currentMessage() != "", what="the report")
+        await desk.controller.tasks.idle()
+        return status.currentMessage()
+
+    short = aio.run(compact("short"))
+    assert short.startswith("Nothing to compact yet"), short
+    assert "always sent in full" in short
+    long = aio.run(compact("long"))
+    shoot(desk, "compact-report")
+    assert long.startswith("Compacted: "), long
+    folded = int(long.split()[1])
+    assert folded > 0 and "folded into 1 summary" in long
+    view = desk.controller.current_view
+    assert view is not None and view.head is not None
+    commit = aio.run(desk.services.engine.commit_for("long", view.head,
+                                                     now=desk.services.clock.now()))
+    assert sum(1 for item in commit.items if item.state == "summarized") == folded
+    again = aio.run(compact("long"))
+    assert again.startswith("Nothing more to compact yet"), again
     no_traceback(caplog)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.occupancy import Occupancy
+from ...services.sessions import SessionView
 from ..dialogs.context_breakdown import ContextBreakdownDialog
-from ..occupancy.format import CompactionState, headline
+from ..occupancy.format import CompactionState, compaction_report
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -112,19 +113,28 @@ class OccupancyController:
         self._set_compacting(True)
 
         async def work() -> None:
-            before = self.record
+            before = await self._state_of(view)
             try:
-                occ = await c.chat_service.compact(view.session.id, model=c.models.selected())
+                occ: Occupancy = await c.chat_service.compact(view.session.id,
+                                                              model=c.models.selected())
+                after = await self._state_of(view)
             finally:
                 self._set_compacting(False)
             if c.current_session_id == view.session.id:
                 self.set(occ)
-                if before is not None and occ.total_used < before.total_used:
-                    c.parts.status(f"Compacted: {headline(before)} → {headline(occ)}")
-                else:
-                    c.parts.status("Nothing to compact yet: every message still fits")
+                c.parts.status(compaction_report(
+                    before, after, keep_recent=c.services.engine.config.rules.keep_recent_turns))
 
         c.spawn(work(), name="compact")
+
+    async def _state_of(self, view: SessionView) -> CompactionState:
+        """How compacted the head's commit is now (what the /context dialog says)."""
+        if view.head is None:
+            return CompactionState()
+        c = self._c
+        commit = await c.services.engine.commit_for(view.session.id, view.head,
+                                                    now=c.clock.now())
+        return CompactionState.from_states(item.state for item in commit.items)
 
     def _set_compacting(self, running: bool) -> None:
         self._compacting = running

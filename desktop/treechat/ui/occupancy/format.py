@@ -74,6 +74,32 @@ class CompactionState:
         )
 
 
+def compaction_report(before: CompactionState, after: CompactionState, *,
+                      keep_recent: int) -> str:
+    """What /compact did, from the commit's items before and after (never from a change of
+    counting basis): items folded into a summary, results shortened, or why nothing was."""
+    folded = after.summarized - before.summarized
+    made = after.summaries - before.summaries
+    aged = after.aged - before.aged
+    cleared = after.cleared - before.cleared
+    parts = []
+    if folded > 0 or made > 0:
+        parts.append(f"{folded} item{'s' if folded != 1 else ''} folded into "
+                     f"{max(made, 1)} summar{'y' if max(made, 1) == 1 else 'ies'}")
+    if aged > 0:
+        parts.append(f"{aged} old tool result{'s' if aged != 1 else ''} shortened")
+    if cleared > 0:
+        parts.append(f"{cleared} idle tool result{'s' if cleared != 1 else ''} cleared")
+    if parts:
+        return "Compacted: " + "; ".join(parts)
+    turns = f"{keep_recent} exchange{'s' if keep_recent != 1 else ''}"
+    if before.summaries:
+        return (f"Nothing more to compact yet: older messages are already in summaries and "
+                f"the last {turns} are always sent in full")
+    return (f"Nothing to compact yet: the last {turns} are always sent in full and there is "
+            "nothing older to fold into a summary")
+
+
 def tokens(n: int) -> str:
     return f"{n:,}"
 
