@@ -76,13 +76,15 @@ def timed_import(tmp_path: Path, name: str, path: Path, expected: int) -> float:
 
 
 # The child processes: each prints one JSON object. RSS is the kernel's peak for the process
-# (ru_maxrss, KiB on Linux), read before and after the work.
+# (VmHWM), read before and after the work.
 IMPORT_CHILD = r"""
-import asyncio, json, resource, sys, time
+import asyncio, json, sys, time
 from pathlib import Path
 from treechat.services.importing import ImportFileError, import_file
 from treechat.store.database import Store
-def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak():  # the kernel's high-water mark for this process (ru_maxrss survives exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"): return int(line.split()[1]) / 1024
 path, db = Path(sys.argv[1]), Path(sys.argv[2])
 with Store.open(db) as store:
     idle = peak()
@@ -97,8 +99,10 @@ print(json.dumps(outcome))
 """
 
 PARSE_CHILD = r"""
-import json, resource, sys, ijson
-def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import json, sys, ijson
+def peak():  # the kernel's high-water mark for this process (ru_maxrss survives exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"): return int(line.split()[1]) / 1024
 idle = peak()
 with open(sys.argv[1], "rb") as f:
     n = sum(1 for _ in ijson.items(f, "item", use_float=True))

@@ -36,7 +36,7 @@ from ..core.imports import (
 )
 from ..core.imports.detect import KNOWN, SAMPLE, probe_format
 from ..store.database import Store
-from ..store.imports import WrittenConversation, write_conversation
+from ..store.imports import WrittenConversation, hold_cache, release_cache, write_conversation
 from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
 
@@ -489,7 +489,9 @@ async def import_file(
     notes: list[str] = []
     cancelled = False
     ahead: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(next_part))
+    cache_limit: str | None = None
     try:
+        cache_limit = await store.run(hold_cache)
         while not cancelled:
             try:
                 item = await ahead
@@ -543,6 +545,9 @@ async def import_file(
         with contextlib.suppress(Exception):  # only its cleanup matters now
             await ahead
         await asyncio.to_thread(parts.close)
+        if cache_limit is not None:
+            previous = cache_limit
+            await store.run(lambda repo: release_cache(repo, previous))
     return ImportSummary(
         source_format=fmt,
         sessions=sessions,

@@ -37,6 +37,31 @@ class WrittenConversation:
     note: str = ""  # what the user should be told about this conversation, if anything
 
 
+# DuckDB keeps the blocks it writes cached up to its memory limit (by default 80% of RAM), so
+# a long bulk import would grow the process with the store it writes: while importing, the
+# cache is held to this, and given its previous limit back after.
+IMPORT_MEMORY_LIMIT = "256MB"
+
+
+def hold_cache(repo: Repository, limit: str = IMPORT_MEMORY_LIMIT) -> str:
+    """Lower DuckDB's memory limit for a bulk import; returns the limit to restore."""
+    row = repo.con.execute("SELECT current_setting('memory_limit')").fetchone()
+    previous = str(row[0]) if row is not None else ""
+    repo.con.execute(f"SET memory_limit = '{limit}'")
+    return previous
+
+
+def release_cache(repo: Repository, previous: str) -> None:
+    """Give DuckDB back the memory limit `hold_cache` found."""
+    # The default comes back exactly by RESET (a size DuckDB renders is rounded); a limit
+    # someone set is set again as DuckDB rendered it.
+    repo.con.execute("RESET memory_limit")
+    row = repo.con.execute("SELECT current_setting('memory_limit')").fetchone()
+    if previous and (row is None or str(row[0]) != previous):
+        # SET takes no parameters; the value is DuckDB's own rendering of a size.
+        repo.con.execute(f"SET memory_limit = '{previous.replace(chr(39), '')}'")
+
+
 def conversation_key(fmt: str, conversation_id: str) -> str:
     return json.dumps([fmt, conversation_id], ensure_ascii=False)
 
