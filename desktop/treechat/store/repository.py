@@ -24,6 +24,12 @@ NODE_COLUMNS = (
 JSON_COLUMNS = (6, 7, 11)  # input, output, metadata in NODE_COLUMNS
 SESSION_COLUMNS = "id, title, head, model, created_at, updated_at, forked_from, hidden"
 
+# Every attachment hash some node's metadata still lists.
+_NAMED_ATTACHMENTS = (
+    "SELECT DISTINCT unnest(json_extract_string(metadata, '$.attachments[*].sha256')) "
+    "FROM nodes WHERE json_exists(metadata, '$.attachments')"
+)
+
 # Above this many rows a write goes through one bulk statement instead of row inserts.
 BULK_THRESHOLD = 32
 
@@ -247,7 +253,45 @@ class Repository:
         with self.transaction():
             self.con.execute("DELETE FROM annotations WHERE list_contains(?, node_id)", [ids])
             self.con.execute("DELETE FROM nodes WHERE list_contains(?, id)", [ids])
+            # Bytes go only when no node left in the file names them (a fork shares them).
+            self.con.execute(
+                f"DELETE FROM attachments WHERE sha256 NOT IN ({_NAMED_ATTACHMENTS})"
+            )
         return len(ids)
+
+    # --- attachments -----------------------------------------------------------------
+
+    def put_attachment(self, sha256: str, media_type: str, data: bytes, created_at: float) -> bool:
+        """Store bytes under their hash once; True when they were new. Content-addressed:
+        a second put of the same bytes writes nothing."""
+        row = self.con.execute(
+            "SELECT 1 FROM attachments WHERE sha256 = ?", [sha256]
+        ).fetchone()
+        if row is not None:
+            return False
+        self.con.execute(
+            "INSERT INTO attachments (sha256, media_type, size, bytes, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [sha256, media_type, len(data), data, created_at],
+        )
+        return True
+
+    def attachment_bytes(self, sha256: str) -> bytes | None:
+        row = self.con.execute(
+            "SELECT bytes FROM attachments WHERE sha256 = ?", [sha256]
+        ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def attachment_meta(self, sha256: str) -> tuple[str, int, float] | None:
+        """(media type, size, created at) of stored bytes, without reading them."""
+        row = self.con.execute(
+            "SELECT media_type, size, created_at FROM attachments WHERE sha256 = ?", [sha256]
+        ).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]), float(row[2]))
+
+    def attachment_count(self) -> int:
+        row = self.con.execute("SELECT count(*) FROM attachments").fetchone()
+        return int(row[0]) if row else 0
 
     # --- sessions --------------------------------------------------------------------
 

@@ -173,6 +173,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "attachments: content-addressed bytes shared by every node that names them",
+        (
+            # Written once per sha256 and never changed; a node's metadata lists the hashes it
+            # uses, so a branch and its forks share one copy.
+            """
+            CREATE TABLE attachments (
+                sha256      VARCHAR PRIMARY KEY,
+                media_type  VARCHAR NOT NULL,
+                size        BIGINT NOT NULL,
+                bytes       BLOB NOT NULL,
+                created_at  DOUBLE NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

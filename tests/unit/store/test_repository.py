@@ -226,3 +226,24 @@ def test_settings_hold_json_values_across_a_reopen_and_answer_a_default(tmp_path
         assert again.call(lambda r: r.get_setting("model")) == "anthropic/claude-sonnet-4-5"
     finally:
         again.close()
+
+
+def test_attachment_bytes_are_written_once_and_survive_a_purge_while_a_node_names_them(
+    store: Store,
+) -> None:
+    data = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    ref = {"sha256": "h1", "name": "a.png", "media_type": "image/png", "size": len(data)}
+    a = replace(msg("u1", None), metadata={"attachments": [ref]})
+    b = replace(msg("u2", None), metadata={"attachments": [ref]})
+    store.call(lambda r: r.append_nodes([a, b]))
+    assert store.call(lambda r: r.put_attachment("h1", "image/png", data, 5.0)) is True
+    assert store.call(lambda r: r.put_attachment("h1", "image/png", data, 6.0)) is False
+    assert store.call(lambda r: r.attachment_count()) == 1
+    assert store.call(lambda r: r.attachment_meta("h1")) == ("image/png", len(data), 5.0)
+    # one of the two nodes goes: the other still names the bytes, so they stay
+    store.call(lambda r: r.purge_nodes(["u1"]))
+    assert store.call(lambda r: r.attachment_bytes("h1")) == data
+    # the last one goes: nothing names them any more
+    store.call(lambda r: r.purge_nodes(["u2"]))
+    assert store.call(lambda r: r.attachment_bytes("h1")) is None
+    assert store.call(lambda r: r.attachment_meta("h1")) is None
