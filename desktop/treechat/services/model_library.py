@@ -120,6 +120,7 @@ class ModelLibraryService:
         self._jobs: dict[tuple[str, str], DownloadJob] = {}
         self._running: tuple[InstalledModel, LocalModel] | None = None
         self._switching = asyncio.Lock()
+        self._windows: dict[str, int] = {}
 
     # --- what there is --------------------------------------------------------------------
 
@@ -195,6 +196,10 @@ class ModelLibraryService:
                                model.supports_tools, server.api_key)
 
     def context_for(self, model: InstalledModel) -> int:
+        """The window the model runs with: the one the user chose for it, else one chosen
+        from its trained length and the RAM."""
+        if model.name in self._windows:
+            return self._windows[model.name]
         return choose_context(model.context_length, model.size, self._ram_bytes(),
                               model.kv_bytes_per_token)
 
@@ -203,13 +208,16 @@ class ModelLibraryService:
         """Load a downloaded model on the bundled llama.cpp server, unloading the one that
         ran before (one local model at a time)."""
         model = await asyncio.to_thread(self.library.find, name)
+        if context is not None:
+            self._windows[model.name] = context
+        context = self.context_for(model)
         async with self._switching:
             current = self.running
-            if current is not None and current.name == model.name:
+            if current is not None and current.name == model.name and context == current.window:
                 return current
             await self.unload()
             server = LocalModel(
-                Path(model.path), name=model.name, n_ctx=context or self.context_for(model),
+                Path(model.path), name=model.name, n_ctx=context,
                 threads=threads or default_threads(), start_timeout=self._start_timeout,
             )
             try:

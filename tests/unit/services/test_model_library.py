@@ -98,6 +98,10 @@ async def test_one_local_model_runs_at_a_time_and_answers(tmp_path: Path, hub: H
     try:
         alpha = await lib.run("alpha-q4")
         assert alpha.window == 8192 and alpha.model_id == "openai/alpha-q4"
+        smaller = await lib.run("alpha-q4", context=4096)  # the user's window reloads it
+        assert smaller.window == 4096
+        assert lib.context_for((await lib.installed())[0]) == 4096
+        assert (await lib.run("alpha-q4")).window == 4096  # and is kept
         first = lib._running[1].pid if lib._running else None  # the server's process
         beta = await lib.run("beta-q4")
         assert first is not None and gone(first)  # switching unloads the previous model

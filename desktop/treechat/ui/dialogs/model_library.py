@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -50,6 +51,8 @@ class Row:
     title: str
     installed_name: str | None = None  # set when the model is on disk
     partial: bool = False
+    window: int = 0  # the window it would run with (on disk only)
+    trained: int = 0  # its trained context length, the most the window can be
 
 
 def _mb(n: int) -> str:
@@ -83,6 +86,7 @@ class ModelLibraryDialog(QDialog):
         self._ollama_url = ollama_url
         self._job: DownloadJob | None = None
         self._confirm_remove: str | None = None
+        self._shown_window: Row | None = None
 
         intro = QLabel(INTRO)
         intro.setWordWrap(True)
@@ -123,6 +127,13 @@ class ModelLibraryDialog(QDialog):
         self.pause_button.clicked.connect(self.pause)
         self.cancel_button = QPushButton("Cancel download")
         self.cancel_button.clicked.connect(self.cancel)
+        self.window_spin = QSpinBox()
+        self.window_spin.setRange(512, 131072)
+        self.window_spin.setSingleStep(1024)
+        self.window_spin.setSuffix(" tokens")
+        self.window_spin.setToolTip("The context window to load the model with: chosen from its "
+                                    "trained length and this computer's memory")
+        self.window_label = QLabel("Window")
         self.use_button = QPushButton("Use in this chat")
         self.use_button.clicked.connect(self.use)
         self.remove_button = QPushButton("Remove")
@@ -132,6 +143,8 @@ class ModelLibraryDialog(QDialog):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.window_label)
+        buttons.addWidget(self.window_spin)
         buttons.addWidget(self.use_button)
 
         layout = QVBoxLayout(self)
@@ -168,6 +181,8 @@ class ModelLibraryDialog(QDialog):
         selected = self.current_row()
         self.tree.clear()
         on_disk = {(m.repo, m.file): m for m in installed}
+        windows = {m.name: (self._library.context_for(m), m.context_length or 0)
+                   for m in installed}
         stopped = {(p.repo, p.file): p for p in partial}
 
         picks = self._section("Recommended")
@@ -178,8 +193,9 @@ class ModelLibraryDialog(QDialog):
             note = ("  ✓ downloaded" if have else
                     f"  · stopped at {stop.done * 100 // max(stop.size, 1)}%" if stop else "")
             memory = f"{m.ram_gb:g} GB" + ("" if rec.fits_ram else " (more than this computer)")
+            window, trained = windows.get(have.name, (0, 0)) if have else (0, 0)
             self._add(picks, Row(m.repo, m.file, m.title, have.name if have else None,
-                                 stop is not None),
+                                 stop is not None, window, trained),
                       [f"{m.title}{note}\n{m.summary}", _mb(m.size_bytes), memory, m.license])
 
         mine = self._section("On this computer")
@@ -187,7 +203,9 @@ class ModelLibraryDialog(QDialog):
             if any(model.repo == r.model.repo and model.file == r.model.file for r in recommended):
                 continue
             where = model.repo or "added from disk"
-            self._add(mine, Row(model.repo, model.file, model.name, model.name),
+            window, trained = windows[model.name]
+            self._add(mine, Row(model.repo, model.file, model.name, model.name, False, window,
+                                trained),
                       [f"{model.name}\n{where}", _mb(model.size),
                        f"window {model.context_length or '?':,}"
                        if isinstance(model.context_length, int) else "", ""])
@@ -261,6 +279,11 @@ class ModelLibraryDialog(QDialog):
                                                          and not busy))
         self.use_button.setEnabled(installed)
         self.remove_button.setEnabled(installed)
+        self.window_spin.setEnabled(installed)
+        if row is not None and installed and row.window and self._shown_window != row:
+            self._shown_window = row
+            self.window_spin.setMaximum(max(row.trained, row.window, 512))
+            self.window_spin.setValue(row.window)
         if self._confirm_remove is not None and (row is None or row.installed_name
                                                  != self._confirm_remove):
             self._confirm_remove = None
@@ -357,13 +380,14 @@ class ModelLibraryDialog(QDialog):
     def use(self) -> None:
         row = self.current_row()
         if row is not None and row.installed_name is not None:
-            self._tasks.spawn(self._use(row.installed_name), name="run local model")
+            self._tasks.spawn(self._use(row.installed_name, self.window_spin.value()),
+                              name="run local model")
 
-    async def _use(self, name: str) -> None:
+    async def _use(self, name: str, window: int | None = None) -> None:
         self.status.setText(f"Loading {name}…")
         self.use_button.setEnabled(False)
         try:
-            endpoint = await self._library.run(name)
+            endpoint = await self._library.run(name, context=window)
         except LibraryError as exc:
             self.status.setText(str(exc))
         else:
