@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from ..occupancy.ring import OccupancyRing
 from .input import ComposerInput
+from .model_picker import DETAIL_ROLE, GROUP_ROLE, ModelPicker, detail_text, group_text
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QResizeEvent, QShowEvent
@@ -58,7 +59,7 @@ class Composer(QWidget):
         self.input.focusChanged.connect(self._focus_changed)
 
         self.models = QStandardItemModel(self)
-        self.picker = QComboBox()
+        self.picker = ModelPicker()
         self.picker.setObjectName("ModelPicker")
         self.picker.setModel(self.models)
         self.picker.setAccessibleName("Model")
@@ -166,9 +167,12 @@ class Composer(QWidget):
             for choice in choices:
                 item = QStandardItem(choice.label)
                 item.setData(choice.id, MODEL_ID_ROLE)
+                item.setData(group_text(choice), GROUP_ROLE)
+                item.setData(detail_text(choice), DETAIL_ROLE)
                 item.setToolTip(
                     f"{choice.id}" + (f" at {choice.api_base}" if choice.api_base else "")
                     + (" (local)" if choice.local else "")
+                    + (f": {choice.reason}" if choice.reason else "")
                 )
                 item.setEnabled(choice.available)
                 self.models.appendRow(item)

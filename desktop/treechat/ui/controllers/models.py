@@ -3,6 +3,7 @@ of the open chat (or of the next new chat)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,14 @@ class ModelsController:
         self._catalog = conversation.services.models
         self.choices: list[ModelChoice] = []
         self.next_model: str | None = None  # the picker's choice before a session exists
+        self._refreshing: asyncio.Task[None] | None = None
+        self._again = False  # a change came while the list was being read
+        self._closed = False
         conversation.parts.composer.modelChanged.connect(self.set_model)
+        conversation.parts.composer.picker.refreshRequested.connect(self.refresh_servers)
+        # Connections added, edited or removed, and local servers found or gone (the
+        # detector's probe runs in the background): the picker reads the groups again.
+        self._catalog.connections.add_listener(self.connections_changed)
 
     def default_model(self) -> str | None:
         """The default among the choices `refresh()` fetched: working it out afresh would
@@ -28,9 +36,45 @@ class ModelsController:
         except ModelUnavailable:
             return self._catalog.default_model or None
 
+    def connections_changed(self) -> None:
+        """Called on the GUI loop when the connections change; coalesced while a read of the
+        groups is under way."""
+        if self._closed:
+            return
+        if self._refreshing is not None and not self._refreshing.done():
+            self._again = True
+            return
+        self._refreshing = self._c.spawn(self._refresh_until_settled(), name="models")
+
+    async def _refresh_until_settled(self) -> None:
+        while True:
+            self._again = False
+            await self.refresh()
+            if not self._again or self._closed:
+                return
+
+    def refresh_servers(self) -> None:
+        """The picker's Refresh: every server connection listed again, the local ports
+        probed, then the picker filled."""
+        picker = self._c.parts.composer.picker
+
+        async def work() -> None:
+            picker.set_refreshing(True)
+            try:
+                await self._catalog.refresh()
+                await self.refresh()
+            finally:
+                picker.set_refreshing(False)
+
+        self._c.spawn(work(), name="models-refresh")
+
+    def close(self) -> None:
+        self._closed = True
+
     async def refresh(self) -> None:
         c = self._c
-        self.choices = list(await self._catalog.choices())
+        groups = await self._catalog.groups()
+        self.choices = [choice for group in groups for choice in group.models]
         current = (
             c.current_view.session.model if c.current_view is not None else None
         ) or self.next_model or self.default_model()
@@ -60,7 +104,7 @@ class ModelsController:
         for choice in self.choices:
             if choice.id == model:
                 return choice.label
-        return model
+        return self._catalog.display_name(model) if model else model
 
     def selected_label(self) -> str:
         """"Label · id" of the picked model, for the context dialog."""

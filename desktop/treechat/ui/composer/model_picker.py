@@ -1,0 +1,278 @@
+"""The model picker: a combo box whose popup lists the models grouped by connection, each
+with its window and its price per million input / output tokens ("unpriced" when litellm
+has none), the connection marked detected or unreachable, a search field that filters as
+one types (typing on the closed picker opens it with those letters) and a Refresh button.
+
+The combo's own model keeps one row per model (the rows `Composer` fills), so selecting and
+reading the current model work as on any combo box; the popup is only a way to choose."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QTreeWidgetItemIterator,
+    QVBoxLayout,
+    QWidget,
+)
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QHideEvent, QKeyEvent
+
+    from ...services.models import ModelChoice
+
+GROUP_ROLE = Qt.ItemDataRole.UserRole + 2  # the connection's heading in the popup
+DETAIL_ROLE = Qt.ItemDataRole.UserRole + 3  # "128K · $3.00 / $15.00 per M" or "… · unpriced"
+ROW_ROLE = Qt.ItemDataRole.UserRole + 4  # a popup item's row in the combo's model
+
+STATE_MARKS = {
+    "detected": "detected",
+    "unreachable": "unreachable",
+    "unchecked": "not checked yet",
+    "needs-key": "needs a key",
+}
+
+
+def tokens_text(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.3g}M"
+    if n >= 1000:
+        return f"{n / 1000:.0f}K"
+    return str(n)
+
+
+def price_text(price_in: float | None, price_out: float | None) -> str:
+    if price_in is None or price_out is None:
+        return "unpriced"
+    return f"${price_in:.2f} / ${price_out:.2f} per M"
+
+
+def detail_text(choice: ModelChoice) -> str:
+    """What the popup says beside a model: its window and its price."""
+    parts = []
+    if choice.window:
+        window = tokens_text(choice.window)
+        parts.append(f"~{window} (estimated)" if choice.window_estimated else window)
+    parts.append(price_text(choice.price_in, choice.price_out))
+    return " · ".join(parts)
+
+
+def group_text(choice: ModelChoice) -> str:
+    """The heading of a model's connection, with its state when it is not plainly ready."""
+    label = choice.connection_label or "Configured"
+    mark = STATE_MARKS.get(choice.state)
+    return f"{label} ({mark})" if mark else label
+
+
+class ModelPickerPopup(QFrame):
+    chosen = Signal(int)  # a row of the combo's model
+    refreshRequested = Signal()
+
+    def __init__(self, picker: ModelPicker) -> None:
+        super().__init__(picker, Qt.WindowType.Popup)
+        self.setObjectName("ModelPickerPopup")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName("Models")
+        self._picker = picker
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search models")
+        self.search.setAccessibleName("Search models")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._filter)
+        self.search.returnPressed.connect(self._choose_first)
+        self.search.installEventFilter(self)
+        self.tree = QTreeWidget()
+        self.tree.setAccessibleName("Models by connection")
+        self.tree.setColumnCount(2)
+        self.tree.setHeaderHidden(True)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setIndentation(10)
+        self.tree.setUniformRowHeights(True)
+        self.tree.itemActivated.connect(self._activated)
+        self.tree.itemClicked.connect(self._activated)
+        self.empty = QLabel("No model matches")
+        self.empty.setObjectName("DialogMuted")
+        self.empty.hide()
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setAccessibleName("Refresh models")
+        self.refresh_button.setToolTip("List every connection's models again and look for "
+                                       "servers on this machine")
+        self.refresh_button.clicked.connect(self.refreshRequested)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.search, 1)
+        top.addWidget(self.refresh_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(4)
+        layout.addLayout(top)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.empty)
+
+    def fill(self) -> None:
+        """Rebuild the tree from the combo's rows, grouped by connection, in their order."""
+        model = self._picker.model()
+        current = self._picker.currentIndex()
+        self.tree.clear()
+        groups: dict[str, QTreeWidgetItem] = {}
+        selected: QTreeWidgetItem | None = None
+        for row in range(model.rowCount()):
+            index = model.index(row, 0)
+            heading = str(index.data(GROUP_ROLE) or "Other")
+            group = groups.get(heading)
+            if group is None:
+                group = QTreeWidgetItem(self.tree, [heading, ""])
+                group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                font = group.font(0)
+                font.setBold(True)
+                group.setFont(0, font)
+                group.setFirstColumnSpanned(True)
+                groups[heading] = group
+            name = str(index.data(Qt.ItemDataRole.DisplayRole) or "")
+            short = name.split(" · ", 1)[1] if " · " in name else name
+            item = QTreeWidgetItem(group, [short, str(index.data(DETAIL_ROLE) or "")])
+            item.setData(0, ROW_ROLE, row)
+            item.setData(0, Qt.ItemDataRole.AccessibleTextRole, name)
+            item.setToolTip(0, str(index.data(Qt.ItemDataRole.ToolTipRole) or name))
+            item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            if not model.flags(index) & Qt.ItemFlag.ItemIsEnabled:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
+            if row == current:
+                selected = item
+        self.tree.expandAll()
+        self.tree.resizeColumnToContents(1)
+        if selected is not None:
+            self.tree.setCurrentItem(selected)
+        self._filter(self.search.text())
+
+    def items(self) -> list[QTreeWidgetItem]:
+        """The model entries (not the headings), in order."""
+        out = []
+        it = QTreeWidgetItemIterator(self.tree)
+        while it.value():
+            item = it.value()
+            if item.parent() is not None:
+                out.append(item)
+            it += 1
+        return out
+
+    def visible_items(self) -> list[QTreeWidgetItem]:
+        return [i for i in self.items() if not i.isHidden()]
+
+    def _filter(self, text: str) -> None:
+        words = text.lower().split()
+        shown = 0
+        groups: dict[int, tuple[QTreeWidgetItem, bool]] = {}
+        for item in self.items():
+            group = item.parent()
+            assert group is not None
+            hay = f"{group.text(0)} {item.text(0)} {item.text(1)}".lower()
+            match = all(w in hay for w in words)
+            item.setHidden(not match)
+            shown += match
+            seen = groups.get(id(group), (group, False))
+            groups[id(group)] = (group, seen[1] or match)
+        for group, any_shown in groups.values():
+            group.setHidden(not any_shown)
+        self.empty.setVisible(shown == 0)
+        current = self.tree.currentItem()
+        if current is None or current.isHidden() or current.parent() is None:
+            first = next((i for i in self.visible_items() if not i.isDisabled()), None)
+            if first is not None:
+                self.tree.setCurrentItem(first)
+
+    def _choose_first(self) -> None:
+        current = self.tree.currentItem()
+        if current is not None and not current.isHidden() and current.parent() is not None:
+            self._activated(current)
+            return
+        first = next((i for i in self.visible_items() if not i.isDisabled()), None)
+        if first is not None:
+            self._activated(first)
+
+    def _activated(self, item: QTreeWidgetItem, _column: int = 0) -> None:
+        row = item.data(0, ROW_ROLE)
+        if row is None or item.isDisabled():
+            return
+        self.hide()
+        self.chosen.emit(int(row))
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self.search.clear()  # the next opening starts with every model shown
+
+    def eventFilter(self, watched: object, event: object) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if watched is self.search and isinstance(event, QEvent) and (
+            event.type() == QEvent.Type.KeyPress
+        ):
+            key = event.key()  # type: ignore[attr-defined]
+            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
+                visible = [i for i in self.visible_items() if not i.isDisabled()]
+                if visible:
+                    current = self.tree.currentItem()
+                    at = visible.index(current) if current in visible else -1
+                    step = 1 if key == Qt.Key.Key_Down else -1
+                    self.tree.setCurrentItem(visible[max(0, min(len(visible) - 1, at + step))])
+                return True
+        return False
+
+
+class ModelPicker(QComboBox):
+    """The combo box in the composer; its popup is `ModelPickerPopup`."""
+
+    refreshRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.popup = ModelPickerPopup(self)
+        self.popup.chosen.connect(self._chosen)
+        self.popup.refreshRequested.connect(self.refreshRequested)
+
+    def showPopup(self) -> None:
+        popup = self.popup
+        popup.fill()
+        width = max(self.width(), 420)
+        height = min(440, 90 + 24 * (self.model().rowCount() + 4))
+        popup.resize(width, height)
+        below = self.mapToGlobal(QPoint(0, self.height()))
+        above = self.mapToGlobal(QPoint(0, -height))
+        screen = self.screen().availableGeometry() if self.screen() else None
+        fits_below = screen is None or below.y() + height <= screen.bottom()
+        popup.move(below if fits_below else above)
+        popup.show()
+        popup.search.setFocus(Qt.FocusReason.PopupFocusReason)
+
+    def hidePopup(self) -> None:
+        self.popup.hide()
+        super().hidePopup()
+
+    def set_refreshing(self, refreshing: bool) -> None:
+        button = self.popup.refresh_button
+        button.setEnabled(not refreshing)
+        button.setText("Refreshing…" if refreshing else "Refresh")
+        if not refreshing and self.popup.isVisible():
+            self.popup.fill()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        text = event.text()
+        if text and text.isprintable() and not text.isspace():
+            self.popup.search.setText(text)
+            self.showPopup()
+            self.popup.search.setCursorPosition(len(text))
+            return
+        super().keyPressEvent(event)
+
+    def _chosen(self, row: int) -> None:
+        self.setCurrentIndex(row)  # currentIndexChanged tells the composer
+        self.setFocus(Qt.FocusReason.PopupFocusReason)
