@@ -211,6 +211,11 @@ async def _serve(
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
         await controller.start(args.session)
+        # The window has painted and is filled: look for Ollama, LM Studio and llama.cpp on
+        # this machine's usual ports in the background, again every 30 s; the picker hears
+        # of what is found through the connections' listener.
+        if services.connections is not None:
+            services.connections.start_detection(interval=30.0)
         # litellm takes seconds to import; the window is up and filled by now
         from .providers import llm
 

@@ -117,11 +117,13 @@ class ConversationController(QObject):
             await self.load_session(target)
         else:
             self.show(None)
+            self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
         # the first code block on screen should not wait for pygments' lexers to be built
         self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
 
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
+        self.models.close()  # connection changes from now on are not shown
         self.stash_composer()
         await self.turns.stop_all()
         await self.tasks.cancel_all()
