@@ -18,6 +18,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .connections import ConnectionService
 from .context import ContextEngine
 from .mcp import McpService
+from .model_library import ModelLibrary, ModelLibraryService
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
 from .search import SearchService
@@ -92,6 +93,7 @@ def build_services(
         default_model=settings.get(SETTINGS_DEFAULT_MODEL),
         extra=extra_models,
         connections=connections,
+        library=ModelLibraryService(ModelLibrary(data_dir / "models", clock=clock)),
     )
     engine = ContextEngine(store, CachedTiktokenCounter())
     workspace = settings.get(SETTINGS_WORKSPACE)

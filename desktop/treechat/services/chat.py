@@ -924,8 +924,9 @@ class ChatService:
         return f"Workspace: {folder}\n\nInstructions from AGENTS.md:\n{found.text}"
 
     def _tools_for_model(self, endpoint: Endpoint) -> bool:
-        # A 135M model cannot use tools; offering them only confuses it.
-        return self.models.bundled is None or endpoint.model != self.models.bundled.model_id
+        # A 135M model cannot use tools, and a downloaded one only when its template renders
+        # them; offering them otherwise only confuses it.
+        return self.models.supports_tools(endpoint)
 
     async def _summarizer_for(self, session_id: str, endpoint: Endpoint) -> ModelSummarizer | None:
         """The model summarizer the `summarizer` setting names (None: the engine's offline
