@@ -173,3 +173,48 @@ def test_compact_says_what_it_did(
     again = aio.run(compact("long"))
     assert again.startswith("Nothing more to compact yet"), again
     no_traceback(caplog)
+
+
+TITLE = ("A very long title that goes on and on about the migration plan for the storage layer "
+         "and everything it touches, from the schema to the import of old exports")
+
+
+def long_title(store: Store) -> None:
+    chat_session(store, "titled", TITLE, 1_000.0, ["Where do we start?", "With the schema."])
+
+
+def test_the_window_fits_a_laptop_with_the_dock_open(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    """At 1280×720 with the dock open every control is on screen; opening the dock, adding an
+    attach chip and opening a chat with a long title never widen the window."""
+    desk = desk_with(long_title)
+    window = desk.window
+    window.resize(1280, 720)
+    window.dock.show()
+
+    async def scenario() -> None:
+        await aio.settle(0.2)
+        width = window.width()
+        assert width == 1280
+        desk.window.sessions.select("titled")
+        await desk.controller.load_session("titled")
+        await desk.controller.tasks.idle()
+        view = desk.controller.current_view
+        assert view is not None
+        desk.controller.history.stage("titled", view.path[0].id)
+        await desk.controller.tasks.idle()
+        await aio.settle(0.2)
+        assert window.minimumSizeHint().width() <= 1280, window.minimumSizeHint()
+        assert window.minimumWidth() <= 1280
+        assert window.width() == width
+
+    aio.run(scenario())
+    shoot(desk, "laptop-1280")
+    assert window.title.width() <= window.title.parentWidget().width()
+    # the long title is elided, not cut: its whole text is in the tooltip
+    assert window.title.toolTip() == TITLE or TITLE in window.title.toolTip()
+    for button in (desk.composer.send_button, desk.composer.ring):
+        assert button.isVisible()
+        right = button.mapTo(window, button.rect().bottomRight())
+        assert right.x() <= window.width() and right.y() <= window.height()

@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ...services.attach import StagedAttach
+from ..common.elided_label import ElidedLabel
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
@@ -57,7 +58,7 @@ class AttachChip(QFrame):
         row.setContentsMargins(8, 2, 2, 2)
         row.setSpacing(6)
         row.addWidget(_Diamond())
-        self.source = QLabel(staged.source_title or "Untitled")
+        self.source: QLabel = ElidedLabel(staged.source_title or "Untitled")  # never widens
         self.source.setObjectName("AttachChipSource")
         font = self.source.font()
         font.setBold(True)

@@ -98,12 +98,12 @@ class MainWindow(QMainWindow):
         from PySide6.QtWidgets import (
             QFrame,
             QHBoxLayout,
-            QLabel,
             QSplitter,
             QStackedWidget,
             QVBoxLayout,
         )
 
+        from ..common.elided_label import ElidedLabel
         from ..composer.composer import Composer
         from ..sessions.list import SessionList
 
@@ -114,10 +114,11 @@ class MainWindow(QMainWindow):
         # shows the empty state anyway. The banner and the dock wait the same way.
         self.composer: Composer = Composer()
 
-        self.title: QLabel = QLabel("New chat")
+        # Elided, not sized to their text: a long title never widens the window.
+        self.title: QLabel = ElidedLabel("New chat")
         self.title.setObjectName("ChatTitle")
         self.title.setAccessibleName("Chat title")
-        self.subtitle = QLabel("")
+        self.subtitle: QLabel = ElidedLabel("")
         self.subtitle.setObjectName("ChatSubtitle")
         header = QFrame()
         header.setObjectName("ChatHeader")
