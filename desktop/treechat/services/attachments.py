@@ -1,0 +1,441 @@
+"""Files, images and PDFs in a message: checked and prepared before sending (caps from the
+file's size before a byte is read, the kind from its bytes), stored content-addressed, and
+turned into what a model receives, the same bytes for the same attachment and provider on
+every request so the cached prefix holds.
+
+Pillow decodes and downscales images; pypdfium2 (PDFium) reads a PDF's text and renders its
+pages. Everything here is CPU or file work: callers on the event loop use the async methods,
+which run it on a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import io
+import os
+import warnings
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.attachments import (
+    IMAGE_TYPES,
+    PDF_TYPE,
+    SNIFF_BYTES,
+    TEXT_TYPE,
+    AttachmentError,
+    AttachmentRef,
+    Provider,
+    decode_text,
+    fenced_text,
+    human_size,
+    image_tokens,
+    pdf_text,
+    provider_size,
+    safe_name,
+    sniff,
+)
+from ..core.tokens import TokenCounter
+from ..store.database import Store
+from .clock import SYSTEM_CLOCK, Clock
+
+__all__ = [
+    "AttachmentError",
+    "AttachmentLimits",
+    "AttachmentService",
+    "FilePayload",
+    "PreparedFile",
+    "prepare_bytes",
+    "prepare_files",
+    "prepare_path",
+]
+
+MB = 1024 * 1024
+# Pixels an image may decode to (a 20 MB photo is about 50 MP); above it is refused rather
+# than decoded, whatever its file size.
+MAX_PIXELS = 120_000_000
+# PDF pages rendered as images when asked, at most this many (the text covers the rest).
+MAX_PDF_IMAGE_PAGES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentLimits:
+    max_file_bytes: int = 32 * MB
+    max_message_bytes: int = 64 * MB
+    max_files: int = 20
+    max_pdf_pages: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """A file checked and ready to send: its bytes as they will be stored, what it is, and
+    what it costs. `text` is what a model reads of a text file or a PDF."""
+
+    ref: AttachmentRef
+    data: bytes = field(repr=False)
+    text: str = ""
+    width: int = 0
+    height: int = 0
+    pages: int = 0
+    page_images: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.ref.kind
+
+    def tokens(self, counter: TokenCounter, provider: Provider = "openai") -> int:
+        """What the chip shows: the tokens this file adds to a request to `provider`."""
+        if self.kind == "image":
+            return image_tokens(self.width, self.height, provider)
+        return counter.count(self.text)
+
+    def meta(self) -> dict[str, Any]:
+        out = self.ref.as_meta()
+        if self.width:
+            out["width"], out["height"] = self.width, self.height
+        if self.pages:
+            out["pages"] = self.pages
+        if self.page_images:
+            out["page_images"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FilePayload:
+    """What the model receives for one attachment: content blocks (OpenAI format; litellm
+    converts image_url data URLs to Anthropic's base64 source), the tokens of their text as
+    the counter sees it, and the tokens the counter cannot see (images)."""
+
+    sha256: str
+    blocks: tuple[dict[str, Any], ...]
+    text_tokens: int = 0
+    image_tokens: int = 0
+
+
+# --- checking and preparing ---------------------------------------------------------------
+
+
+def _too_big(name: str, size: int, limit: int) -> AttachmentError:
+    return AttachmentError(
+        f"{safe_name(name)} is {human_size(size)}; a file can be at most {human_size(limit)}"
+    )
+
+
+def prepare_files(
+    paths: Sequence[str | os.PathLike[str]],
+    limits: AttachmentLimits = AttachmentLimits(),
+    *,
+    page_images: bool = False,
+) -> tuple[PreparedFile, ...]:
+    """Every file of one message, the caps checked from the files' sizes before any is read."""
+    if len(paths) > limits.max_files:
+        raise AttachmentError(f"{len(paths)} files: a message can carry at most "
+                              f"{limits.max_files}")
+    sizes: list[int] = []
+    for p in paths:
+        path = Path(p)
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise AttachmentError(f"{safe_name(path.name)} cannot be read: "
+                                  f"{exc.strerror or exc}") from exc
+        if not path.is_file():
+            raise AttachmentError(f"{safe_name(path.name)} is not a file")
+        if st.st_size > limits.max_file_bytes:
+            raise _too_big(path.name, st.st_size, limits.max_file_bytes)
+        sizes.append(st.st_size)
+    if sum(sizes) > limits.max_message_bytes:
+        raise AttachmentError(
+            f"these files come to {human_size(sum(sizes))}; one message can carry at most "
+            f"{human_size(limits.max_message_bytes)}"
+        )
+    return tuple(prepare_path(p, limits, page_images=page_images) for p in paths)
+
+
+def prepare_path(
+    path: str | os.PathLike[str],
+    limits: AttachmentLimits = AttachmentLimits(),
+    *,
+    name: str | None = None,
+    page_images: bool = False,
+) -> PreparedFile:
+    """One file from disk; its size is checked before it is read, and no more than the cap
+    is ever read (a file that grows meanwhile is refused too)."""
+    p = Path(path)
+    shown = safe_name(name or p.name)
+    try:
+        size = p.stat().st_size
+        if size > limits.max_file_bytes:
+            raise _too_big(shown, size, limits.max_file_bytes)
+        with p.open("rb") as f:
+            data = f.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        raise AttachmentError(f"{shown} cannot be read: {exc.strerror or exc}") from exc
+    if len(data) > limits.max_file_bytes:
+        raise _too_big(shown, len(data), limits.max_file_bytes)
+    return prepare_bytes(data, shown, limits, page_images=page_images)
+
+
+def prepare_bytes(
+    data: bytes,
+    name: str,
+    limits: AttachmentLimits = AttachmentLimits(),
+    *,
+    page_images: bool = False,
+) -> PreparedFile:
+    """A file's bytes (a paste, an import) checked and described. Refuses, with the reason,
+    what is too big, a corrupt image, an encrypted or broken PDF, and binary data."""
+    shown = safe_name(name)
+    if len(data) > limits.max_file_bytes:
+        raise _too_big(shown, len(data), limits.max_file_bytes)
+    sha = hashlib.sha256(data).hexdigest()
+    media = sniff(data[:SNIFF_BYTES])
+    if media in IMAGE_TYPES:
+        width, height = _image_size(data, shown)
+        return PreparedFile(AttachmentRef(sha, shown, media, len(data)), data,
+                            width=width, height=height)
+    if media == PDF_TYPE:
+        pages = pdf_pages_text(data, shown, limits.max_pdf_pages)
+        return PreparedFile(AttachmentRef(sha, shown, PDF_TYPE, len(data)), data,
+                            text=pdf_text(shown, pages), pages=len(pages),
+                            page_images=page_images)
+    text = decode_text(data)
+    if text is None:
+        raise AttachmentError(
+            f"{shown} is a binary file; only text, code, PNG, JPEG, WebP and GIF images and "
+            "PDFs can be attached"
+        )
+    return PreparedFile(AttachmentRef(sha, shown, TEXT_TYPE, len(data)), data,
+                        text=fenced_text(shown, text))
+
+
+# --- images -------------------------------------------------------------------------------
+
+
+def _open_image(data: bytes, name: str) -> Any:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+            if im.width * im.height > MAX_PIXELS:
+                raise AttachmentError(
+                    f"{name} is {im.width}x{im.height} pixels; images can be at most "
+                    f"{MAX_PIXELS // 1_000_000} megapixels")
+            im.seek(0)  # an animated GIF: its first frame
+            im.load()
+    except AttachmentError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError,
+            Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
+        raise AttachmentError(f"{name} is not a readable image (corrupt or cut short): "
+                              f"{exc}") from exc
+    return im
+
+
+def _image_size(data: bytes, name: str) -> tuple[int, int]:
+    im = _open_image(data, name)
+    return int(im.width), int(im.height)
+
+
+def image_for_provider(data: bytes, name: str, media_type: str,
+                       provider: Provider) -> tuple[str, bytes]:
+    """The image as sent to `provider`: the original when it is already within the
+    provider's limits and a format every provider takes, else the first frame downscaled
+    (Lanczos) and encoded with fixed settings: the same input gives the same bytes."""
+    im = _open_image(data, name)
+    target = provider_size(im.width, im.height, provider)
+    if target == (im.width, im.height) and media_type in ("image/png", "image/jpeg") and \
+            not getattr(im, "is_animated", False):
+        return media_type, data
+    from PIL import Image
+
+    has_alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
+    frame = im.convert("RGBA" if has_alpha else "RGB")
+    if target != (frame.width, frame.height):
+        frame = frame.resize(target, Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    if has_alpha or media_type in ("image/png", "image/gif"):
+        frame.save(out, "PNG", optimize=False, compress_level=6)
+        return "image/png", out.getvalue()
+    frame.save(out, "JPEG", quality=88, optimize=False, progressive=False)
+    return "image/jpeg", out.getvalue()
+
+
+def data_url(media_type: str, data: bytes) -> str:
+    return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+# --- PDFs ---------------------------------------------------------------------------------
+
+
+def _open_pdf(data: bytes, name: str) -> Any:
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise AttachmentError(
+                f"{name} is an encrypted PDF; save a copy without a password to attach it"
+            ) from exc
+        raise AttachmentError(f"{name} is not a readable PDF: {exc}") from exc
+
+
+def pdf_pages_text(data: bytes, name: str, max_pages: int) -> list[str]:
+    doc = _open_pdf(data, name)
+    try:
+        if len(doc) > max_pages:
+            raise AttachmentError(f"{name} has {len(doc)} pages; at most {max_pages} can be "
+                                  "attached")
+        pages: list[str] = []
+        for i in range(len(doc)):
+            page = doc[i]
+            textpage = page.get_textpage()
+            pages.append(str(textpage.get_text_bounded()).replace("\r\n", "\n"))
+            textpage.close()
+            page.close()
+        return pages
+    finally:
+        doc.close()
+
+
+def pdf_page_images(data: bytes, name: str, provider: Provider) -> list[tuple[str, bytes]]:
+    """The first pages rendered (PDFium, fixed scale) as PNGs within the provider's limits."""
+    doc = _open_pdf(data, name)
+    out: list[tuple[str, bytes]] = []
+    try:
+        for i in range(min(len(doc), MAX_PDF_IMAGE_PAGES)):
+            page = doc[i]
+            image = page.render(scale=2.0).to_pil().convert("RGB")
+            page.close()
+            buf = io.BytesIO()
+            image.save(buf, "PNG", optimize=False, compress_level=6)
+            out.append(image_for_provider(buf.getvalue(), name, "image/png", provider))
+    finally:
+        doc.close()
+    return out
+
+
+# --- the service --------------------------------------------------------------------------
+
+
+class AttachmentService:
+    """Prepares, stores and reads attachments, and builds what a model receives for them.
+    Payloads are cached by (hash, provider, page images): a second request reuses the very
+    bytes of the first."""
+
+    def __init__(
+        self,
+        store: Store,
+        counter: TokenCounter,
+        *,
+        limits: AttachmentLimits | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        cache_size: int = 128,
+    ) -> None:
+        self.store = store
+        self.counter = counter
+        self.limits = limits or AttachmentLimits()
+        self.clock = clock
+        self._payloads: OrderedDict[tuple[str, str, bool], FilePayload] = OrderedDict()
+        self._cache_size = cache_size
+
+    async def prepare(self, paths: Sequence[str | os.PathLike[str]], *,
+                      page_images: bool = False) -> tuple[PreparedFile, ...]:
+        """Files from disk, checked and described, off the event loop."""
+        return await asyncio.to_thread(prepare_files, list(paths), self.limits,
+                                       page_images=page_images)
+
+    async def prepare_data(self, data: bytes, name: str) -> PreparedFile:
+        """Bytes from a paste or a drop of data, checked and described, off the event loop."""
+        return await asyncio.to_thread(prepare_bytes, data, name, self.limits)
+
+    async def tokens(self, prepared: PreparedFile, provider: Provider = "openai") -> int:
+        return await asyncio.to_thread(prepared.tokens, self.counter, provider)
+
+    async def save(self, files: Sequence[PreparedFile]) -> None:
+        """Store the files' bytes (once per hash) before anything names them."""
+        total = sum(f.ref.size for f in files)
+        if total > self.limits.max_message_bytes:
+            raise AttachmentError(
+                f"these files come to {human_size(total)}; one message can carry at most "
+                f"{human_size(self.limits.max_message_bytes)}")
+        now = self.clock.now()
+
+        def work(repo: Any) -> None:
+            with repo.transaction():
+                for f in files:
+                    repo.put_attachment(f.ref.sha256, f.ref.media_type, f.data, now)
+
+        await self.store.run(work)
+
+    async def read(self, sha256: str) -> bytes | None:
+        """The stored bytes (to show full size, or save back to disk)."""
+        return await self.store.run(lambda r: r.attachment_bytes(sha256))
+
+    async def payloads(
+        self, entries: Sequence[Mapping[str, Any]], provider: Provider
+    ) -> dict[str, FilePayload]:
+        """What the model receives for each attachment a request carries, by hash."""
+        out: dict[str, FilePayload] = {}
+        missing: list[Mapping[str, Any]] = []
+        for e in entries:
+            key = (str(e["sha256"]), provider, bool(e.get("page_images")))
+            hit = self._payloads.get(key)
+            if hit is not None:
+                self._payloads.move_to_end(key)
+                out[key[0]] = hit
+            elif key[0] not in out:
+                missing.append(e)
+        if not missing:
+            return out
+        shas = list(dict.fromkeys(str(e["sha256"]) for e in missing))
+        blobs = await self.store.run(lambda r: {s: r.attachment_bytes(s) for s in shas})
+        for e in missing:
+            sha = str(e["sha256"])
+            payload = await asyncio.to_thread(self._build, e, blobs.get(sha), provider)
+            key = (sha, provider, bool(e.get("page_images")))
+            self._payloads[key] = payload
+            out[sha] = payload
+            while len(self._payloads) > self._cache_size:
+                self._payloads.popitem(last=False)
+        return out
+
+    def _build(self, entry: Mapping[str, Any], data: bytes | None,
+               provider: Provider) -> FilePayload:
+        name = safe_name(str(entry.get("name") or "attachment"))
+        sha = str(entry["sha256"])
+        media = str(entry.get("media_type") or "")
+        if data is None:
+            text = f"[attachment {name}: its bytes are not in this store]"
+            return FilePayload(sha, ({"type": "text", "text": text},), self.counter.count(text))
+        if media in IMAGE_TYPES:
+            sent_type, sent = image_for_provider(data, name, media, provider)
+            w, h = _image_size(sent, name)
+            label = f"Image: {name}"
+            return FilePayload(
+                sha,
+                ({"type": "text", "text": label},
+                 {"type": "image_url", "image_url": {"url": data_url(sent_type, sent)}}),
+                text_tokens=self.counter.count(label),
+                image_tokens=image_tokens(w, h, provider),
+            )
+        if media == PDF_TYPE:
+            text = pdf_text(name, pdf_pages_text(data, name, self.limits.max_pdf_pages))
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            cost = 0
+            if entry.get("page_images"):
+                for kind, png in pdf_page_images(data, name, provider):
+                    w, h = _image_size(png, name)
+                    cost += image_tokens(w, h, provider)
+                    blocks.append({"type": "image_url",
+                                   "image_url": {"url": data_url(kind, png)}})
+            return FilePayload(sha, tuple(blocks), self.counter.count(text), cost)
+        decoded = decode_text(data)
+        text = fenced_text(name, decoded if decoded is not None else "")
+        return FilePayload(sha, ({"type": "text", "text": text},), self.counter.count(text))
