@@ -218,3 +218,38 @@ def test_the_window_fits_a_laptop_with_the_dock_open(
         assert button.isVisible()
         right = button.mapTo(window, button.rect().bottomRight())
         assert right.x() <= window.width() and right.y() <= window.height()
+
+
+def test_inline_edit_sends_with_enter_and_esc_stops_the_reply_wherever_focus_is(
+    desk: Desk, aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Enter in an edit sends it, Shift+Enter is a new line; after sending, Esc stops the
+    reply though focus is not in the composer."""
+    caplog.set_level(logging.INFO)
+    desk.provider.queue(Reply(text="about cats"),
+                        Reply(text=" ".join(f"dog{i}" for i in range(600)), tokens_per_second=60))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Tell me about cats")
+        await turn_done(desk, aio, 1)
+        user = desk.chat.model.rows[0]
+        editor = desk.chat.start_edit(user.key)
+        assert editor is not None
+        editor.set_text("Tell me about dogs")
+        QTest.keyClick(editor.text_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        assert editor.text() == "Tell me about dogs\n" and desk.requests() == 1
+        shoot(desk, "inline-edit")
+        QTest.keyClick(editor.text_edit, Qt.Key.Key_Return)  # sends
+        await aio.until(lambda: len(desk.chat.model.stream_text()) > 20, what="streaming")
+        desk.window.sessions.view.setFocus()
+        assert not desk.composer.input.hasFocus()
+        QTest.keyClick(desk.window.sessions.view, Qt.Key.Key_Escape)
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="stopped")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    rows = desk.chat.model.rows
+    assert rows[0].text == "Tell me about dogs" and rows[0].version == (2, 2)
+    assert rows[-1].interrupted and rows[-1].text.startswith("dog0")
+    assert desk.requests() == 2
+    no_traceback(caplog)

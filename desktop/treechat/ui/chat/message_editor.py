@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.elided_label import ElidedLabel
 from ..richtext.theme import mix
 from .style import ChatColors
 
@@ -37,7 +38,8 @@ class MessageEditor(QFrame):
         self.text_edit.setAccessibleName("Edit message")
         self.text_edit.setTabChangesFocus(True)
         self.text_edit.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.hint = QLabel("Sending creates a new version; the original is kept.", self)
+        self.hint: QLabel = ElidedLabel("Enter sends a new version (the original is kept) · "
+                                        "Shift+Enter: new line · Esc: cancel", self)
         self.hint.setEnabled(False)
         self.cancel_button = QPushButton("Cancel", self)
         self.send_button = QPushButton("Send", self)
@@ -93,12 +95,15 @@ class MessageEditor(QFrame):
 
     def set_text(self, text: str) -> None:
         self.text_edit.setPlainText(text)
+        cursor = self.text_edit.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)  # typing goes on where the text ends
+        self.text_edit.setTextCursor(cursor)
 
     def set_busy(self, busy: bool) -> None:
         self._busy = busy
         self._update_send()
         self.send_button.setToolTip("Unavailable while a reply is running" if busy else
-                                    "Send the edited message (Ctrl+Enter)")
+                                    "Send the edited message (Enter)")
 
     def _update_send(self) -> None:
         self.send_button.setEnabled(not self._busy and bool(self.text().strip()))
@@ -119,8 +124,9 @@ class MessageEditor(QFrame):
             if event.key() == Qt.Key.Key_Escape:
                 self.cancelled.emit()
                 return True
-            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and (
-                event.modifiers() & Qt.KeyboardModifier.ControlModifier
+            # Like the composer: Enter sends, Shift+Enter is a new line (Ctrl+Enter sends too).
+            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
+                event.modifiers() & Qt.KeyboardModifier.ShiftModifier
             ):
                 self._submit()
                 return True

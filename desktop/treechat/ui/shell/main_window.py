@@ -303,7 +303,8 @@ class MainWindow(QMainWindow):
         chat_menu = bar.addMenu("&Chat")
         self.send_action = self._action(chat_menu, "Send", ("Ctrl+Return",),
                                         self.composer.submit)
-        self.stop_action = self._action(chat_menu, "Stop", ("Ctrl+.",))
+        # Esc stops a reply wherever focus is (the action is enabled only while one runs).
+        self.stop_action = self._action(chat_menu, "Stop", ("Ctrl+.", "Esc"))
         self.retry_action = self._action(chat_menu, "Retry", ("Ctrl+R",))
         chat_menu.addSeparator()
         self.previous_version_action = self._action(chat_menu, "Previous version",
