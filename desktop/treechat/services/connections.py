@@ -21,6 +21,7 @@ from ..providers.connections import (
     BUNDLED_CONNECTION_LABEL,
     BUNDLED_LABEL,
     BUNDLED_MODEL,
+    KIND_LABELS,
     KINDS,
     PROVIDER_LABELS,
     SERVER_KINDS,
@@ -41,6 +42,21 @@ from ..store.database import Store
 from .clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "KIND_LABELS",
+    "PROVIDER_LABELS",
+    "SERVER_KINDS",
+    "Connection",
+    "ConnectionKind",
+    "ConnectionProblem",
+    "ConnectionService",
+    "ConnectionState",
+    "ConnectionStatus",
+    "TestOutcome",
+    "bundled_connection",
+    "hosted_connection",
+]
 
 SETTINGS_CONNECTIONS = "connections"
 TEST_PROMPT = "Reply with the single word: ok"

@@ -75,7 +75,18 @@ def test_saving_applies_and_keeps_the_settings(
         dialog.summarize_at.setValue(70)
         dialog.emergency_at.setValue(90)
         dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-        dialog.key_fields["openai"].setText("sk-saved-key")
+        # a hosted provider's key is set as a connection, kept in the keychain
+        page = dialog.connections_page
+        assert page is not None
+        page.add_button.click()
+        editor = page.editor
+        assert editor is not None
+        editor.kind.setCurrentIndex(editor.kind.findData("hosted"))
+        editor.provider.setCurrentIndex(editor.provider.findData("openai"))
+        editor.key.setText("sk-saved-key")
+        editor.save_button.click()
+        await aio.until(lambda: page.editor is None, what="the connection to be saved")
+        assert "OpenAI" in page.row_text("openai")
         dialog.save_button.click()
         await aio.until(lambda: not dialog.isVisible(), what="the dialog to close")
         await desk.controller.tasks.idle()

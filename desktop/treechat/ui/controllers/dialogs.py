@@ -51,7 +51,7 @@ class DialogsController:
             return
         dialog = SettingsDialog(
             c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
-            tasks=c.tasks, parent=c.parts.window,
+            tasks=c.tasks, parent=c.parts.window, connections=c.services.connections,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))

@@ -33,7 +33,9 @@ from ...services.keys import KeyAccess, try_key
 from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
+    from ...services.connections import ConnectionService
     from ...services.models import ModelChoice
+    from .connections_page import ConnectionsPage
 
 PROVIDER_NAMES = {
     "anthropic": "Anthropic",
@@ -85,6 +87,7 @@ class SettingsDialog(QDialog):
         tasks: BackgroundTasks,
         tester: KeyTester = try_key,
         parent: QWidget | None = None,
+        connections: ConnectionService | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -93,13 +96,23 @@ class SettingsDialog(QDialog):
         self._keys = keys
         self._tasks = tasks
         self._tester = tester
-        self._providers = list(providers)
+        # With connections, hosted providers are connections too (their keys set there):
+        # the Connections tab replaces the page of per-provider key fields.
+        self._providers = list(providers) if connections is None else []
+        self.connections_page: ConnectionsPage | None = None
         self.key_fields: dict[str, QLineEdit] = {}
         self.key_status: dict[str, QLabel] = {}
         self.test_buttons: dict[str, QPushButton] = {}
 
         tabs = QTabWidget()
-        tabs.addTab(self._providers_page(), "Providers")
+        if connections is not None:
+            from .connections_page import ConnectionsPage
+
+            self.connections_page = ConnectionsPage(connections, tasks)
+            self.connections_page.changed.connect(self.keysChanged)
+            tabs.addTab(self.connections_page, "Connections")
+        else:
+            tabs.addTab(self._providers_page(), "Providers")
         tabs.addTab(self._general_page(choices, values), "General")
 
         buttons = QDialogButtonBox(
@@ -112,7 +125,8 @@ class SettingsDialog(QDialog):
         layout.setContentsMargins(16, 14, 16, 14)
         layout.addWidget(tabs, 1)
         layout.addWidget(buttons)
-        self._tasks.spawn(self._load_statuses(), name="settings-key-status")
+        if connections is None:
+            self._tasks.spawn(self._load_statuses(), name="settings-key-status")
 
     # --- pages ---------------------------------------------------------------------
 
