@@ -18,7 +18,3 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> 
     assert report.orphan_edges == 0
     assert report.recovered_partial_ratio == 1.0
     assert len(report.kills) == 4
-    print(f"full run {report.full_run_s:.1f} s; kills at", [round(k.at_s, 1) for k in report.kills],
-          "acked", [k.acknowledged for k in report.kills], "streamed",
-          [k.streamed_chars for k in report.kills], "recovered",
-          [k.recovered_chars for k in report.kills])
