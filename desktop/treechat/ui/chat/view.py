@@ -54,6 +54,7 @@ class ChatView(QWidget):
     copyRequested = Signal(str)
     versionRequested = Signal(str, int)
     settingsRequested = Signal()
+    menuRequested = Signal(str, object)  # row key, the QMenu about to show: add to it
 
     _built = False  # theme changes arrive while __init__ runs: nothing to restyle yet
 
@@ -427,6 +428,7 @@ class ChatView(QWidget):
             key = row.key
             action.triggered.connect(lambda _checked=False, a=action_id, k=key: self.trigger(k, a))
             menu.addAction(action)
+        self.menuRequested.emit(row.key, menu)
         return menu
 
     def open_reader(self, key: str) -> QDialog | None:

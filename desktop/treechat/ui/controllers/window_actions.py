@@ -4,6 +4,7 @@ wired, the window lets the user in."""
 from __future__ import annotations
 
 from ..shell.main_window import MainWindow
+from .chat_controls import add_chat_controls
 from .conversation import ConversationController
 
 
@@ -19,4 +20,5 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     window.context_action.triggered.connect(c.occupancy.open_dialog)
     window.compact_action.triggered.connect(c.occupancy.compact)
     c.busyChanged.connect(window.set_busy)
+    add_chat_controls(window, c)
     window.set_ready(True)

@@ -49,6 +49,7 @@ class SessionList(QFrame):
     renameRequested = Signal(str, str)
     deleteRequested = Signal(str)
     searchRequested = Signal(str)  # debounced; "" when the field is cleared
+    menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -259,6 +260,7 @@ class SessionList(QFrame):
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.begin_rename(str(session_id)))
         menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
+        self.menuRequested.emit(str(session_id), menu)
         menu.popup(self.view.viewport().mapToGlobal(pos))
 
     # --- search --------------------------------------------------------------------

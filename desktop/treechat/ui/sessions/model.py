@@ -100,6 +100,30 @@ class SessionListModel(QAbstractListModel):
         self._searching = False
         self._running: set[str] = set()
         self._now = 0.0
+        self._pinned: frozenset[str] = frozenset()
+        self._only: frozenset[str] | None = None  # the favourites filter, when on
+
+    def set_marks(self, pinned: frozenset[str], only: frozenset[str] | None = None) -> None:
+        """Pinned chats go first under their own header; `only`, when given, is the set of
+        chats to show (the favourites filter)."""
+        self._pinned, self._only = pinned, only
+        if not self._searching:
+            self._reset(self._grouped())
+
+    def is_pinned(self, session_id: str) -> bool:
+        return session_id in self._pinned
+
+    def _grouped(self) -> list[Row]:
+        shown = [s for s in self._sessions.values()
+                 if self._only is None or s.id in self._only]
+        pinned = [s for s in shown if s.id in self._pinned]
+        rows: list[Row] = []
+        if pinned:
+            rows.append(Header("Pinned"))
+            rows.extend(Entry(s) for s in sorted(
+                pinned, key=lambda s: (-(s.updated_at or s.created_at), s.id)))
+        rest = [s for s in shown if s.id not in self._pinned]
+        return rows + group_by_day(rest, self._now)
 
     # --- contents ------------------------------------------------------------------
 
@@ -112,7 +136,7 @@ class SessionListModel(QAbstractListModel):
         self._sessions = {s.id: s for s in sessions}
         self._now = now
         self._searching = False
-        self._reset(group_by_day(list(self._sessions.values()), now))
+        self._reset(self._grouped())
 
     def set_results(self, hits: Sequence[tuple[Session, str]]) -> None:
         """Show search hits (session, snippet) in the order given, without headers."""
@@ -123,7 +147,7 @@ class SessionListModel(QAbstractListModel):
         if now is not None:
             self._now = now
         self._searching = False
-        self._reset(group_by_day(list(self._sessions.values()), self._now))
+        self._reset(self._grouped())
 
     def upsert(self, session: Session, now: float | None = None) -> None:
         """Add or refresh one session; it moves to where its new time puts it."""
@@ -154,7 +178,7 @@ class SessionListModel(QAbstractListModel):
             idx = self.index(row)
             self.dataChanged.emit(idx, idx)
             return
-        self._reset(group_by_day(list(self._sessions.values()), self._now))
+        self._reset(self._grouped())
 
     def remove(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
@@ -167,7 +191,7 @@ class SessionListModel(QAbstractListModel):
             self._reindex()
             self.endRemoveRows()
             return
-        self._reset(group_by_day(list(self._sessions.values()), self._now))
+        self._reset(self._grouped())
 
     def set_running(self, session_id: str, running: bool) -> None:
         if running:

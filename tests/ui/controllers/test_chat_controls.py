@@ -1,0 +1,368 @@
+"""The chat's controls in the window, on the real services and the loopback provider: its
+instructions and parameters reach the request, presets, cost per reply and per chat, the
+Usage view, export, Thinking and Continue, pinned and favourite chats."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QMenu, QTableWidget, QWidget
+from tests.support.loopback_server import Reply
+
+from treechat.core.reply import continuation_of, reasoning_of
+from treechat.store.database import Store
+from treechat.ui.controllers.chat_controls import ChatControls
+from treechat.ui.dialogs.chat_controls import (
+    InstructionsDialog,
+    ParametersDialog,
+    UsageDialog,
+)
+
+from ..conftest import BIG_MODEL, Aio, Desk, chat_session
+
+SHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+
+
+def shoot(desk: Desk, name: str, widget: QWidget | None = None) -> None:
+    """With TREECHAT_SCREENSHOTS=1 (on a real display), save `widget` (the window when not
+    given) as docs/screenshots/controls-<name>-light.png and -dark.png."""
+    if os.environ.get("TREECHAT_SCREENSHOTS") != "1":
+        return
+    from PySide6.QtWidgets import QApplication
+
+    for mode in ("light", "dark"):
+        desk.theme.set_mode(mode)
+        for _ in range(5):
+            QApplication.processEvents()
+        (widget or desk.window).grab().save(str(SHOTS / f"controls-{name}-{mode}.png"))
+    desk.theme.set_mode("light")
+
+
+def cell(table: QTableWidget, row: int, column: int) -> str:
+    item = table.item(row, column)
+    assert item is not None
+    return item.text()
+
+
+def controls(desk: Desk) -> ChatControls:
+    found = desk.window.findChild(ChatControls, "ChatControls")
+    assert isinstance(found, ChatControls)
+    return found
+
+
+def send(desk: Desk, text: str) -> None:
+    desk.composer.input.setFocus()
+    desk.composer.set_text(text)
+    QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+
+
+async def turn_done(desk: Desk, aio: Aio, requests: int) -> None:
+    await aio.until(lambda: desk.requests() >= requests
+                    and not desk.controller.turns.is_running(), what="turn end")
+    await desk.controller.tasks.idle()
+
+
+def system_of(body: dict[str, object]) -> str:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return "\n".join(str(m["content"]) for m in messages if m["role"] == "system")
+
+
+def test_instructions_from_the_header_reach_the_next_request_only(desk: Desk, aio: Aio) -> None:
+    c = controls(desk)
+    desk.provider.queue(Reply(text="one"), Reply(text="two"))
+
+    async def scenario() -> None:
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        c.instructions_button.click()
+        await aio.until(lambda: isinstance(c.dialog, InstructionsDialog), what="editor")
+        dialog = c.dialog
+        assert isinstance(dialog, InstructionsDialog)
+        assert "rewrites the cached prefix" in dialog.note.text()
+        assert "next request" in dialog.note.text()
+        dialog.editor.setPlainText("Answer like a pirate.")
+        shoot(desk, "instructions", dialog)
+        dialog._save()
+        await desk.controller.tasks.idle()
+        send(desk, "Again")
+        await turn_done(desk, aio, 2)
+
+    aio.run(scenario())
+    first, second = desk.provider.requests[0].body, desk.provider.requests[1].body
+    assert "Answer like a pirate." not in system_of(first)
+    assert "Answer like a pirate." in system_of(second)
+    sid = desk.controller.current_session_id
+    assert sid is not None
+    history = aio.run(desk.services.chat.settings.history(sid))
+    assert [h.instructions for h in history] == ["Answer like a pirate."]
+
+
+def test_instructions_from_the_chat_lists_menu_and_global_ones(
+    desk_with: object, aio: Aio
+) -> None:
+    def seed(store: Store) -> None:
+        chat_session(store, "s1", "Trip plans", 1_700_000_000.0, ["hi", "hello"])
+
+    desk = desk_with(seed)  # type: ignore[operator]
+    c = controls(desk)
+    menu = QMenu()
+    desk.window.sessions.menuRequested.emit("s1", menu)
+    labels = [a.text() for a in menu.actions()]
+    assert "Instructions…" in labels and "Pin to top" in labels
+    next(a for a in menu.actions() if a.text() == "Instructions…").trigger()
+
+    async def scenario() -> None:
+        await aio.until(lambda: isinstance(c.dialog, InstructionsDialog), what="editor")
+        assert c.dialog is not None and "Trip plans" in c.dialog.windowTitle()
+        c.global_action.trigger()
+        await aio.until(lambda: c.dialog is not None
+                        and c.dialog.windowTitle() == "Global instructions", what="global")
+        dialog = c.dialog
+        assert isinstance(dialog, InstructionsDialog)
+        dialog.editor.setPlainText("Use metric units.")
+        dialog._save()
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    assert aio.run(desk.services.chat.settings.global_instructions()) == "Use metric units."
+
+
+def test_parameters_show_only_what_the_model_takes_and_are_sent(desk: Desk, aio: Aio) -> None:
+    c = controls(desk)
+    desk.provider.queue(Reply(text="one"), Reply(text="two"))
+
+    async def scenario() -> None:
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        c.parameters_button.click()
+        await aio.until(lambda: isinstance(c.dialog, ParametersDialog), what="parameters")
+        dialog = c.dialog
+        assert isinstance(dialog, ParametersDialog)
+        # an OpenAI-compatible model litellm cannot place: the common three, no reasoning
+        assert set(dialog.rows) == {"temperature", "top_p", "max_tokens"}
+        row = dialog.rows["temperature"]
+        row.check.setChecked(True)
+        row.editor.setValue(0.3)  # type: ignore[attr-defined]
+        mt = dialog.rows["max_tokens"]
+        mt.check.setChecked(True)
+        mt.editor.setValue(321)  # type: ignore[attr-defined]
+        shoot(desk, "parameters", dialog)
+        dialog._save()
+        await aio.until(lambda: not dialog.isVisible(), what="saved")
+        send(desk, "Again")
+        await turn_done(desk, aio, 2)
+
+    aio.run(scenario())
+    first, second = desk.provider.requests[0].body, desk.provider.requests[1].body
+    assert "temperature" not in first
+    assert second["temperature"] == 0.3
+    assert second.get("max_tokens", second.get("max_completion_tokens")) == 321
+    assert "reasoning_effort" not in second
+
+
+def test_new_chat_from_a_preset_and_presets_export_and_import(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    c = controls(desk)
+    target = tmp_path / "mine.json"
+
+    async def scenario() -> None:
+        await c.fill_presets()
+        names = [a.text() for a in c.preset_menu.actions()]
+        assert "Code reviewer" in names or len(names) >= 3, names
+        next(a for a in c.preset_menu.actions() if a.isEnabled()).trigger()
+        await aio.until(lambda: desk.controller.current_session_id is not None, what="chat")
+        await desk.controller.tasks.idle()
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        settings = await desk.services.chat.settings.current(sid)
+        assert settings.preset == names[0] and settings.instructions
+        assert desk.window.title.text() == names[0]
+
+        dialog = c.export_presets()
+        dialog.selectFile(str(target))
+        dialog.accept()
+        await aio.until(target.exists, what="export file")
+        await desk.controller.tasks.idle()
+        data = json.loads(target.read_text("utf-8"))
+        data["presets"] = [dict(data["presets"][0], name="My own")]
+        target.write_text(json.dumps(data), "utf-8")
+        dialog = c.import_presets()
+        dialog.selectFile(str(target))
+        dialog.accept()
+        await aio.until(lambda: bool(imported), what="import")
+        await c.fill_presets()
+
+    imported: list[int] = []
+    c.presetsImported.connect(imported.append)
+    aio.run(scenario())
+    assert imported == [1]
+    assert "My own" in [a.text() for a in c.preset_menu.actions()]
+
+
+def test_each_reply_says_its_tokens_and_cost_and_the_header_the_chats_total(
+    desk: Desk, aio: Aio
+) -> None:
+    c = controls(desk)
+    # litellm prices gpt-4o (the loopback serves it)
+    desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(BIG_MODEL))
+    desk.provider.queue(Reply(text="A priced answer."))
+
+    async def scenario() -> None:
+        send(desk, "What does this cost?")
+        await turn_done(desk, aio, 1)
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        await aio.until(lambda: bool(c.costs), what="costs")
+        await c.estimate(sid)
+
+    aio.run(scenario())
+    sid = desk.controller.current_session_id
+    assert sid is not None
+    reply = desk.chat.model.rows[-1].node
+    assert reply is not None
+    cost = c.costs[reply.id]
+    rec = desk.provider.requests[0]
+    assert cost.input_tokens == rec.prompt_tokens and cost.output_tokens == rec.output_tokens
+    assert cost.priced and cost.cost_usd > 0
+    tip = c.reply_text(reply.id)
+    assert f"{rec.prompt_tokens:,} tokens in" in tip and "$" in tip
+    total = aio.run(desk.services.chat.spending.chat_total(sid))
+    assert total.cost_usd == cost.cost_usd
+    assert c.cost_label.text().startswith("$")
+    assert c.estimate_label.text().startswith("next ≈ $")
+    shoot(desk, "cost")
+
+    usage = c.open_usage()
+    assert isinstance(usage, UsageDialog)
+    aio.run(desk.controller.tasks.idle())
+    assert usage.tables["day"].rowCount() == 1
+    assert cell(usage.tables["model"], 0, 0).endswith("gpt-4o")
+    assert cell(usage.tables["session"], 0, 0) == desk.window.title.text()
+    shoot(desk, "usage", usage)
+
+
+def test_an_unpriced_model_says_so(desk: Desk, aio: Aio) -> None:
+    c = controls(desk)
+    desk.provider.queue(Reply(text="free?"))
+
+    async def scenario() -> None:
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        await aio.until(lambda: bool(c.costs), what="costs")
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        await c.estimate(sid)
+
+    aio.run(scenario())
+    reply = desk.chat.model.rows[-1].node
+    assert reply is not None
+    assert "unpriced" in c.reply_text(reply.id)
+    assert c.cost_label.text() == "unpriced"
+    assert c.estimate_label.text() == "next: unpriced"
+    usage = c.open_usage()
+    aio.run(desk.controller.tasks.idle())
+    assert cell(usage.tables["day"], 0, 5) == "unpriced"
+    assert "unpriced" in usage.note.text()
+
+
+def test_export_chat_and_all_chats_from_the_file_menu(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    c = controls(desk)
+    desk.provider.queue(Reply(text="Exported answer"))
+    written: list[str] = []
+    c.exported.connect(written.append)
+
+    async def scenario() -> None:
+        send(desk, "Export me")
+        await turn_done(desk, aio, 1)
+        dialog = c.export_chat()
+        assert dialog is not None and dialog.isVisible()  # open(): the loop runs on
+        dialog.selectNameFilter("JSON, every branch (*.json)")
+        dialog.selectFile(str(tmp_path / "one.json"))
+        dialog.accept()
+        await aio.until(lambda: len(written) == 1, what="chat export")
+        every = c.export_all()
+        every.selectNameFilter("Markdown (*.md)")
+        every.selectFile(str(tmp_path / "all.md"))
+        every.accept()
+        await aio.until(lambda: len(written) == 2, what="all export")
+
+    aio.run(scenario())
+    doc = json.loads((tmp_path / "one.json").read_text("utf-8"))
+    assert "Exported answer" in json.dumps(doc)
+    assert "Export me" in (tmp_path / "all.md").read_text("utf-8")
+
+
+def test_thinking_is_shown_apart_and_a_cut_reply_continues_joined(desk: Desk, aio: Aio) -> None:
+    c = controls(desk)
+    desk.provider.queue(
+        Reply(text="The first half", reasoning="Let me think it through.", finish="length"),
+        Reply(text=" and the rest."),
+    )
+
+    async def scenario() -> None:
+        send(desk, "Tell me")
+        await turn_done(desk, aio, 1)
+
+    aio.run(scenario())
+    partial = desk.chat.model.rows[-1].node
+    assert partial is not None
+    assert reasoning_of(partial) == "Let me think it through."
+    assert "Let me think" not in partial.output
+    assert c.continue_action.isEnabled()
+    menu = desk.chat.context_menu(partial.id)
+    labels = [a.text() for a in menu.actions()]
+    assert "Show thinking…" in labels and "Continue this reply" in labels
+    next(a for a in menu.actions() if a.text() == "Show thinking…").trigger()
+    assert c.dialog is not None and c.dialog.objectName() == "ThinkingDialog"
+    shoot(desk, "thinking", c.dialog)
+    c.dialog.close()
+    next(a for a in menu.actions() if a.text() == "Continue this reply").trigger()
+    aio.run(turn_done(desk, aio, 2))
+    view = desk.controller.current_view
+    assert view is not None
+    last = view.path[-1]
+    assert continuation_of(last) == partial.id
+    assert view.path[-2].id == partial.id  # appended after the partial reply
+    assert not c.continue_action.isEnabled()
+    shoot(desk, "continued")
+
+
+def test_pinned_chats_come_first_and_favourites_filter(desk_with: object, aio: Aio) -> None:
+    def seed(store: Store) -> None:
+        chat_session(store, "old", "Oldest chat", 1_600_000_000.0, ["a", "b"])
+        chat_session(store, "mid", "Middle chat", 1_650_000_000.0, ["a", "b"])
+        chat_session(store, "new", "Newest chat", 1_700_000_000.0, ["a", "b"])
+
+    desk = desk_with(seed)  # type: ignore[operator]
+    c = controls(desk)
+    model = desk.window.sessions.model
+
+    def titles() -> list[str]:
+        return [str(model.index(i).data()) for i in range(model.rowCount())]
+
+    menu = QMenu()
+    desk.window.sessions.menuRequested.emit("old", menu)
+    next(a for a in menu.actions() if a.text() == "Pin to top").trigger()
+    aio.run(aio.until(lambda: titles()[:2] == ["Pinned", "Oldest chat"], what="pinned"))
+    menu = QMenu()
+    desk.window.sessions.menuRequested.emit("old", menu)
+    assert "Unpin" in [a.text() for a in menu.actions()]
+    menu = QMenu()
+    desk.window.sessions.menuRequested.emit("mid", menu)
+    next(a for a in menu.actions() if a.text() == "Add to favourites").trigger()
+    aio.run(desk.controller.tasks.idle())
+    shoot(desk, "pinned")
+    c.favourites_button.setChecked(True)
+    aio.run(aio.until(lambda: "Newest chat" not in titles(), what="filter"))
+    assert [t for t in titles() if t.endswith("chat")] == ["Middle chat"]
+    c.favourites_button.setChecked(False)
+    aio.run(aio.until(lambda: "Newest chat" in titles(), what="filter off"))
+    assert aio.run(desk.services.chat.settings.listed())[0].session.id == "old"
