@@ -36,10 +36,19 @@ class AttachmentRef:
     name: str
     media_type: str
     size: int
+    # The tokens it was counted at when sent (for the budget before a request is rendered).
+    tokens: int = 0
+    # A PDF whose pages also go as images, at the user's request.
+    page_images: bool = False
 
     def as_meta(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "name": self.name, "media_type": self.media_type,
-                "size": self.size}
+        out: dict[str, Any] = {"sha256": self.sha256, "name": self.name,
+                               "media_type": self.media_type, "size": self.size}
+        if self.tokens:
+            out["tokens"] = self.tokens
+        if self.page_images:
+            out["page_images"] = True
+        return out
 
     @property
     def kind(self) -> Kind:
@@ -54,10 +63,33 @@ def node_attachments(metadata: Mapping[str, Any]) -> tuple[AttachmentRef, ...]:
             continue
         sha, name = entry.get("sha256"), entry.get("name")
         media, size = entry.get("media_type"), entry.get("size")
+        tokens = entry.get("tokens")
         if isinstance(sha, str) and sha and isinstance(media, str):
             out.append(AttachmentRef(sha, safe_name(str(name or "attachment")), media,
-                                     int(size) if isinstance(size, int | float) else 0))
+                                     int(size) if isinstance(size, int | float) else 0,
+                                     int(tokens) if isinstance(tokens, int | float) else 0,
+                                     bool(entry.get("page_images"))))
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentPayload:
+    """What the model receives for one attachment, prepared by the engine from the store:
+    content blocks (OpenAI format), the tokens of their text as the counter sees it, and
+    the tokens it cannot see (images, priced by the provider's rule)."""
+
+    sha256: str
+    blocks: tuple[dict[str, Any], ...]
+    text_tokens: int = 0
+    image_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.text_tokens + self.image_tokens
+
+    @property
+    def has_image(self) -> bool:
+        return any(b.get("type") == "image_url" for b in self.blocks)
 
 
 def with_attachments(metadata: Mapping[str, Any],

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .attachments import AttachmentRef, node_attachments
 from .model import Node
 from .tokens import MESSAGE_FRAMING_TOKENS, TOOL_CALL_FRAMING_TOKENS, TokenCounter
 
@@ -51,6 +52,8 @@ class ContextItem:
     args_ref: bool = False
     # Summaries render in this order: the position of the earliest item they cover.
     order: int = 0
+    # The files a user message carries (none once it has aged: the stub names them).
+    files: tuple[AttachmentRef, ...] = ()
 
     @property
     def key(self) -> str:
@@ -138,6 +141,8 @@ def item_record(item: ContextItem) -> dict[str, Any]:
         "ref": item.text_ref,
         "aref": item.args_ref,
         "o": item.order,
+        # only when there are files, so items without any keep their digests
+        **({"fl": [f.as_meta() for f in item.files]} if item.files else {}),
     }
 
 
@@ -171,6 +176,7 @@ def item_from_record(rec: Mapping[str, Any]) -> ContextItem:
         text_ref=r["ref"] or "",
         args_ref=bool(r["aref"]),
         order=int(r["o"]),
+        files=node_attachments({"attachments": r.get("fl") or ()}),
     )
 
 

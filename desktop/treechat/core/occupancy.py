@@ -82,16 +82,18 @@ def estimate_categories(
     sizes: Sequence[int] | None = None,
 ) -> dict[str, int]:
     """Estimated tokens per category for a rendered request (framing and priming included),
-    summing to exactly what `count_messages` + tools would give. `sizes`, when given, are
-    the messages' token counts."""
+    summing to exactly what `count_messages` + tools would give, plus the images a text
+    count cannot see. `sizes`, when given, are the messages' token counts (images included)."""
     out = dict.fromkeys(USED_CATEGORIES, 0)
     out["tools"] = tools_tokens
     any_message = False
     for i, part in enumerate(parts):
         any_message = True
-        out[part.category] += (
-            sizes[i] if sizes is not None else message_tokens(part.message, counter.count)
-        )
+        size = (sizes[i] if sizes is not None
+                else message_tokens(part.message, counter.count) + part.unseen_tokens)
+        # A message's files count as attachments, the rest of it under its own category.
+        out[part.category] += size - part.attachment_tokens
+        out["attachments"] += part.attachment_tokens
     if any_message:
         out["messages"] += REPLY_PRIMING_TOKENS
     return out

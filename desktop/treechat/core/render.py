@@ -4,9 +4,11 @@ Anthropic requests get at most four cache breakpoints at stable boundaries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .attachments import AttachmentPayload, AttachmentRef
 from .commit import ContextCommit, ContextItem
 
 Category = Literal["system", "summaries", "messages", "tool_results", "attachments"]
@@ -26,6 +28,9 @@ class Composition:
     situation: str = ""
     digest: str = ""
     cache_breakpoints: bool = False
+    # What the model receives for each attachment the items name, by hash (prepared by the
+    # engine from the store; a file missing here is rendered as a note naming it).
+    files: Mapping[str, AttachmentPayload] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,10 @@ class RenderedMessage:
     message: dict[str, Any]
     category: Category
     position: int = -1  # the commit item it came from (-1: system or digest)
+    # Of the message's tokens, those its attachments take (counted under "attachments"),
+    # and those a text count cannot see (images, priced by the provider's rule).
+    attachment_tokens: int = 0
+    unseen_tokens: int = 0
 
 
 def render(commit: ContextCommit | None, composition: Composition) -> tuple[dict[str, Any], ...]:
@@ -57,7 +66,8 @@ def render_parts(
             parts.append(RenderedMessage({"role": "user", "content": items[p].rendered},
                                          "summaries", p))
         n_summaries = len(summaries)
-        parts.extend(_item_messages(items, [p for p in commit.live if not items[p].is_summary]))
+        parts.extend(_item_messages(items, [p for p in commit.live if not items[p].is_summary],
+                                    composition.files))
     if composition.digest:
         parts.append(RenderedMessage({"role": "user", "content": composition.digest}, "messages"))
     if composition.cache_breakpoints:
@@ -90,7 +100,10 @@ def _tool_text(it: ContextItem, where: str = "") -> str:
     return f"[Tool {it.tool_name or 'call'}({it.tool_args}){where} returned]\n{it.rendered}"
 
 
-def _item_messages(items: tuple[ContextItem, ...], positions: list[int]) -> list[RenderedMessage]:
+def _item_messages(
+    items: tuple[ContextItem, ...], positions: list[int],
+    files: Mapping[str, AttachmentPayload] | None = None,
+) -> list[RenderedMessage]:
     out: list[RenderedMessage] = []
     i = 0
     n = len(positions)
@@ -146,9 +159,29 @@ def _item_messages(items: tuple[ContextItem, ...], positions: list[int]) -> list
             continue
         label = _label(it)
         text = f"{label} {it.rendered}" if label else it.rendered
-        out.append(RenderedMessage({"role": "user", "content": text}, "messages", p))
+        if it.files:
+            out.append(_with_files(text, it.files, files or {}, p))
+        else:
+            out.append(RenderedMessage({"role": "user", "content": text}, "messages", p))
         i += 1
     return out
+
+
+def _with_files(text: str, refs: tuple[AttachmentRef, ...],
+                files: Mapping[str, AttachmentPayload], position: int) -> RenderedMessage:
+    """A user message with attachments: its text, then each file's blocks, in order."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    counted = unseen = 0
+    for ref in refs:
+        payload = files.get(ref.sha256)
+        if payload is None:
+            blocks.append({"type": "text", "text": f"[attachment {ref.name} ({ref.media_type})]"})
+            continue
+        blocks.extend(dict(b) for b in payload.blocks)
+        counted += payload.text_tokens
+        unseen += payload.image_tokens
+    return RenderedMessage({"role": "user", "content": blocks}, "messages", position,
+                           attachment_tokens=counted + unseen, unseen_tokens=unseen)
 
 
 def _attached_text(it: ContextItem) -> str:
@@ -237,5 +270,5 @@ def _with_breakpoints(
     chosen = sorted(chosen)[-budget:] if budget > 0 else []
     out = list(parts)
     for k in chosen:
-        out[k] = RenderedMessage(_mark(parts[k].message), parts[k].category, parts[k].position)
+        out[k] = replace(parts[k], message=_mark(parts[k].message))
     return out

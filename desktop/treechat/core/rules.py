@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from .attachments import node_attachments, stub_text
 from .commit import (
     ContextCommit,
     ContextItem,
@@ -126,11 +127,13 @@ def node_item(
     role = "user" if node.is_merge else node.role
     if node.role == "system" and not text and isinstance(node.input, str):
         text = node.input
+    files = node_attachments(node.metadata) if node.role == "user" else ()
     return ContextItem(
         source_node_id=node.id,
         role=role,
         rendered=text,
-        tokens=item_tokens(role, text, counter),
+        tokens=item_tokens(role, text, counter) + sum(f.tokens for f in files),
+        files=files,
         touched_at=node.created_at,
         seq=node.seq,
         text_ref="node" if text == node.text else "",
@@ -598,7 +601,25 @@ def age_tools(
         if _agable(it, pinned, config):
             items[p] = aged_tool_item(it, counter, config)
             changed.add(p)
+        elif it.files and it.live and not it.locked and it.source_node_id not in pinned:
+            items[p] = aged_files_item(it, counter)
+            changed.add(p)
     return tail_start
+
+
+def aged_files_item(it: ContextItem, counter: TokenCounter) -> ContextItem:
+    """A message whose files have aged: its text kept, each file a stub naming it."""
+    stubs = "\n".join(stub_text(f) for f in it.files)
+    rendered = f"{it.rendered}\n\n{stubs}" if it.rendered else stubs
+    return replace(
+        it,
+        state="aged" if it.state == "full" else it.state,
+        rendered=rendered,
+        files=(),
+        tokens=item_tokens(it.role, rendered, counter),
+        reason="tail_window",
+        text_ref="",
+    )
 
 
 def clear_idle(

@@ -452,6 +452,24 @@ class ModelCapabilities:
 _capability_cache: dict[str, ModelCapabilities] = {}
 
 
+_vision_cache: dict[str, bool] = {}
+
+
+def supports_vision(model: str) -> bool:
+    """Whether `model` takes image content blocks, by litellm's model list (blocks until
+    litellm is loaded: call it off the GUI thread). A model it does not know cannot."""
+    cached = _vision_cache.get(model)
+    if cached is not None:
+        return cached
+    litellm = litellm_module()
+    try:
+        seen = bool(litellm.supports_vision(model=model))
+    except Exception:
+        seen = False
+    _vision_cache[model] = seen
+    return seen
+
+
 def model_capabilities(model: str) -> ModelCapabilities:
     """What `model` accepts, cached per model (blocks until litellm is loaded: call it off
     the GUI thread). A model litellm cannot place gets the common three and no reasoning."""

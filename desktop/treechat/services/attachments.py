@@ -16,8 +16,8 @@ import io
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..core.attachments import (
     SNIFF_BYTES,
     TEXT_TYPE,
     AttachmentError,
+    AttachmentPayload,
     AttachmentRef,
     Provider,
     decode_text,
@@ -45,8 +46,8 @@ from .clock import SYSTEM_CLOCK, Clock
 __all__ = [
     "AttachmentError",
     "AttachmentLimits",
+    "AttachmentPayload",
     "AttachmentService",
-    "FilePayload",
     "PreparedFile",
     "prepare_bytes",
     "prepare_files",
@@ -101,18 +102,6 @@ class PreparedFile:
         if self.page_images:
             out["page_images"] = True
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class FilePayload:
-    """What the model receives for one attachment: content blocks (OpenAI format; litellm
-    converts image_url data URLs to Anthropic's base64 source), the tokens of their text as
-    the counter sees it, and the tokens the counter cannot see (images)."""
-
-    sha256: str
-    blocks: tuple[dict[str, Any], ...]
-    text_tokens: int = 0
-    image_tokens: int = 0
 
 
 # --- checking and preparing ---------------------------------------------------------------
@@ -342,7 +331,7 @@ class AttachmentService:
         self.counter = counter
         self.limits = limits or AttachmentLimits()
         self.clock = clock
-        self._payloads: OrderedDict[tuple[str, str, bool], FilePayload] = OrderedDict()
+        self._payloads: OrderedDict[tuple[str, str, bool], AttachmentPayload] = OrderedDict()
         self._cache_size = cache_size
 
     async def prepare(self, paths: Sequence[str | os.PathLike[str]], *,
@@ -378,47 +367,66 @@ class AttachmentService:
         """The stored bytes (to show full size, or save back to disk)."""
         return await self.store.run(lambda r: r.attachment_bytes(sha256))
 
+    def refs(self, files: Sequence[PreparedFile]) -> tuple[AttachmentRef, ...]:
+        """The references a message's node keeps, each with the tokens it is budgeted at (an
+        image at the dearer of the two providers' prices)."""
+        out = []
+        for f in files:
+            if f.kind == "image":
+                tokens = max(f.tokens(self.counter, "openai"), f.tokens(self.counter, "anthropic"))
+            else:
+                tokens = f.tokens(self.counter)
+            out.append(replace(f.ref, tokens=tokens, page_images=f.page_images))
+        return tuple(out)
+
     async def payloads(
-        self, entries: Sequence[Mapping[str, Any]], provider: Provider
-    ) -> dict[str, FilePayload]:
-        """What the model receives for each attachment a request carries, by hash."""
-        out: dict[str, FilePayload] = {}
-        missing: list[Mapping[str, Any]] = []
-        for e in entries:
-            key = (str(e["sha256"]), provider, bool(e.get("page_images")))
+        self, refs: Sequence[AttachmentRef], provider: Provider
+    ) -> dict[str, AttachmentPayload]:
+        """What the model receives for each attachment a request carries, by hash; built
+        once per (hash, provider) and reused, so every request carries the same bytes."""
+        out: dict[str, AttachmentPayload] = {}
+        missing: dict[str, AttachmentRef] = {}
+        for ref in refs:
+            key = (ref.sha256, provider, ref.page_images)
             hit = self._payloads.get(key)
             if hit is not None:
                 self._payloads.move_to_end(key)
-                out[key[0]] = hit
-            elif key[0] not in out:
-                missing.append(e)
+                out[ref.sha256] = hit
+            elif ref.sha256 not in out:
+                missing.setdefault(ref.sha256, ref)
         if not missing:
             return out
-        shas = list(dict.fromkeys(str(e["sha256"]) for e in missing))
+        shas = list(missing)
         blobs = await self.store.run(lambda r: {s: r.attachment_bytes(s) for s in shas})
-        for e in missing:
-            sha = str(e["sha256"])
-            payload = await asyncio.to_thread(self._build, e, blobs.get(sha), provider)
-            key = (sha, provider, bool(e.get("page_images")))
-            self._payloads[key] = payload
+        for sha, ref in missing.items():
+            payload = await asyncio.to_thread(self._build, ref, blobs.get(sha), provider)
+            self._payloads[(sha, provider, ref.page_images)] = payload
             out[sha] = payload
             while len(self._payloads) > self._cache_size:
                 self._payloads.popitem(last=False)
         return out
 
-    def _build(self, entry: Mapping[str, Any], data: bytes | None,
-               provider: Provider) -> FilePayload:
-        name = safe_name(str(entry.get("name") or "attachment"))
-        sha = str(entry["sha256"])
-        media = str(entry.get("media_type") or "")
+    def _build(self, ref: AttachmentRef, data: bytes | None,
+               provider: Provider) -> AttachmentPayload:
+        name, sha, media = ref.name, ref.sha256, ref.media_type
         if data is None:
             text = f"[attachment {name}: its bytes are not in this store]"
-            return FilePayload(sha, ({"type": "text", "text": text},), self.counter.count(text))
+            return AttachmentPayload(sha, ({"type": "text", "text": text},),
+                                     self.counter.count(text))
+        try:
+            return self._blocks(ref, data, provider)
+        except AttachmentError as exc:  # stored bytes no longer decode: say so, send the rest
+            text = f"[attachment {name} ({media}) could not be read: {exc}]"
+            return AttachmentPayload(sha, ({"type": "text", "text": text},),
+                                     self.counter.count(text))
+
+    def _blocks(self, ref: AttachmentRef, data: bytes, provider: Provider) -> AttachmentPayload:
+        name, sha, media = ref.name, ref.sha256, ref.media_type
         if media in IMAGE_TYPES:
             sent_type, sent = image_for_provider(data, name, media, provider)
             w, h = _image_size(sent, name)
             label = f"Image: {name}"
-            return FilePayload(
+            return AttachmentPayload(
                 sha,
                 ({"type": "text", "text": label},
                  {"type": "image_url", "image_url": {"url": data_url(sent_type, sent)}}),
@@ -429,13 +437,13 @@ class AttachmentService:
             text = pdf_text(name, pdf_pages_text(data, name, self.limits.max_pdf_pages))
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
             cost = 0
-            if entry.get("page_images"):
+            if ref.page_images:
                 for kind, png in pdf_page_images(data, name, provider):
                     w, h = _image_size(png, name)
                     cost += image_tokens(w, h, provider)
                     blocks.append({"type": "image_url",
                                    "image_url": {"url": data_url(kind, png)}})
-            return FilePayload(sha, tuple(blocks), self.counter.count(text), cost)
+            return AttachmentPayload(sha, tuple(blocks), self.counter.count(text), cost)
         decoded = decode_text(data)
         text = fenced_text(name, decoded if decoded is not None else "")
-        return FilePayload(sha, ({"type": "text", "text": text},), self.counter.count(text))
+        return AttachmentPayload(sha, ({"type": "text", "text": text},), self.counter.count(text))

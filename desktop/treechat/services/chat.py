@@ -9,12 +9,14 @@ import contextlib
 import functools
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core import dag
+from ..core.attachments import AttachmentRef, node_attachments, with_attachments
 from ..core.budget import shrink_history
 from ..core.chat_settings import SessionSettings, join_instructions
 from ..core.model import GraphError, Node
@@ -23,6 +25,7 @@ from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
 from ..core.summarize import ModelSummarizer
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
+from ..providers.llm import supports_vision as llm_supports_vision
 from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
 from ..store.database import Store
@@ -32,6 +35,7 @@ from ..tools.files import Workspace, file_tools
 from ..tools.recall import RecallTool
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
+from .attachments import AttachmentService, PreparedFile
 from .chat_settings import ChatSettingsService
 from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
@@ -160,6 +164,9 @@ class ChatService:
         self._running: dict[str, _Running] = {}
         self._claimed: set[str] = set()  # sessions whose turn is being set up
         self._instructions: WorkspaceInstructions | None = None
+        # Files in messages: stored before the request, rendered by the engine from the store.
+        self.attachments = AttachmentService(store, engine.counter, clock=clock)
+        engine.files = self.attachments.payloads
 
     # --- public operations -------------------------------------------------------------
 
@@ -175,14 +182,23 @@ class ChatService:
         api_base: str | None = None,
         attachments: Sequence[Attachment] = (),
         on_event: EventSink | None = None,
+        files: Sequence[PreparedFile | str | os.PathLike[str]] = (),
     ) -> Node | None:
-        """Commit `text` under HEAD, then run a turn for it. Returns the final reply node."""
+        """Commit `text` under HEAD, then run a turn for it. Returns the final reply node.
+
+        `attachments` are staged branch attaches; `files` the files the message carries
+        (prepared ones, or paths prepared here). A file that cannot be sent raises
+        `AttachmentError` before anything is written."""
         text = text.strip()
-        if not text and not attachments:
+        prepared = await self._prepared(files)
+        if not text and not attachments and not prepared:
             raise ValueError("nothing to send")
 
         async def commit() -> tuple[str | None, Node | None]:
-            user = await self._commit_user(session_id, text, attachments)
+            # The bytes are stored before the node that names them, and before the request.
+            await self.attachments.save(prepared)
+            refs = await asyncio.to_thread(self.attachments.refs, prepared)
+            user = await self._commit_user(session_id, text, attachments, refs)
             return user.id, user
 
         return await self._guarded(session_id, commit, model, api_base, on_event)
@@ -397,10 +413,20 @@ class ChatService:
 
     # --- the turn ----------------------------------------------------------------------
 
+    async def _prepared(
+        self, files: Sequence[PreparedFile | str | os.PathLike[str]]
+    ) -> tuple[PreparedFile, ...]:
+        ready = [f for f in files if isinstance(f, PreparedFile)]
+        paths = [f for f in files if not isinstance(f, PreparedFile)]
+        if paths:
+            ready.extend(await self.attachments.prepare(paths))
+        return tuple(ready)
+
     async def _commit_user(
-        self, session_id: str, text: str, attachments: Sequence[Attachment]
+        self, session_id: str, text: str, attachments: Sequence[Attachment],
+        files: Sequence[AttachmentRef] = (),
     ) -> Node:
-        if not attachments:
+        if not attachments and not files:
             return await self.sessions.append_message(session_id, text)
         now = self.clock.now()
         ids = [self.make_id() for _ in range(len(attachments) + 1)]
@@ -438,12 +464,25 @@ class ChatService:
                 role="user",
                 output=text,
                 predecessor=parent,
+                metadata=with_attachments({}, files),
             )
             nodes.append(user)
             stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
             return stored[-1]
 
         return await self.store.run(work)
+
+    async def _unseen_images(self, user: Node | None, endpoint: Endpoint) -> str:
+        """Why `endpoint` cannot take the images `user` carries ("" when it can)."""
+        if user is None:
+            return ""
+        images = [r.name for r in node_attachments(user.metadata)
+                  if r.kind == "image" or r.page_images]
+        if not images or await asyncio.to_thread(llm_supports_vision, endpoint.model):
+            return ""
+        return (f"{endpoint.label} cannot see images, and this message carries "
+                f"{', '.join(images)}. Choose a model that accepts images and retry the "
+                "message, or edit it without them.")
 
     def _busy(self, session_id: str, sink: EventSink) -> Node | None:
         sink(
@@ -524,6 +563,13 @@ class ChatService:
             return None
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
+        blind = await self._unseen_images(user, endpoint)
+        if blind:
+            # The message and its files are kept: retry it on a model that can see, or edit it.
+            sink(TurnStarted(session_id, parent, user, _address(endpoint)))
+            sink(TurnFailed(session_id, TurnError("unavailable", blind, False,
+                                                  action="settings"), None))
+            return None
         sink(TurnStarted(session_id, parent, user, _address(endpoint)))
         if self.mcp is not None and self._tools_for_model(endpoint):
             # Servers start before the first request, so the tool list is whole from it on.

@@ -9,10 +9,11 @@ import concurrent.futures
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from ..core.attachments import AttachmentPayload, AttachmentRef, Provider
 from ..core.budget import BudgetConfig, FitResult, fit_to_window, plan_budget
 from ..core.commit import ContextCommit, make_commit
 from ..core.dag import Graph, ancestry, hang_tool_runs
@@ -24,7 +25,7 @@ from ..core.occupancy import (
     estimate_categories,
     trigger_calibration,
 )
-from ..core.render import Composition, RenderedMessage, render_parts
+from ..core.render import Composition, render_parts
 from ..core.rules import (
     CompactionMode,
     CompactionRequest,
@@ -51,6 +52,10 @@ from ..store.fulltext import (
 from ..store.repository import Repository
 
 log = logging.getLogger(__name__)
+
+FileSource = Callable[
+    [Sequence[AttachmentRef], Provider], Awaitable[Mapping[str, AttachmentPayload]]
+]
 
 # Nodes read in one go on the fast path; more than this (an import) takes the slow path.
 _RECENT_LIMIT = 4096
@@ -167,6 +172,9 @@ class ContextEngine:
         self._session_seq: dict[str, int] = {}
         self._saving: set[concurrent.futures.Future[int]] = set()
         self._index: FullTextIndex | None = None
+        # What a model receives for the attachments a request carries (the chat service's
+        # attachment store); None renders each as a note naming the file.
+        self.files: FileSource | None = None
         self._summarizer: Summarizer | AsyncSummarizer = (
             self.config.summarizer
             if self.config.summarizer is not None
@@ -239,6 +247,7 @@ class ContextEngine:
                 digest = await self._fallback_digest(commit)
                 if digest:
                     composition = replace(composition, digest=digest)
+            composition = await self._with_files(composition, commit, model)
             fit, categories = await asyncio.to_thread(
                 self._fit, commit, composition, window, tool_tokens, budget.output_reserve
             )
@@ -285,6 +294,7 @@ class ContextEngine:
         ordered_tools = last_tools if tools is None else stable_tools(tools)
         async with self._lock:
             commit, resolved_head = await self._ensure(session_id, head, now)
+            composition = await self._with_files(composition, commit, model)
             categories = await asyncio.to_thread(
                 self._categories, commit, composition, ordered_tools
             )
@@ -446,6 +456,38 @@ class ContextEngine:
 
     # --- internals ---------------------------------------------------------------------
 
+    async def _with_files(self, composition: Composition, commit: ContextCommit | None,
+                          model: str) -> Composition:
+        """The composition with what `model` receives for each attachment the live items
+        carry. A model that cannot see gets a note naming each image instead (a new image is
+        refused before its turn starts; this covers one earlier in the branch)."""
+        if commit is None or self.files is None:
+            return composition
+        items = commit.items
+        refs = [f for p in commit.live for f in items[p].files]
+        if not refs:
+            return composition
+        provider: Provider = "anthropic" if llm.is_anthropic(model) else "openai"
+        payloads = dict(await self.files(refs, provider))
+        if any(p.has_image for p in payloads.values()) and not await asyncio.to_thread(
+            llm.supports_vision, model
+        ):
+            names = {r.sha256: r.name for r in refs}
+            for sha, payload in list(payloads.items()):
+                if payload.has_image:
+                    payloads[sha] = self._unseen(payload, names.get(sha, "attachment"))
+        return replace(composition, files=payloads)
+
+    def _unseen(self, payload: AttachmentPayload, name: str) -> AttachmentPayload:
+        note = f"[image {name}: not shown, this model cannot see images]"
+        blocks = [b for b in payload.blocks if b.get("type") != "image_url"
+                  and not str(b.get("text", "")).startswith("Image: ")]
+        blocks.append({"type": "text", "text": note})
+        return AttachmentPayload(
+            payload.sha256, tuple(blocks),
+            text_tokens=sum(self.counter.count(str(b["text"])) for b in blocks),
+        )
+
     def _system_tokens(self, composition: Composition) -> int:
         parts = render_parts(None, composition)
         return messages_tokens([p.message for p in parts], self.counter.count) if parts else 0
@@ -463,7 +505,7 @@ class ContextEngine:
         of what is sent (on a worker thread)."""
         parts = render_parts(commit, composition)
         count = self.counter.count
-        sizes = [message_tokens(p.message, count) for p in parts]
+        sizes = [message_tokens(p.message, count) + p.unseen_tokens for p in parts]
         fit = fit_to_window(
             [p.message for p in parts], window=window, counter=self.counter,
             tools_tokens=tool_tokens, max_output_tokens=output_reserve,
@@ -471,8 +513,7 @@ class ContextEngine:
         )
         if fit.changed:
             fitted = tuple(
-                RenderedMessage(fit.messages[i], parts[k].category, parts[k].position)
-                for i, k in enumerate(fit.kept)
+                replace(parts[k], message=fit.messages[i]) for i, k in enumerate(fit.kept)
             )
             return fit, dict(estimate_categories(fitted, tool_tokens, self.counter))
         return fit, dict(estimate_categories(parts, tool_tokens, self.counter, sizes))

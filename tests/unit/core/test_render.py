@@ -176,3 +176,27 @@ def _strip(message: dict) -> dict:  # type: ignore[type-arg]
             return {**message, "content": blocks[0]["text"]}
         return {**message, "content": blocks}
     return message
+
+
+def test_a_message_with_files_renders_their_blocks_and_counts_them_as_attachments() -> None:
+    from treechat.core.attachments import AttachmentPayload, AttachmentRef
+    from treechat.core.commit import ContextItem, make_commit
+    from treechat.core.occupancy import estimate_categories
+
+    ref = AttachmentRef("cd" * 32, "a.png", "image/png", 10)
+    missing = AttachmentRef("ef" * 32, "b.txt", "text/plain", 5)
+    item = ContextItem(source_node_id="u1", role="user", rendered="Look", tokens=5,
+                       files=(ref, missing))
+    commit = make_commit(None, [item], [0], session_id="s", head_node_id="u1", now=1.0)
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    payload = AttachmentPayload(ref.sha256, ({"type": "text", "text": "Image: a.png"}, image),
+                                text_tokens=4, image_tokens=255)
+    parts = render_parts(commit, Composition(files={ref.sha256: payload}))
+    (part,) = parts
+    assert part.message["content"] == [
+        {"type": "text", "text": "Look"}, {"type": "text", "text": "Image: a.png"}, image,
+        {"type": "text", "text": "[attachment b.txt (text/plain)]"},
+    ]
+    assert (part.attachment_tokens, part.unseen_tokens) == (259, 255)
+    categories = estimate_categories(parts, 0, COUNTER)
+    assert categories["attachments"] == 259

@@ -374,3 +374,28 @@ def test_rollups_fold_the_newest_summaries_and_leave_the_prefix_alone() -> None:
                 assert old and new[0] == old[0]
             commit = child
     assert rollups >= 2
+
+
+def test_an_old_attachment_ages_to_a_stub_naming_the_file_and_a_new_one_is_budgeted() -> None:
+    from treechat.core.attachments import AttachmentRef, with_attachments
+    from treechat.core.commit import ContextItem
+    from treechat.core.model import Node
+    from treechat.core.rules import age_tools, node_item
+
+    ref = AttachmentRef("ab" * 32, "plan.pdf", "application/pdf", 4096, tokens=900)
+    node = Node(id="u1", seq=1, created_at=1.0, session_id="s", role="user", output="Read this",
+                metadata=with_attachments({}, [ref]))
+    item = node_item(node, COUNTER, DEFAULT_RULES, 1.0)
+    assert item is not None and item.files == (ref,)
+    assert item.tokens >= 900  # the file's tokens count against the budget at once
+    items: list[ContextItem] = [item] + [
+        ContextItem(source_node_id=f"a{i}", role="assistant", rendered="ok", tokens=3)
+        for i in range(4)
+    ]
+    changed: set[int] = set()
+    age_tools(items, changed, start=0, force=True, pinned=frozenset(), config=DEFAULT_RULES,
+              counter=COUNTER)
+    aged = items[0]
+    assert changed == {0} and aged.files == () and aged.state == "aged"
+    assert aged.rendered.startswith("Read this\n\n[attachment plan.pdf (application/pdf")
+    assert aged.tokens < 900

@@ -4,12 +4,18 @@ a PDF's page text, and clear refusals for what cannot be sent."""
 
 from __future__ import annotations
 
+import base64
 import io
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 from PIL import Image
 from tests.support.attachment_files import encrypted_pdf, gif_two_frames, jpeg, pdf, png
+from tests.support.chat import Events
+from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.attachments import AttachmentError
 from treechat.services.attachments import (
@@ -19,6 +25,9 @@ from treechat.services.attachments import (
     prepare_files,
     prepare_path,
 )
+from treechat.services.bootstrap import Services, build_services
+from treechat.services.events import TurnFailed, TurnFinished
+from treechat.services.models import ModelChoice
 
 
 def test_a_2_gb_file_is_refused_from_its_size_without_being_read(tmp_path: Path) -> None:
@@ -92,3 +101,164 @@ def test_odd_names_are_kept_safe_and_never_used_as_paths(tmp_path: Path) -> None
     p.write_text("hi")
     prepared = prepare_path(p, name="../../etc/\x1bevil.txt")
     assert prepared.ref.name == "_evil.txt"
+
+
+# --- through a real turn: litellm to the loopback server, both wire formats ----------------
+
+VISION_OPENAI = "openai/gpt-4o"  # litellm: supports vision
+VISION_ANTHROPIC = "anthropic/claude-sonnet-4-5"
+BLIND = "openai/loopback-model"  # litellm does not know it: no vision
+
+
+@pytest_asyncio.fixture
+async def services(tmp_path: Path, loopback: LoopbackProvider) -> AsyncIterator[Services]:
+    choices = (
+        ModelChoice(VISION_OPENAI, "Seer", "openai", api_base=loopback.openai_base),
+        ModelChoice(VISION_ANTHROPIC, "Claude", "anthropic", api_base=loopback.anthropic_base),
+        ModelChoice(BLIND, "Blind", "openai", api_base=loopback.openai_base),
+    )
+    built = build_services(tmp_path / "data", bundled=False, detect_local_servers=False,
+                           extra_models=choices)
+    built.models.default_model = VISION_OPENAI
+    yield built
+    await built.close()
+    built.close_store()
+
+
+def files_in(tmp_path: Path) -> dict[str, Path]:
+    out = {"photo.png": png(900, 600), "notes.py": b"def f():\n    return 42\n",
+           "report.pdf": pdf(["Quarterly figures", "Outlook"])}
+    paths = {}
+    for name, data in out.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        paths[name] = p
+    return paths
+
+
+def last_user(body: dict[str, Any]) -> list[dict[str, Any]]:
+    (message,) = [m for m in body["messages"] if m["role"] == "user"][-1:]
+    content = message["content"]
+    assert isinstance(content, list)
+    return content
+
+
+@pytest.mark.asyncio
+async def test_openai_wire_gets_a_data_url_image_fenced_text_and_pdf_page_text(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    paths = files_in(tmp_path)
+    loopback.queue(Reply(text="Seen."))
+    session = await services.chat.sessions.create()
+    events = Events()
+    await services.chat.send(session.id, "What is in these?", files=list(paths.values()),
+                             on_event=events)
+    assert not events.of(TurnFailed)
+    blocks = last_user(loopback.requests[-1].body)
+    texts = [b["text"] for b in blocks if b["type"] == "text"]
+    assert texts[0] == "What is in these?"
+    assert "File: notes.py\n```\ndef f():\n    return 42\n```" in texts
+    assert any("--- page 1 of 2 ---\nQuarterly figures" in t for t in texts)
+    (image,) = [b for b in blocks if b["type"] == "image_url"]
+    url = image["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    sent = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+    assert sent.size == (900, 600)  # within OpenAI's limits: sent as it is
+    # the node names its files by hash; the bytes are in the store once each
+    view = await services.chat.sessions.view(session.id)
+    names = [a["name"] for a in view.path[0].metadata["attachments"]]
+    assert names == ["photo.png", "notes.py", "report.pdf"]
+    assert services.store.call(lambda r: r.attachment_count()) == 3
+    # occupancy counts them under attachments
+    (finished,) = events.of(TurnFinished)
+    assert dict(finished.occupancy.breakdown)["attachments"] > 0
+    occupancy = await services.chat.occupancy(session.id, model=VISION_OPENAI)
+    parts = dict(occupancy.breakdown)
+    # the loopback server measures text only, so the measured total is apportioned; the
+    # local estimate carries the image at OpenAI's price (900x600: 2x2 tiles)
+    assert occupancy.estimated >= 85 + 170 * 4
+    assert parts["attachments"] > parts["messages"]
+
+
+@pytest.mark.asyncio
+async def test_anthropic_wire_gets_a_base64_image_source_downscaled_to_its_limit(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    big = tmp_path / "wide.jpg"
+    big.write_bytes(jpeg(3200, 1600))
+    loopback.queue(Reply(text="A gradient."))
+    session = await services.chat.sessions.create()
+    events = Events()
+    await services.chat.send(session.id, "Describe", model=VISION_ANTHROPIC, files=[big],
+                             on_event=events)
+    assert not events.of(TurnFailed)
+    body = loopback.requests[-1].body
+    assert loopback.requests[-1].wire == "anthropic"
+    blocks = last_user(body)
+    (image,) = [b for b in blocks if b["type"] == "image"]
+    assert image["source"]["type"] == "base64"
+    assert image["source"]["media_type"] == "image/jpeg"
+    w, h = Image.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).size
+    assert max(w, h) <= 1568 and w * h <= 1_150_000
+
+
+@pytest.mark.asyncio
+async def test_the_same_image_twice_in_a_branch_is_stored_once_and_identical_on_the_wire(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    photo = tmp_path / "big.png"
+    photo.write_bytes(png(2400, 1800))  # downscaled: re-encoded, so this tests determinism
+    loopback.queue(Reply(text="One."), Reply(text="Two."))
+    session = await services.chat.sessions.create()
+    await services.chat.send(session.id, "First look", files=[photo])
+    await services.chat.send(session.id, "Again", files=[photo])
+    first, second = loopback.requests[-2].body, loopback.requests[-1].body
+
+    def images(body: dict[str, Any]) -> list[str]:
+        return [b["image_url"]["url"] for m in body["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b.get("type") == "image_url"]
+
+    assert len(images(first)) == 1 and len(images(second)) == 2
+    assert images(second) == [images(first)[0]] * 2
+    assert services.store.call(lambda r: r.attachment_count()) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_model_that_cannot_see_says_so_and_the_message_is_kept(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    photo = tmp_path / "cat.png"
+    photo.write_bytes(png())
+    session = await services.chat.sessions.create()
+    events = Events()
+    before = len(loopback.requests)
+    await services.chat.send(session.id, "What is this?", model=BLIND, files=[photo],
+                             on_event=events)
+    (failed,) = events.of(TurnFailed)
+    assert failed.error.kind == "unavailable"
+    assert "cannot see images" in failed.error.message and "cat.png" in failed.error.message
+    assert len(loopback.requests) == before  # nothing sent with the image silently dropped
+    view = await services.chat.sessions.view(session.id)
+    assert view.path[-1].metadata["attachments"][0]["name"] == "cat.png"
+    # a text file is fine on the same model
+    notes = tmp_path / "n.txt"
+    notes.write_text("plain notes")
+    loopback.queue(Reply(text="ok"))
+    other = await services.chat.sessions.create()
+    await services.chat.send(other.id, "Read", model=BLIND, files=[notes])
+    assert "File: n.txt" in str(loopback.requests[-1].body["messages"][-1])
+
+
+@pytest.mark.asyncio
+async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_written(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    blob = tmp_path / "tool.exe"
+    blob.write_bytes(b"MZ\x90\x00" + bytes(range(256)) * 8)
+    session = await services.chat.sessions.create()
+    with pytest.raises(AttachmentError, match=r"tool\.exe is a binary file"):
+        await services.chat.send(session.id, "Run this", files=[blob])
+    view = await services.chat.sessions.view(session.id)
+    assert view.path == () or list(view.path) == []
+    assert services.store.call(lambda r: r.attachment_count()) == 0
+    assert loopback.requests == []
