@@ -253,3 +253,37 @@ def test_inline_edit_sends_with_enter_and_esc_stops_the_reply_wherever_focus_is(
     assert rows[-1].interrupted and rows[-1].text.startswith("dog0")
     assert desk.requests() == 2
     no_traceback(caplog)
+
+
+def test_switching_branch_while_a_reply_streams_keeps_the_text_on_its_own_branch(
+    desk: Desk, aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Checking out the other version of a message while the reply streams shows that branch
+    only; Stop does not move the view; going back shows the stopped reply where it belongs."""
+    caplog.set_level(logging.INFO)
+    long_reply = " ".join(f"dog{i}" for i in range(800))
+    desk.provider.queue(Reply(text="about cats"), Reply(text=long_reply, tokens_per_second=40))
+
+    async def scenario() -> None:
+        type_and_send(desk, "Tell me about cats")
+        await turn_done(desk, aio, 1)
+        cats = desk.chat.model.rows[-1].node
+        assert cats is not None
+        desk.chat.editRequested.emit(desk.chat.model.rows[0].node.id, "Tell me about dogs")
+        await aio.until(lambda: len(desk.chat.model.stream_text()) > 20, what="streaming")
+        # the user goes back to the first branch while the dogs reply streams
+        desk.controller.history.checkout(cats.id)
+        await aio.until(lambda: desk.chat.model.rows[0].text == "Tell me about cats",
+                        what="the other branch")
+        await aio.settle(0.3)
+        texts = [r.text for r in desk.chat.model.rows]
+        assert texts == ["Tell me about cats", "about cats"], texts
+        QTest.mouseClick(desk.composer.send_button, Qt.MouseButton.LeftButton)  # Stop
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="stopped")
+        await desk.controller.tasks.idle()
+        shoot(desk, "switch-while-streaming")
+        texts = [r.text for r in desk.chat.model.rows]
+        assert texts == ["Tell me about cats", "about cats"], texts
+
+    aio.run(scenario())
+    no_traceback(caplog)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from ...core.model import GraphError, Node
+from ...core.reply import reasoning_of
 from ...services.events import TurnError
 from ...services.sessions import SessionView
 
@@ -34,6 +35,7 @@ class RowKind(Enum):
 
 
 TURN_KINDS = (RowKind.ASSISTANT, RowKind.TOOL, RowKind.STREAM)
+THINKING_KEY = "thinking:"  # a reply's Thinking row: this, then the reply's node id
 
 
 class ChatRow(NamedTuple):
@@ -166,6 +168,12 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset()) -> list[
                     and version[1] == 1 and not pinned):
                 continue
             label = model_label(node)
+            thinking = reasoning_of(node)
+            if thinking:
+                # the reasoning the model streamed, apart from its answer: collapsed above it
+                key = THINKING_KEY + node.id
+                rows.append(ChatRow(RowKind.TOOL, key, node, thinking, label="Thinking",
+                                    model=label, expanded=key in expanded))
             rows.append(ChatRow(RowKind.ASSISTANT, node.id, node, text, label=label, model=label,
                                 version=version, pinned=pinned, interrupted=node.interrupted,
                                 expanded=node.id in expanded))
@@ -315,6 +323,8 @@ class ChatModel(QAbstractListModel):
         if stream is not None:
             if not stream.active:
                 self._stream = None  # the finished reply is a node of the path now
+            elif not _stream_on_path(view, stream.parent_id):
+                pass  # another branch is on screen: the stream stays with its own, unshown
             elif view.head is not None and view.head != stream.parent_id:
                 # what streamed so far was committed as a node: continue under it
                 stream.parent_id = view.head
@@ -381,6 +391,9 @@ class ChatModel(QAbstractListModel):
     def _compose(self) -> list[ChatRow]:
         rows = list(self._base)
         stream = self._stream
+        if stream is not None and (self._view is None
+                                   or not _stream_on_path(self._view, stream.parent_id)):
+            stream = None  # streaming on a branch that is not shown: its text is not here
         if stream is not None:
             cut = _cut_after(rows, stream.parent_id)
             rows = rows[:cut]
@@ -434,6 +447,15 @@ class ChatModel(QAbstractListModel):
             self.beginInsertRows(QModelIndex(), prefix, len(new) - 1)
             self._rows = self._rows[:prefix] + new[prefix:]
             self.endInsertRows()
+
+
+def _stream_on_path(view: SessionView, parent_id: str | None) -> bool:
+    """Whether a reply streaming under `parent_id` belongs to the branch `view` shows: its
+    parent is on the path, or not a stored node yet (the message shown before the store had
+    it, replaced by the stored one)."""
+    if parent_id is None or parent_id not in view.graph:
+        return True
+    return any(node.id == parent_id for node in view.path)
 
 
 def _cut_after(rows: list[ChatRow], parent_id: str | None) -> int:

@@ -73,6 +73,7 @@ class TurnController:
         self._sending = False  # between Enter and the turn being registered
         self._attachments: AttachmentSource | None = None
         self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
+        self._turn_heads: dict[str, str | None] = {}  # session -> the head its turn showed
         parts = conversation.parts
         parts.composer.sendRequested.connect(self.send)
         parts.composer.stopRequested.connect(self.stop)
@@ -274,6 +275,7 @@ class TurnController:
             self._pending.pop(session_id, None)
             self._preview_base.pop(session_id, None)
         await self._after_turn(session_id)
+        self._turn_heads.pop(session_id, None)
 
     def _set_running(self, session_id: str, running: bool) -> None:
         c = self._c
@@ -295,7 +297,13 @@ class TurnController:
         c = self._c
         await c.session_list.refresh_session(session_id)
         if c.current_session_id == session_id:
+            shown = c.current_view.head if c.current_view is not None else None
             view = await c.sessions.view(session_id)
+            if (shown is not None and shown in view.graph
+                    and all(node.id != shown for node in view.path)):
+                # the user checked out another branch while the reply ran: the reply landed
+                # on its own branch, and the view stays where the user went
+                view = await c.sessions.checkout(session_id, shown)
             if c.current_session_id == session_id:
                 c.redraw(view)
         else:
@@ -320,6 +328,8 @@ class TurnController:
                     c.spawn(self._reload(session_id), name="reload")
                 else:
                     c.redraw(extend_view(view, [event.user_node], event.user_node.id))
+            if current and c.current_view is not None:
+                self._turn_heads[session_id] = c.current_view.head
             if event.user_node is not None:
                 c.spawn(c.session_list.refresh_session(session_id), name="title")
             if current:
@@ -335,6 +345,10 @@ class TurnController:
             if current and view is not None:
                 node = event.node
                 head = node.id if node.role != "tool" else view.head
+                if self._moved_away(session_id, view):
+                    head = view.head  # the node joins the graph; the branch shown stays
+                else:
+                    self._turn_heads[session_id] = head
                 c.redraw(extend_view(view, [node], head))
         elif isinstance(event, OccupancyChanged):
             if current:
@@ -347,12 +361,21 @@ class TurnController:
             self._pending.pop(session_id, None)
             if current and view is not None:
                 chat.end_stream()
-                c.redraw(extend_view(view, [event.node], event.node.id))
+                away = self._moved_away(session_id, view)
+                c.redraw(extend_view(view, [event.node],
+                                     view.head if away else event.node.id))
                 if event.occupancy is not None:
                     c.occupancy.set(event.occupancy)
                 c.parts.status("Reply stopped" if event.node.interrupted else "")
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)
+
+    def _moved_away(self, session_id: str, view: SessionView) -> bool:
+        """Whether the user checked out another branch while the turn ran: what the turn
+        last showed is no longer on the path on screen."""
+        shown = self._turn_heads.get(session_id)
+        return (shown is not None and view.head != shown
+                and all(node.id != shown for node in view.path))
 
     def _failed(self, session_id: str, event: TurnFailed) -> None:
         c = self._c
