@@ -26,6 +26,7 @@ from ..shell.parts import WindowParts
 from .dialogs import DialogsController
 from .graph_ops import GraphOperations
 from .history import HistoryPanels
+from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
 from .session_list import SessionListController
@@ -89,6 +90,7 @@ class ConversationController(QObject):
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)
+        self.mcp = McpController(self)
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
 
@@ -124,6 +126,7 @@ class ConversationController(QObject):
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
         self.models.close()  # connection changes from now on are not shown
+        self.mcp.close()  # a tool call asking now is denied
         self.stash_composer()
         await self.turns.stop_all()
         await self.tasks.cancel_all()

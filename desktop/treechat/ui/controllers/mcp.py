@@ -1,0 +1,69 @@
+"""MCP in the window: the approval prompt every tool call waits on (the window is the
+service's approver while it is open), and Settings → Tools."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ...services.mcp import ApprovalRequest, Decision
+
+if TYPE_CHECKING:
+    from ..dialogs.tool_approval import ToolApprovalDialog
+    from .conversation import ConversationController
+
+log = logging.getLogger(__name__)
+
+
+class McpController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self.pending: list[ToolApprovalDialog] = []  # prompts on screen, oldest first
+        mcp = conversation.services.mcp
+        if mcp is not None:
+            mcp.set_approver(self.ask)
+
+    def close(self) -> None:
+        """The window goes: from now on "ask" means deny."""
+        mcp = self._c.services.mcp
+        if mcp is not None:
+            mcp.set_approver(None)
+        for dialog in list(self.pending):
+            dialog.dismiss()
+
+    def _chat_title(self, session_id: str) -> str:
+        session = self._c.parts.sessions.session(session_id)
+        if session is None and self._c.current_view is not None \
+                and self._c.current_view.session.id == session_id:
+            session = self._c.current_view.session
+        return session.title if session is not None else ""
+
+    async def ask(self, request: ApprovalRequest) -> Decision:
+        """Show the prompt and wait for its answer without blocking the window; a stopped
+        turn cancels this coroutine, which closes the prompt unanswered."""
+        from ..dialogs.tool_approval import ToolApprovalDialog
+
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        dialog = ToolApprovalDialog(request, self._chat_title(request.session_id),
+                                    parent=self._c.parts.window)
+
+        def decided(decision: object) -> None:
+            if not future.done() and isinstance(decision, Decision):
+                future.set_result(decision)
+
+        dialog.decided.connect(decided)
+        self.pending.append(dialog)
+        dialog.show()  # not modal: Stop stays in reach
+        dialog.raise_()
+        dialog.activateWindow()
+        try:
+            decision = await future
+            log.info("%s/%s: %s", request.server, request.tool, decision.value)
+            return decision
+        finally:
+            if dialog in self.pending:
+                self.pending.remove(dialog)
+            if not dialog.answered:
+                dialog.dismiss()
+            dialog.deleteLater()
