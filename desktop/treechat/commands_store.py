@@ -8,37 +8,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import duckdb
-
 from . import paths
 from .store import backup as backups
-from .store import integrity
-from .store.database import (
-    StoreCorruptError,
-    StoreError,
-    _check_header,
-    _classify_open_error,
-    default_store_path,
-)
+from .store.database import StoreCorruptError, StoreError, default_store_path
+from .store.integrity import check_store_file
 
 
 def _store_path(args: argparse.Namespace) -> Path:
     return default_store_path(paths.data_dir(args.data_dir))
-
-
-def check_store_file(path: Path) -> integrity.IntegrityReport:
-    """Read all of the store at `path`, read-only; never changes it."""
-    if not path.exists():
-        return integrity.IntegrityReport(path, problem="there is no store here yet")
-    _check_header(path)
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise _classify_open_error(path, exc) from None
-    try:
-        return integrity.full_check(con, path)
-    finally:
-        con.close()
 
 
 def cmd_doctor_check(args: argparse.Namespace) -> int:

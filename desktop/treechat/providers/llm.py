@@ -161,7 +161,13 @@ def _import() -> ModuleType:
         litellm.num_retries = 0
         from .sse_guard import install as count_unreadable_stream_lines
 
-        count_unreadable_stream_lines(litellm)
+        iterator: type | None
+        try:
+            from litellm.llms.base_llm.base_model_iterator import BaseModelResponseIterator
+            iterator = BaseModelResponseIterator
+        except ImportError:  # a later litellm moved it: replies are simply not marked
+            iterator = None
+        count_unreadable_stream_lines(iterator)
         _warm_paths(litellm)
     finally:
         json.loads = original

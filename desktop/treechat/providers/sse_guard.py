@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 _SSE_FIELDS = (":", "event:", "id:", "retry:")
@@ -45,16 +44,13 @@ def is_unreadable(line: str, parsed: Any) -> bool:
     return payload not in ("", "[DONE]")
 
 
-def install(litellm: ModuleType) -> None:
-    """Wrap litellm's SSE line parser (idempotent; nothing happens if it moved)."""
+def install(iterator: type | None) -> None:
+    """Wrap the SSE line parser of litellm's `BaseModelResponseIterator` (handed in by
+    `llm`, litellm's one importer; idempotent; nothing happens if it moved)."""
     global _installed
-    if _installed:
+    if _installed or iterator is None:
         return
-    try:
-        from litellm.llms.base_llm.base_model_iterator import BaseModelResponseIterator
-    except ImportError:  # a later litellm: the reply is simply not marked
-        return
-    original = BaseModelResponseIterator.__dict__.get("_string_to_dict_parser")
+    original = iterator.__dict__.get("_string_to_dict_parser")
     if not isinstance(original, staticmethod):
         return
     parse = original.__func__
@@ -66,9 +62,8 @@ def install(litellm: ModuleType) -> None:
             seen.add(str_line)
         return parsed
 
-    BaseModelResponseIterator._string_to_dict_parser = staticmethod(counting_parser)  # type: ignore[method-assign]
+    iterator._string_to_dict_parser = staticmethod(counting_parser)  # type: ignore[attr-defined]
     _installed = True
-    del litellm
 
 
 def begin() -> Unreadable:

@@ -138,3 +138,20 @@ def is_damage(exc: BaseException) -> bool:
         or "checksum" in text.lower()
         or "Failed to read" in text
     )
+
+
+def check_store_file(path: Path) -> IntegrityReport:
+    """Read all of the store at `path`, read-only; never changes it."""
+    if not path.exists():
+        return IntegrityReport(path, problem="there is no store here yet")
+    from .database import _check_header, _classify_open_error
+
+    _check_header(path)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise _classify_open_error(path, exc) from None
+    try:
+        return full_check(con, path)
+    finally:
+        con.close()
