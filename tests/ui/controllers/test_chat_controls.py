@@ -15,6 +15,7 @@ from tests.support.loopback_server import Reply
 
 from treechat.core.reply import continuation_of, reasoning_of
 from treechat.store.database import Store
+from treechat.ui.chat.model import THINKING_KEY
 from treechat.ui.controllers.chat_controls import ChatControls
 from treechat.ui.dialogs.chat_controls import (
     InstructionsDialog,
@@ -316,6 +317,13 @@ def test_thinking_is_shown_apart_and_a_cut_reply_continues_joined(desk: Desk, ai
     assert partial is not None
     assert reasoning_of(partial) == "Let me think it through."
     assert "Let me think" not in partial.output
+    rows = desk.chat.model.rows
+    thinking = rows[-2]
+    assert thinking.key == THINKING_KEY + partial.id and thinking.label == "Thinking"
+    assert thinking.text == "Let me think it through." and not thinking.expanded
+    assert thinking.starts_turn and not rows[-1].starts_turn  # one reply: Thinking, answer
+    desk.chat.trigger(thinking.key, "toggle")
+    assert desk.chat.model.rows[-2].expanded
     assert c.continue_action.isEnabled()
     menu = desk.chat.context_menu(partial.id)
     labels = [a.text() for a in menu.actions()]
@@ -332,6 +340,9 @@ def test_thinking_is_shown_apart_and_a_cut_reply_continues_joined(desk: Desk, ai
     assert continuation_of(last) == partial.id
     assert view.path[-2].id == partial.id  # appended after the partial reply
     assert not c.continue_action.isEnabled()
+    # drawn joined: the continuation carries on the reply, no header of its own
+    joined = desk.chat.model.rows[-1]
+    assert joined.key == last.id and not joined.starts_turn
     shoot(desk, "continued")
 
 
