@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
         "configured default, else the bundled offline model)",
     )
     p.add_argument("--api-base", help="an OpenAI-compatible server to send to")
+    p.add_argument(
+        "--attach", metavar="FILE", action="append", default=[],
+        help="attach FILE to the message (repeatable): text or code, a PNG, JPEG, WebP or "
+        "GIF image (for models that see images), or a PDF",
+    )
 
     p = sub.add_parser("context", help="what the next request would carry: occupancy and breakdown")
     p.add_argument("session", help="session id, unique id prefix, or exact title")

@@ -80,6 +80,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     normalize_send_args(args)
     text = message_text(args)
+    files = attached_files(args)
     # litellm takes seconds to import: start it now, while the store opens and the message is
     # committed, so the user sees the acknowledgment first and the reply sooner.
     llm.start_warmup()
@@ -88,9 +89,11 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     store = open_and_recover(default_store_path(data_dir))
     try:
-        session_id, user_id = asyncio.run(_commit(store, args, text))
+        session_id, user_id = asyncio.run(_commit(store, args, text, files))
+        carried = f" and {len(files)} file(s)" if files else ""
         print(
-            f"[sent: {len(text):,} characters, committed to session {session_id[:12]}]",
+            f"[sent: {len(text):,} characters{carried}, committed to session "
+            f"{session_id[:12]}]",
             file=sys.stderr,
             flush=True,
         )
@@ -116,7 +119,23 @@ def _daily_backup(store: Store) -> None:
         logging.getLogger(__name__).warning("the daily backup was not made: %s", exc)
 
 
-async def _commit(store: Store, args: argparse.Namespace, text: str) -> tuple[str, str]:
+def attached_files(args: argparse.Namespace) -> tuple[Any, ...]:
+    """The `--attach` files, checked and prepared before anything is written: a file that
+    cannot be sent stops the command with the reason, and nothing is committed."""
+    names = list(getattr(args, "attach", None) or ())
+    if not names:
+        return ()
+    from .services.attachments import AttachmentError, prepare_files
+
+    try:
+        return prepare_files(names)
+    except AttachmentError as exc:
+        raise CliInputError(f"{exc}; nothing was sent") from None
+
+
+async def _commit(
+    store: Store, args: argparse.Namespace, text: str, files: tuple[Any, ...] = ()
+) -> tuple[str, str]:
     from .commands import find_session_id
     from .services.sessions import SessionService
 
@@ -125,7 +144,16 @@ async def _commit(store: Store, args: argparse.Namespace, text: str) -> tuple[st
         session_id = (await sessions.create(model=args.model or "")).id
     else:
         session_id = find_session_id(store, args.session)
-    user = await sessions.append_message(session_id, text.strip())
+    metadata = None
+    if files:
+        from .core.attachments import with_attachments
+        from .providers.tokenizer import CachedTiktokenCounter
+        from .services.attachments import AttachmentService
+
+        attachments = AttachmentService(store, CachedTiktokenCounter())
+        await attachments.save(files)  # the bytes before the node that names them
+        metadata = with_attachments({}, await asyncio.to_thread(attachments.refs, files))
+    user = await sessions.append_message(session_id, text.strip(), metadata=metadata)
     return session_id, user.id
 
 

@@ -161,3 +161,37 @@ def test_a_signal_during_the_reply_keeps_what_streamed(
     assert interrupted
     printed = "".join(seen).strip()
     assert reply.startswith("w0 w1 ") and printed.startswith(reply[: len(printed) // 2])
+
+
+def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    from tests.support.attachment_files import png
+
+    picture = tmp_path / "chart.png"
+    picture.write_bytes(png(120, 80))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the figures are in thousands\n", encoding="utf-8")
+    loopback.queue(Reply(text="A chart."))
+    out = subprocess.run(
+        send_command(tmp_path / "data", loopback, "--new", "What is this?",
+                     "--attach", str(picture), "--attach", str(notes)),
+        capture_output=True, text=True, env=env(), timeout=300, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "[sent: 13 characters and 2 file(s)" in out.stderr
+    blocks = loopback.requests[-1].body["messages"][-1]["content"]
+    kinds = [b["type"] for b in blocks]
+    assert kinds.count("image_url") == 1
+    assert "File: notes.txt\n```\nthe figures are in thousands\n```" in [
+        b.get("text") for b in blocks]
+
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)) * 8)
+    refused = subprocess.run(
+        send_command(tmp_path / "other", loopback, "--new", "Look", "--attach", str(binary)),
+        capture_output=True, text=True, env=env(), timeout=300, check=False,
+    )
+    assert refused.returncode != 0
+    assert "blob.bin is a binary file" in refused.stderr and "nothing was sent" in refused.stderr
+    assert len(loopback.requests) == 1

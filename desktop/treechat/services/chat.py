@@ -563,7 +563,12 @@ class ChatService:
             return None
         if session is not None and endpoint.choice and session.model != endpoint.choice:
             await self.sessions.set_model(session_id, endpoint.choice)
-        blind = await self._unseen_images(user, endpoint)
+        if user is None and parent is not None:  # a retry of a message: check what it carries
+            replied = await self.store.run(lambda r: r.get_node(parent))
+            blind = await self._unseen_images(
+                replied if replied is not None and replied.role == "user" else None, endpoint)
+        else:
+            blind = await self._unseen_images(user, endpoint)
         if blind:
             # The message and its files are kept: retry it on a model that can see, or edit it.
             sink(TurnStarted(session_id, parent, user, _address(endpoint)))
