@@ -15,6 +15,7 @@ from tests.support.loopback_server import Reply
 
 from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB
+from treechat.ui.sessions.roles import SESSION_ID_ROLE
 
 from .conftest import Aio, Desk, Seed, chat_session
 
@@ -287,3 +288,39 @@ def test_switching_branch_while_a_reply_streams_keeps_the_text_on_its_own_branch
 
     aio.run(scenario())
     no_traceback(caplog)
+
+
+def two_chats(store: Store) -> None:
+    chat_session(store, "one", "Chat one", 1_000.0, ["first question", "first answer"])
+    chat_session(store, "two", "Chat two", 900.0, ["second question", "second answer"])
+
+
+def test_pressing_on_a_chat_to_drag_it_does_not_open_it(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    """The press that starts dragging a chat onto the message box leaves the open chat open
+    (so the dragged one attaches to it); a click still opens the chat clicked."""
+    desk = desk_with(two_chats)
+    listing = desk.window.sessions
+
+    async def scenario() -> None:
+        listing.select("one")
+        await desk.controller.load_session("one")
+        await desk.controller.tasks.idle()
+        model = listing.view.model()
+        row = next(r for r in range(model.rowCount())
+                   if model.index(r, 0).data(SESSION_ID_ROLE) == "two")
+        point = listing.view.visualRect(model.index(row, 0)).center()
+        viewport = listing.view.viewport()
+        QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                         point)
+        await aio.settle(0.2)
+        await desk.controller.tasks.idle()
+        assert desk.controller.current_session_id == "one"
+        assert listing.current_session_id() == "one"
+        QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton,
+                           Qt.KeyboardModifier.NoModifier, point)
+        await aio.until(lambda: desk.controller.current_session_id == "two", what="click")
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())

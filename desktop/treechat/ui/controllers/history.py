@@ -69,17 +69,32 @@ class _SessionDragSource(QObject):
         self.view = list_view
         self.id_role = id_role
         self._press: tuple[QPoint, QModelIndex] | None = None
+        self._held: QMouseEvent | None = None  # the press kept back until it is not a drag
+        self._replaying = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         kind = event.type()
-        if kind == QEvent.Type.MouseButtonPress:
+        if kind == QEvent.Type.MouseButtonPress and not self._replaying:
             press = event
             assert isinstance(press, QMouseEvent)
             if press.button() == Qt.MouseButton.LeftButton:
                 pos = press.position().toPoint()
-                self._press = (pos, self.view.indexAt(pos))
+                index = self.view.indexAt(pos)
+                self._press = (pos, index)
+                if index.isValid():
+                    # Selecting on press would open the dragged chat, which would then be
+                    # attached to itself: the press reaches the list only once it is a click.
+                    self._held = press.clone()
+                    return True
         elif kind == QEvent.Type.MouseButtonRelease:
             self._press = None
+            held, self._held = self._held, None
+            if held is not None:
+                self._replaying = True
+                try:
+                    QApplication.sendEvent(watched, held)
+                finally:
+                    self._replaying = False
         elif kind == QEvent.Type.MouseMove and self._press is not None:
             move = event
             assert isinstance(move, QMouseEvent)
@@ -87,6 +102,7 @@ class _SessionDragSource(QObject):
             far = (move.position().toPoint() - start).manhattanLength()
             if far >= QApplication.startDragDistance() and index.isValid():
                 self._press = None
+                self._held = None
                 session_id = index.data(self.id_role)
                 if session_id:
                     drag = QDrag(self.view)
