@@ -43,10 +43,14 @@ STATE_MARKS = {
 
 
 def tokens_text(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.3g}M"
-    if n >= 1000:
-        return f"{n / 1000:.0f}K"
+    """A window as people say it: 32,768 and 32,000 are both "32K", 1,048,576 "1M"."""
+    for unit, binary, decimal in (("M", 1 << 20, 1_000_000), ("K", 1 << 10, 1000)):
+        if n >= decimal:
+            if n % decimal == 0:
+                return f"{n // decimal}{unit}"
+            if n % binary == 0:
+                return f"{n // binary}{unit}"
+            return f"{n / decimal:.3g}{unit}"
     return str(n)
 
 
@@ -267,6 +271,9 @@ class ModelPicker(QComboBox):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         text = event.text()
         if text and text.isprintable() and not text.isspace():
+            if self.popup.isVisible():  # keys that reach the picker while its popup is open
+                self.popup.search.insert(text)
+                return
             self.popup.search.setText(text)
             self.showPopup()
             self.popup.search.setCursorPosition(len(text))

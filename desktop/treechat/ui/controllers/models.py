@@ -106,6 +106,20 @@ class ModelsController:
                 return choice.label
         return self._catalog.display_name(model) if model else model
 
+    async def context_label(self) -> str:
+        """`selected_label()` with the model's window, marked "estimated" when neither its
+        server nor litellm knows it (the fallback window is assumed), for the /context
+        dialog."""
+        label = self.selected_label()
+        try:
+            endpoint = await self._c.services.chat.model_endpoint(self.selected())
+        except ModelUnavailable:
+            return label
+        window = f"{endpoint.window:,}-token window"
+        if endpoint.window_estimated:
+            window += " (estimated: the server does not report it)"
+        return f"{label} · {window}" if label else window
+
     def selected_label(self) -> str:
         """"Label · id" of the picked model, for the context dialog."""
         model = self.selected()

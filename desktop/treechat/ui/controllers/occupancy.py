@@ -101,7 +101,7 @@ class OccupancyController:
             trigger=rules.summarize_trigger,
             emergency=rules.emergency_trigger,
         ))
-        dialog.set_model_label(c.models.selected_label())
+        dialog.set_model_label(await c.models.context_label())
 
     # --- compaction ------------------------------------------------------------------
 

@@ -203,8 +203,13 @@ class ConnectionEditor(QDialog):
         )
         # A hosted provider named after itself shares the keychain entry its key had before
         # connections existed, under the provider's own label.
-        label = PROVIDER_LABELS.get(provider, "") if kind == "hosted" and not (
-            self.name.text().strip()) else ""
+        label = ""
+        if not self.name.text().strip():
+            if kind == "hosted":
+                label = PROVIDER_LABELS.get(provider, "")
+            elif kind != "openai-compatible":
+                # "Ollama", addressed as ollama/llama3.2:3b
+                label = next((v for k, v in KIND_LABELS.items() if k == kind), "")
         key = self.key.text().strip() or None
         if kind == "hosted" and self._editing is None and not key:
             self.error.setText("A hosted provider needs its API key.")
