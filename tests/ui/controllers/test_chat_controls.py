@@ -120,7 +120,10 @@ def test_instructions_from_the_chat_lists_menu_and_global_ones(
     async def scenario() -> None:
         await aio.until(lambda: isinstance(c.dialog, InstructionsDialog), what="editor")
         assert c.dialog is not None and "Trip plans" in c.dialog.windowTitle()
-        c.global_action.trigger()
+        desk.window.settings_action.trigger()
+        button = c.extend_settings()
+        assert button is not None and button.text() == "Global instructions…"
+        button.click()
         await aio.until(lambda: c.dialog is not None
                         and c.dialog.windowTitle() == "Global instructions", what="global")
         dialog = c.dialog
@@ -373,7 +376,7 @@ def test_pinned_chats_come_first_and_favourites_filter(desk_with: object, aio: A
     shoot(desk, "pinned")
     c.favourites_button.setChecked(True)
     aio.run(aio.until(lambda: "Newest chat" not in titles(), what="filter"))
-    assert [t for t in titles() if t.endswith("chat")] == ["Middle chat"]
+    assert [t for t in titles() if t.endswith("chat")] == ["★ Middle chat"]
     c.favourites_button.setChecked(False)
     aio.run(aio.until(lambda: "Newest chat" in titles(), what="filter off"))
     assert aio.run(desk.services.chat.settings.listed())[0].session.id == "old"

@@ -16,6 +16,7 @@ from PySide6.QtGui import QAction, QHelpEvent
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
+    QFormLayout,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -182,6 +183,8 @@ class ChatControls(QObject):
         self.global_action = self._action(file_menu, "Global instructions…",
                                           self.edit_global, w.settings_action)
         self.usage_action = self._action(find_menu(w, "View"), "Usage…", self.open_usage)
+        # after the Settings dialog is made (connected earlier): the global instructions there
+        w.settings_action.triggered.connect(lambda *_: self.extend_settings())
         chat_menu = find_menu(w, "Chat")
         chat_menu.addSeparator()
         self.instructions_action = self._action(chat_menu, "Instructions…",
@@ -204,6 +207,25 @@ class ChatControls(QObject):
         top = first.layout() if first is not None else None
         if isinstance(top, QHBoxLayout):
             top.insertWidget(top.indexOf(sessions.new_button), self.favourites_button)
+
+    def extend_settings(self) -> QPushButton | None:
+        """The Settings dialog's General page gets a row for the global instructions."""
+        dialog = self._c.dialogs.settings_dialog
+        if dialog is None:
+            return None
+        found = dialog.findChild(QPushButton, "GlobalInstructionsButton")
+        if isinstance(found, QPushButton):
+            return found
+        page = dialog.default_model.parentWidget()
+        form = page.layout() if page is not None else None
+        if not isinstance(form, QFormLayout):
+            return None
+        button = QPushButton("Global instructions…")
+        button.setObjectName("GlobalInstructionsButton")
+        button.setToolTip("The instructions every chat runs under, before its own")
+        button.clicked.connect(lambda _checked=False: self.edit_global())
+        form.addRow("Instructions", button)
+        return button
 
     # --- following the open chat ----------------------------------------------------
 
@@ -636,7 +658,7 @@ class ChatControls(QObject):
         pinned = frozenset(k for k, m in marks.items() if m.pinned)
         self._favourites = frozenset(k for k, m in marks.items() if m.favourite)
         self._c.parts.sessions.model.set_marks(
-            pinned, self._favourites if self.favourites_only else None)
+            pinned, self._favourites if self.favourites_only else None, self._favourites)
         current = self._c.current_session_id
         if current:
             self._c.parts.sessions.select(current)

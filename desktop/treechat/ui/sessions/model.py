@@ -102,11 +102,13 @@ class SessionListModel(QAbstractListModel):
         self._now = 0.0
         self._pinned: frozenset[str] = frozenset()
         self._only: frozenset[str] | None = None  # the favourites filter, when on
+        self._favourites: frozenset[str] = frozenset()
 
-    def set_marks(self, pinned: frozenset[str], only: frozenset[str] | None = None) -> None:
-        """Pinned chats go first under their own header; `only`, when given, is the set of
-        chats to show (the favourites filter)."""
-        self._pinned, self._only = pinned, only
+    def set_marks(self, pinned: frozenset[str], only: frozenset[str] | None = None,
+                  favourites: frozenset[str] = frozenset()) -> None:
+        """Pinned chats go first under their own header; favourites are starred; `only`,
+        when given, is the set of chats to show (the favourites filter)."""
+        self._pinned, self._only, self._favourites = pinned, only, favourites
         if not self._searching:
             self._reset(self._grouped())
 
@@ -260,6 +262,8 @@ class SessionListModel(QAbstractListModel):
                 return f"{row.label} section"
             return None
         s = row.session
+        if role == Qt.ItemDataRole.DisplayRole and s.id in self._favourites:
+            return f"★ {s.title or 'Untitled'}"
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return s.title or "Untitled"
         if role == KIND_ROLE:
