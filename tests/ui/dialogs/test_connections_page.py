@@ -200,6 +200,8 @@ def test_an_ollama_server_with_its_own_window(open_window: Opener, aio: Aio) -> 
         model = await pick(desk, "llama3.2")
         assert desk.controller.models.label_for(model) == "Ollama · llama3.2:3b"
         await send(desk, "hello llama")
+        reply = desk.chat.model.rows[-1]
+        assert reply.model == "Ollama · llama3.2:3b"  # the reply under the picker's name
 
     try:
         aio.run(scenario())
@@ -209,6 +211,38 @@ def test_an_ollama_server_with_its_own_window(open_window: Opener, aio: Aio) -> 
         assert record is not None and record.window == 65_536
     finally:
         ollama.stop()
+
+
+def test_the_context_dialog_says_when_a_window_is_estimated(
+    open_window: Opener, aio: Aio
+) -> None:
+    # a model litellm does not know, on a server that does not say its window
+    lab = OpenAIServer([{"id": "house-blend-7b", "object": "model"}])
+    desk = open_window()
+
+    async def scenario() -> None:
+        await add_through_dialog(desk, "openai-compatible", lab.url)
+        close_settings(desk)
+        model = await pick(desk, "house-blend")
+        assert choice(desk, model).window_estimated
+        popup = desk.composer.picker.popup
+        desk.composer.picker.showPopup()
+        (item,) = popup.items()
+        assert "(estimated)" in item.text(1) and "unpriced" in item.text(1)
+        desk.composer.picker.hidePopup()
+        await send(desk, "hello house")
+        desk.composer.contextRequested.emit()
+        dialog = desk.controller.occupancy.context_dialog
+        assert dialog is not None
+        await aio.until(lambda: "estimated" in dialog.model_label.text(),
+                        what="the estimated mark")
+        assert desk.services.models.display_name(model) in dialog.model_label.text()
+        dialog.close()
+
+    try:
+        aio.run(scenario())
+    finally:
+        lab.stop()
 
 
 def test_a_detected_server_appears_then_is_marked_unreachable(

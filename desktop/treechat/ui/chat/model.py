@@ -4,6 +4,7 @@ call as a compact row after its assistant, plus the reply streaming in and an in
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
@@ -143,14 +144,22 @@ class ChatRow(NamedTuple):
         return f"{who}{suffix}: {body}"
 
 
-def model_label(node: Node) -> str:
-    """A short model name for the reply header: `anthropic/claude-x` -> `claude-x`."""
+def model_label(node: Node, name: Callable[[str], str] | None = None) -> str:
+    """The model's display name for the reply header, as it was when the reply was written
+    ("Ollama · llama3.2:3b"); for a reply saved without one, the short model name
+    (`anthropic/claude-x` -> `claude-x`), or its one name by `name` when given."""
+    shown = str(node.metadata.get("model_label") or "").strip()
+    if shown:
+        return shown
     raw = node.metadata.get("model") or node.name or ""
     raw = str(raw).strip()
+    if raw and name is not None:
+        return name(raw)
     return raw.rsplit("/", 1)[-1] if raw else "Assistant"
 
 
-def rows_for(view: SessionView, expanded: frozenset[str] = frozenset()) -> list[ChatRow]:
+def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
+             name: Callable[[str], str] | None = None) -> list[ChatRow]:
     """The rows showing `view.path`, before any stream or error is added."""
     path = [n for n in view.path if not n.metadata.get("hidden")]
     tool_callers = {n.caller for n in path if n.role == "tool" and n.caller is not None}
@@ -167,7 +176,7 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset()) -> list[
             if (not text.strip() and node.id in tool_callers and not node.interrupted
                     and version[1] == 1 and not pinned):
                 continue
-            label = model_label(node)
+            label = model_label(node, name)
             thinking = reasoning_of(node)
             if thinking:
                 # the reasoning the model streamed, apart from its answer: collapsed above it
@@ -259,6 +268,7 @@ class ChatModel(QAbstractListModel):
         self._rows: list[ChatRow] = []
         self._base: list[ChatRow] = []
         self._view: SessionView | None = None
+        self.model_name: Callable[[str], str] | None = None  # a model's one name
         self._stream: _Stream | None = None
         self._error: TurnError | None = None
         self._error_revision = 0
@@ -330,7 +340,7 @@ class ChatModel(QAbstractListModel):
                 stream.parent_id = view.head
                 stream.text = ""
                 stream.revision += 1
-        self._base = rows_for(view, frozenset(self._expanded))
+        self._base = rows_for(view, frozenset(self._expanded), self.model_name)
         self._publish()
 
     def begin_stream(self, parent_id: str | None, label: str) -> None:
