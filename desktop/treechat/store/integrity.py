@@ -54,19 +54,21 @@ class IntegrityReport:
 
 
 def quick_check(con: duckdb.DuckDBPyConnection, path: Path) -> IntegrityReport:
-    """Milliseconds: the file holds every block DuckDB's header counts (a truncated file
-    does not)."""
+    """Milliseconds: the file is large enough to hold every block DuckDB counts as used (a
+    truncated file is not). Free blocks are not counted: DuckDB keeps free blocks at the end
+    of the file in its count after a checkpoint shortened the file, so a healthy file can
+    be smaller than all its blocks; the full check reads every table for the rest."""
     try:
         row = con.execute(
-            "SELECT total_blocks, block_size FROM pragma_database_size() "
+            "SELECT used_blocks, block_size FROM pragma_database_size() "
             "WHERE database_name = current_database()"
         ).fetchone()
     except duckdb.Error as exc:
         return IntegrityReport(path, problem=f"its size could not be read ({short_error(exc)})")
     if row is None:
         return IntegrityReport(path)
-    total_blocks, block_size = int(row[0]), int(row[1])
-    expected = _HEADERS_BYTES + total_blocks * block_size
+    used_blocks, block_size = int(row[0]), int(row[1])
+    expected = _HEADERS_BYTES + used_blocks * block_size
     try:
         actual = os.path.getsize(path)
     except OSError as exc:
@@ -74,8 +76,8 @@ def quick_check(con: duckdb.DuckDBPyConnection, path: Path) -> IntegrityReport:
     if actual < expected:
         return IntegrityReport(
             path,
-            problem=f"it is truncated: {actual:,} bytes of the {expected:,} its header "
-            f"accounts for ({100 * actual / expected:.0f}%)",
+            problem=f"it is truncated: {actual:,} bytes, too few for the {expected:,} its "
+            f"used blocks take ({100 * actual / expected:.0f}%)",
         )
     return IntegrityReport(path)
 

@@ -221,3 +221,33 @@ def test_store_and_folder_are_private(tmp_path: Path) -> None:
         os.umask(old)
     assert (data.stat().st_mode & 0o777) == 0o700
     assert ((data / "treechat.duckdb").stat().st_mode & 0o777) == 0o600
+
+
+def test_a_healthy_store_shorter_than_all_its_blocks_is_not_called_truncated(
+        tmp_path: Path) -> None:
+    # Four imports leave free blocks that DuckDB still counts after a checkpoint shortened
+    # the file (seen: 20 blocks counted, 12 used, the file holding 18): that is whole.
+    import asyncio
+
+    from treechat.services.importing import import_file
+
+    data = Path(__file__).resolve().parents[2] / "data" / "imports"
+    path = tmp_path / "store.duckdb"
+    for name in ("aistudio-prompt-branch.json", "aistudio-prompt.json",
+                 "chatgpt-export-browsing.json", "chatgpt-reasoning-tools.json"):
+        store = Store.open(path)
+        try:
+            asyncio.run(import_file(store, data / name))
+        finally:
+            store.close()
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        total, used = con.execute(
+            "SELECT total_blocks, used_blocks FROM pragma_database_size()").fetchone() or (0, 0)
+        assert integrity.quick_check(con, path).ok
+        assert integrity.full_check(con, path).ok
+    finally:
+        con.close()
+    assert HEADERS + used * BLOCK <= path.stat().st_size
+    store = Store.open(path)  # and it takes writes
+    store.close()
