@@ -197,6 +197,13 @@ def cmd_export(args: argparse.Namespace) -> int:
                     store, args.format, scope="all" if args.all_branches else None
                 )
             )
+        if args.output and args.format == "md":  # the files the messages carry, beside it
+            from .services.exporting import write_markdown_attachments
+
+            ids = ([session_id] if args.session
+                   else [s.id for s in store.call(lambda r: r.list_sessions())])
+            asyncio.run(write_markdown_attachments(store, Path(args.output), ids,
+                                                   all_branches=args.all_branches))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

@@ -12,11 +12,12 @@ import asyncio
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ..core import dag
+from ..core.attachments import node_attachments, safe_name
 from ..core.dag import Graph
 from ..core.imports.markdown import render_markdown
 from ..core.imports.treechat import dump_session
@@ -37,6 +38,8 @@ class _Loaded:
     session: Session
     nodes: tuple[Node, ...]
     notes: tuple[Annotation, ...]
+    # The attachment bytes its nodes name: (media type, bytes) by hash.
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
 
 def _check(fmt: str, scope: str | None) -> None:
@@ -52,7 +55,13 @@ def _load(repo: Repository, session_id: str) -> _Loaded:
         raise LookupError(f"no session {session_id!r} (see `treechat sessions`)")
     nodes = repo.session_nodes(session_id)
     notes = repo.annotations([n.id for n in nodes]) if nodes else ()
-    return _Loaded(session, nodes, notes)
+    files: dict[str, tuple[str, bytes]] = {}
+    for ref in (r for n in nodes for r in node_attachments(n.metadata)):
+        if ref.sha256 not in files:
+            data = repo.attachment_bytes(ref.sha256)
+            if data is not None:
+                files[ref.sha256] = (ref.media_type, data)
+    return _Loaded(session, nodes, notes, files)
 
 
 def _branch_nodes(loaded: _Loaded) -> tuple[Node, ...]:
@@ -69,7 +78,9 @@ def _branch_nodes(loaded: _Loaded) -> tuple[Node, ...]:
 def _render(loaded: _Loaded, fmt: str, scope: ExportScope, now: float) -> str | dict[str, object]:
     if fmt == "json":
         nodes = loaded.nodes if scope == "all" else _branch_nodes(loaded)
-        return dump_session(loaded.session, nodes, exported_at=now)
+        named = {r.sha256 for n in nodes for r in node_attachments(n.metadata)}
+        return dump_session(loaded.session, nodes, exported_at=now,
+                            files={k: v for k, v in loaded.files.items() if k in named})
     return render_markdown(
         loaded.session,
         Graph(loaded.nodes),
@@ -151,5 +162,49 @@ async def write_export(path: Path, text: str) -> Path:
         partial.write_text(text, encoding="utf-8")
         partial.replace(target)
         return target
+
+    return await asyncio.to_thread(work)
+
+
+def attachments_folder(markdown: Path) -> Path:
+    """Where a Markdown export's attachments go: a folder beside it, named after it."""
+    return markdown.with_name(markdown.stem + " files")
+
+
+async def write_markdown_attachments(
+    store: Store, markdown: Path, session_ids: Sequence[str], *, all_branches: bool = False
+) -> tuple[Path, ...]:
+    """Write the files the exported messages carry beside the `.md` (in
+    `attachments_folder`), each under its shown name made safe, never a path from the chat;
+    two files of one name get the start of their hash in front. Returns what was written."""
+
+    def load(repo: Repository) -> list[_Loaded]:
+        return [_load(repo, i) for i in session_ids]
+
+    loaded = await store.run(load)
+
+    def work() -> tuple[Path, ...]:
+        folder = attachments_folder(Path(markdown))
+        written: list[Path] = []
+        used: set[str] = set()
+        seen: set[str] = set()
+        for item in loaded:
+            nodes = item.nodes if all_branches else _branch_nodes(item)
+            for ref in (r for n in nodes for r in node_attachments(n.metadata)):
+                blob = item.files.get(ref.sha256)
+                if blob is None or ref.sha256 in seen:  # the same file twice: written once
+                    continue
+                seen.add(ref.sha256)
+                name = safe_name(ref.name)
+                if name in used:
+                    name = f"{ref.sha256[:8]}-{name}"
+                used.add(name)
+                folder.mkdir(parents=True, exist_ok=True)
+                target = folder / name
+                partial = target.with_name(target.name + ".part")
+                partial.write_bytes(blob[1])
+                partial.replace(target)
+                written.append(target)
+        return tuple(written)
 
     return await asyncio.to_thread(work)

@@ -20,7 +20,7 @@ import re
 import sys
 import threading
 import zipfile
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Literal, Protocol
@@ -37,6 +37,7 @@ from ..core.imports import (
 from ..core.imports.detect import KNOWN, SAMPLE, probe_format
 from ..store.database import Store
 from ..store.imports import WrittenConversation, hold_cache, release_cache, write_conversation
+from ..store.repository import Repository
 from .clock import SYSTEM_CLOCK, Clock
 from .sessions import new_id
 
@@ -447,6 +448,12 @@ def _decode_deep(raw: bytes, name: str) -> Any:
     return outcome["value"]
 
 
+def _put_files(repo: Repository, *, files: Sequence[tuple[str, str, bytes]], now: float) -> None:
+    with repo.transaction():
+        for sha, media, data in files:
+            repo.put_attachment(sha, media, data, now)
+
+
 async def import_file(
     store: Store,
     path: Path | str,
@@ -518,6 +525,9 @@ async def import_file(
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
+                if conversation.files:  # the bytes before the nodes that name them
+                    await store.run(functools.partial(
+                        _put_files, files=conversation.files, now=clock.now()))
                 written: WrittenConversation = await store.run(
                     functools.partial(
                         write_conversation, conv=conversation, now=clock.now(),

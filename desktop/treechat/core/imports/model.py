@@ -59,6 +59,8 @@ class ImportedConversation:
     head_source_id: str | None
     source_format: str = ""
     updated_at: float = 0.0
+    # Attachment bytes the file carries for its nodes: (sha256, media type, bytes).
+    files: tuple[tuple[str, str, bytes], ...] = ()
 
     @property
     def branches(self) -> int:

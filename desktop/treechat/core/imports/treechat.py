@@ -16,7 +16,10 @@ The format, version 1::
          "predecessor": str | null,    # conversation edge
          "caller": str | null,         # call edge (assistant -> tool); never both
          "reads": [str], "metadata": {...}}
-      ]
+      ],
+      "attachments": {                 # only when nodes carry files (metadata "attachments")
+        sha256: {"media_type": str, "size": int, "data": base64 str}
+      }
     }
 
 `seq` only records the order; the importing store numbers nodes afresh in that order.
@@ -25,7 +28,11 @@ A node whose id is already in the store is not written again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..model import ROLES, Node, Session
@@ -40,9 +47,13 @@ def looks_like(item: Any) -> bool:
     return isinstance(item, dict) and item.get("format") == FORMAT
 
 
-def dump_session(session: Session, nodes: Sequence[Node], *, exported_at: float) -> dict[str, Any]:
-    """The export document for `session` and the nodes it can see."""
-    return {
+def dump_session(
+    session: Session, nodes: Sequence[Node], *, exported_at: float,
+    files: Mapping[str, tuple[str, bytes]] | None = None,
+) -> dict[str, Any]:
+    """The export document for `session` and the nodes it can see; `files` the attachment
+    bytes (media type, bytes) by hash that its nodes name."""
+    out = {
         "format": FORMAT,
         "version": VERSION,
         "exported_at": exported_at,
@@ -73,6 +84,31 @@ def dump_session(session: Session, nodes: Sequence[Node], *, exported_at: float)
             for n in sorted(nodes, key=lambda n: n.seq)
         ],
     }
+    if files:
+        out["attachments"] = {
+            sha: {"media_type": media, "size": len(data),
+                  "data": base64.b64encode(data).decode("ascii")}
+            for sha, (media, data) in sorted(files.items())
+        }
+    return out
+
+
+def _files(raw: Any) -> tuple[tuple[tuple[str, str, bytes], ...], list[Skipped]]:
+    """The attachment bytes of a document, each checked against its hash."""
+    out: list[tuple[str, str, bytes]] = []
+    skipped: list[Skipped] = []
+    for sha, entry in (raw.items() if isinstance(raw, dict) else ()):
+        try:
+            data = base64.b64decode(str(entry.get("data", "")), validate=True)
+        except (binascii.Error, ValueError, AttributeError):
+            skipped.append(Skipped(f"attachment {str(sha)[:12]} is not valid base64", ""))
+            continue
+        if hashlib.sha256(data).hexdigest() != sha:
+            skipped.append(Skipped(f"attachment {str(sha)[:12]} does not match its hash", ""))
+            continue
+        out.append((str(sha), str(entry.get("media_type") or "application/octet-stream"),
+                    data))
+    return tuple(out), skipped
 
 
 def parse(data: Any, first_index: int = 0) -> ParsedExport:
@@ -114,8 +150,11 @@ def _parse_one(data: Any) -> ParsedExport:
         head=session.get("head") if isinstance(session.get("head"), str) else None,
         exact=True,
     )
+    files, bad_files = _files(data.get("attachments"))
+    if conversation is not None and files:
+        conversation = replace(conversation, files=files)
     return ParsedExport(
-        FORMAT, (conversation,) if conversation is not None else (), tuple(skipped)
+        FORMAT, (conversation,) if conversation is not None else (), (*skipped, *bad_files)
     )
 
 
