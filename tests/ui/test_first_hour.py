@@ -324,3 +324,23 @@ def test_pressing_on_a_chat_to_drag_it_does_not_open_it(
         await desk.controller.tasks.idle()
 
     aio.run(scenario())
+
+
+def test_one_name_per_model_in_the_picker_the_chat_header_and_the_reply(
+    desk: Desk, aio: Aio
+) -> None:
+    desk.provider.queue(Reply(text="hi", tokens_per_second=30))
+    names: list[str] = []
+
+    async def scenario() -> None:
+        type_and_send(desk, "Hello")
+        await aio.until(lambda: desk.chat.model.streaming, what="streaming")
+        names.append(desk.chat.model.rows[-1].label)
+        await turn_done(desk, aio, 1)
+
+    aio.run(scenario())
+    shoot(desk, "one-name")
+    picker = desk.composer.picker.currentText()
+    reply = desk.chat.model.rows[-1].label
+    assert names == [picker] and reply == picker, (names, reply, picker)
+    assert desk.window.subtitle.text().startswith(picker), desk.window.subtitle.text()

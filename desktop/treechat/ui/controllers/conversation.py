@@ -84,6 +84,7 @@ class ConversationController(QObject):
         self._open_token = 0
         self._views: OrderedDict[str, SessionView] = OrderedDict()  # recently shown
         self.models = ModelsController(self)
+        parts.set_model_namer(self.models.label_for)  # one name per model, everywhere
         self.occupancy = OccupancyController(self)
         self.turns = TurnController(self)
         self.session_list = SessionListController(self, search)

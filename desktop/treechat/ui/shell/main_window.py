@@ -76,6 +76,7 @@ class MainWindow(QMainWindow):
         self.chat: ChatView | None = None
         self._banner: ErrorBanner | None = None
         self._dock: QDockWidget | None = None
+        self._model_name: Callable[[str], str] = str  # until the services name models
         self._dock_tabs: QTabWidget | None = None
 
         self.resize(*DEFAULT_SIZE)
@@ -357,7 +358,13 @@ class MainWindow(QMainWindow):
             dock_tabs=self.dock_tabs,
             show_view=self.show_view,
             status=self.show_status,
+            set_model_namer=self.set_model_namer,
         )
+
+    def set_model_namer(self, namer: Callable[[str], str]) -> None:
+        """Where the chat header and the reply headers get a model's one name."""
+        self._model_name = namer
+        self.ensure_chat_view().model.model_name = namer
 
     @property
     def ready(self) -> bool:
@@ -402,7 +409,7 @@ class MainWindow(QMainWindow):
         self.title.setText(session.title or "Untitled")
         bits = []
         if session.model:
-            bits.append(session.model)
+            bits.append(self._model_name(session.model))
         messages = sum(1 for n in view.path if n.role in ("user", "assistant"))
         bits.append(f"{messages} message{'s' if messages != 1 else ''}")
         if session.forked_from:

@@ -25,3 +25,5 @@ class WindowParts:
     dock_tabs: QTabWidget
     show_view: Callable[[SessionView | None], None]  # header, empty state
     status: Callable[[str], None]
+    # the one name of a model ("Connection · model"), for the chat header and reply headers
+    set_model_namer: Callable[[Callable[[str], str]], None] = lambda _namer: None
