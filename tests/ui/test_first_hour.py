@@ -6,11 +6,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QEnterEvent
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 from tests.support.loopback_server import Reply
 
 from treechat.store.database import Store
@@ -344,3 +347,28 @@ def test_one_name_per_model_in_the_picker_the_chat_header_and_the_reply(
     reply = desk.chat.model.rows[-1].label
     assert names == [picker] and reply == picker, (names, reply, picker)
     assert desk.window.subtitle.text().startswith(picker), desk.window.subtitle.text()
+
+
+def test_the_chat_list_does_not_reorder_under_the_pointer(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    """A reply finishing in another chat moves it to the top only once the pointer has left
+    the list, so a click lands on the chat it was aimed at."""
+    desk = desk_with(two_chats)
+    listing = desk.window.sessions
+    view = listing.view
+
+    def order() -> list[str]:
+        model = view.model()
+        ids = (model.index(r, 0).data(SESSION_ID_ROLE) for r in range(model.rowCount()))
+        return [str(i) for i in ids if i]
+
+    assert order() == ["one", "two"]
+    point = QPointF(10, 10)
+    QApplication.sendEvent(view, QEnterEvent(point, point, point))
+    two = desk.services.store.call(lambda r: r.get_session("two"))
+    assert two is not None
+    listing.upsert(replace(two, updated_at=5_000.0), now=5_000.0)
+    assert order() == ["one", "two"]  # held while the pointer is over it
+    QApplication.sendEvent(view, QEvent(QEvent.Type.Leave))
+    assert order() == ["two", "one"]

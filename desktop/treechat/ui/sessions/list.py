@@ -293,6 +293,10 @@ class SessionList(QFrame):
     # --- keyboard ------------------------------------------------------------------
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._view and event.type() in (QEvent.Type.Enter, QEvent.Type.Leave):
+            keep = self.current_session_id()
+            if self.model.hold_order(event.type() == QEvent.Type.Enter):
+                self._restore(keep)
         if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
             key = event.key()
             if watched is self.search:

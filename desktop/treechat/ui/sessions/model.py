@@ -99,6 +99,8 @@ class SessionListModel(QAbstractListModel):
         self._row_of: dict[str, int] = {}
         self._searching = False
         self._running: set[str] = set()
+        self._held = False  # the pointer is over the list: rows stay where they are
+        self._moved = False  # a session changed place while held
         self._now = 0.0
         self._pinned: frozenset[str] = frozenset()
         self._only: frozenset[str] | None = None  # the favourites filter, when on
@@ -174,6 +176,9 @@ class SessionListModel(QAbstractListModel):
             and row is not None
             and (old.updated_at or old.created_at) == (session.updated_at or session.created_at)
         )
+        if self._held and row is not None and old is not None:
+            same_place = True  # moved when the pointer leaves, not under it
+            self._moved = True
         if same_place:
             assert row is not None
             self._rows[row] = Entry(session)
@@ -181,6 +186,18 @@ class SessionListModel(QAbstractListModel):
             self.dataChanged.emit(idx, idx)
             return
         self._reset(self._grouped())
+
+    def hold_order(self, held: bool) -> bool:
+        """Keep rows in place while the pointer is over the list (a click must open the chat
+        it was aimed at); on release, True if the order changed meanwhile and was applied."""
+        self._held = held
+        if held or not self._moved:
+            return False
+        self._moved = False
+        if self._searching:
+            return False
+        self._reset(self._grouped())
+        return True
 
     def remove(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
