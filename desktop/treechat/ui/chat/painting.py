@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QLinearGradient, QPainter, QPai
 from ..common.icons import draw_icon
 from ..richtext.theme import mix
 from .hit_testing import RowInteraction
-from .model import ChatRow, RowKind
+from .model import THINKING_KEY, ChatRow, RowKind
 from .row_layout import RowLayout, RowLayouter
 from .style import AVATAR, BUBBLE_RADIUS, CARD_H, CARD_PAD, CARD_RADIUS, ChatColors
 
@@ -152,7 +152,8 @@ class RowPainter:
         line = QRectF(card.left(), card.top(), card.width(), CARD_H)
         icon_rect = QRectF(line.left() + 12, line.center().y() - 7, 14, 14)
         failed = row.failed
-        draw_icon(p, "tool" if row.kind == RowKind.TOOL else "doc", icon_rect,
+        tool = row.kind == RowKind.TOOL and not row.key.startswith(THINKING_KEY)
+        draw_icon(p, "tool" if tool else "doc", icon_rect,
                    c.error if failed else c.muted)
         x = icon_rect.right() + 9
         name = row.label
@@ -197,7 +198,7 @@ class RowPainter:
                                    (layout.result, layout.result_origin, "Result")):
             if doc is None:
                 continue
-            if row.kind == RowKind.TOOL:
+            if row.kind == RowKind.TOOL and not row.key.startswith(THINKING_KEY):
                 p.setPen(c.muted)
                 p.setFont(self._layouter.small)
                 p.drawText(QRectF(origin.x(), origin.y() - 19, 200, 16),

@@ -669,6 +669,8 @@ def add_chat_controls(window: MainWindow, conversation: ConversationController) 
     """Wire the chat controls into the window and read the list's marks once."""
     controls = ChatControls(window, conversation)
     conversation.spawn(controls.reload_marks(), name="marks")
+    # filled now too: a submenu with nothing in it yet would not open
+    conversation.spawn(controls.fill_presets(), name="presets")
     return controls
 
 
