@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..store.database import Store
+from ..store.repository import Repository
 from .bootstrap import Services
 from .clock import SYSTEM_CLOCK, Clock
 from .importing import CancelFlag, ImportProgress, ImportSummary, import_file
@@ -25,3 +26,11 @@ class ImportJobs:
                   cancel: CancelFlag) -> ImportSummary:
         return await import_file(self._store, path, progress=progress, cancel=cancel,
                                  clock=self._clock)
+
+    async def titles(self, session_ids: tuple[str, ...]) -> dict[str, str]:
+        """The titles of `session_ids` as the chat list shows them (a missing one is left out)."""
+        def read(repo: Repository) -> dict[str, str]:
+            found = {sid: repo.get_session(sid) for sid in session_ids}
+            return {sid: (s.title or "Untitled") for sid, s in found.items() if s is not None}
+
+        return await self._store.run(read)

@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QStackedWidget,
@@ -45,6 +47,18 @@ INTRO = (
 
 def _count(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+def _size(n: int) -> str:
+    """Bytes as people read them: 512 bytes, 3.4 MB, 1.2 GB."""
+    if n < 1024:
+        return _count(n, "byte")
+    value = float(n)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            return f"{value:,.1f} {unit}"
+    raise AssertionError("unreachable")
 
 
 class ImportDialog(QDialog):
@@ -193,6 +207,29 @@ class ImportDialog(QDialog):
             self.count_labels[key] = value
         grid.setColumnStretch(1, 1)
 
+        # What the import wants the user to know (e.g. HEAD kept), in its own words.
+        self.notes_label = QLabel("")
+        self.notes_label.setAccessibleName("Import notes")
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        # Chats that got a new branch while their HEAD stayed where the user had it.
+        self.kept_title = QLabel("New branches, HEAD kept where you left it")
+        self.kept_title.setObjectName("DialogHeadline")
+        self.kept_list = QListWidget()
+        self.kept_list.setAccessibleName("Chats with new branches")
+        self.kept_list.setMaximumHeight(110)
+        self.kept_list.itemActivated.connect(self._open_kept)
+        self.open_kept_button = QPushButton("Open chat")
+        self.open_kept_button.setAccessibleName("Open the selected chat with a new branch")
+        self.open_kept_button.clicked.connect(lambda: self._open_kept(self.kept_list.currentItem()))
+        self.kept_box = QWidget()
+        kept_row = QHBoxLayout(self.kept_box)
+        kept_row.setContentsMargins(0, 0, 0, 0)
+        kept_row.addWidget(self.kept_list, 1)
+        kept_row.addWidget(self.open_kept_button, 0, Qt.AlignmentFlag.AlignTop)
+
         self.skipped_title = QLabel("Skipped")
         self.skipped_title.setObjectName("DialogHeadline")
         self.skipped_model = QStandardItemModel(0, 3, self)
@@ -221,6 +258,9 @@ class ImportDialog(QDialog):
         box.addWidget(self.detail)
         box.addWidget(self.error_box)
         box.addWidget(self.counts)
+        box.addWidget(self.notes_label)
+        box.addWidget(self.kept_title)
+        box.addWidget(self.kept_box)
         box.addWidget(self.skipped_title)
         box.addWidget(self.skipped_table, 1)
         self.result_stretch = QWidget()
@@ -306,7 +346,13 @@ class ImportDialog(QDialog):
                              "point are kept; importing the file again adds the rest.")
             self.imported.emit(None)
             return
-        self._show_summary(summary)
+        titles: dict[str, str] = {}
+        if summary.kept_head:
+            try:
+                titles = await self._imports.titles(summary.kept_head)
+            except Exception:  # the list then shows the ids; the import itself is done
+                log.exception("reading the titles of imported chats failed")
+        self._show_summary(summary, titles)
         self.imported.emit(summary)
 
     def _progress(self, p: ImportProgress) -> None:
@@ -314,6 +360,15 @@ class ImportDialog(QDialog):
             return
         self.progress_headline.setText(
             f"Importing {_count(p.total, 'conversation')}…" if p.total else "Importing…")
+        if not p.total and p.bytes_total:
+            # A large file is read as it is written: how many conversations it holds is not
+            # known, how far through its bytes the import is, is.
+            self.current_title.setText(
+                f"{_size(p.bytes_done)} of {_size(p.bytes_total)} read · "
+                f"{_count(p.done, 'conversation')} imported, last: {p.title or 'Untitled'}")
+            self.progress_bar.setRange(0, 1000)
+            self.progress_bar.setValue(min(1000, p.bytes_done * 1000 // p.bytes_total))
+            return
         if p.done:
             self.current_title.setText(f"{p.done} of {p.total}: {p.title or 'Untitled'}")
         self.progress_bar.setRange(0, max(p.total, 1))
@@ -336,6 +391,9 @@ class ImportDialog(QDialog):
         self.error_text.setText(message)
         self.error_box.show()
         self.counts.hide()
+        self.notes_label.hide()
+        self.kept_title.hide()
+        self.kept_box.hide()
         self.skipped_title.hide()
         self.skipped_table.hide()
         self.result_stretch.show()
@@ -343,8 +401,21 @@ class ImportDialog(QDialog):
         self.choose_button.setText("Choose another file…")
         self._buttons(choose=True, cancel=False, open_chat=False)
 
-    def _show_summary(self, summary: ImportSummary) -> None:
+    def _show_summary(self, summary: ImportSummary,
+                      titles: dict[str, str] | None = None) -> None:
         self._summary = summary
+        self.notes_label.setText("\n".join(summary.notes))
+        self.notes_label.setVisible(bool(summary.notes))
+        self.kept_list.clear()
+        for session_id in summary.kept_head:
+            entry = QListWidgetItem((titles or {}).get(session_id, session_id))
+            entry.setData(Qt.ItemDataRole.UserRole, session_id)
+            entry.setToolTip("A new branch was added; double-click to open the chat")
+            self.kept_list.addItem(entry)
+        if self.kept_list.count():
+            self.kept_list.setCurrentRow(0)
+        self.kept_title.setVisible(bool(summary.kept_head))
+        self.kept_box.setVisible(bool(summary.kept_head))
         name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
         imported = len(summary.session_ids)
         if summary.cancelled:
@@ -396,6 +467,17 @@ class ImportDialog(QDialog):
         m = self.skipped_model
         return [(m.item(r, 0).text(), m.item(r, 1).text(), m.item(r, 2).text())
                 for r in range(m.rowCount())]
+
+    def kept_rows(self) -> list[tuple[str, str]]:
+        """The chats whose HEAD was kept, as listed: (title, session id)."""
+        return [(it.text(), str(it.data(Qt.ItemDataRole.UserRole)))
+                for it in (self.kept_list.item(r) for r in range(self.kept_list.count()))]
+
+    def _open_kept(self, item: QListWidgetItem | None) -> None:
+        if item is None:
+            return
+        self.openRequested.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+        self.close()
 
     def _open_first(self) -> None:
         if self._summary is not None and self._summary.session_ids:
