@@ -235,6 +235,8 @@ def test_each_reply_says_its_tokens_and_cost_and_the_header_the_chats_total(
     assert cost.input_tokens == rec.prompt_tokens and cost.output_tokens == rec.output_tokens
     assert cost.priced and cost.cost_usd > 0
     tip = c.reply_text(reply.id)
+    # what hovering the reply shows
+    assert c.tooltip_at(desk.chat.row_rect(reply.id).center().toPoint()) == tip
     assert f"{rec.prompt_tokens:,} tokens in" in tip and "$" in tip
     total = aio.run(desk.services.chat.spending.chat_total(sid))
     assert total.cost_usd == cost.cost_usd
@@ -311,9 +313,13 @@ def test_thinking_is_shown_apart_and_a_cut_reply_continues_joined(desk: Desk, ai
         Reply(text=" and the rest."),
     )
 
+    said: list[str] = []
+    desk.window.statusBar().messageChanged.connect(said.append)
+
     async def scenario() -> None:
         send(desk, "Tell me")
         await turn_done(desk, aio, 1)
+        assert "Thinking…" in said  # while the reasoning streamed
 
     aio.run(scenario())
     partial = desk.chat.model.rows[-1].node

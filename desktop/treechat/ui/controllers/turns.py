@@ -16,6 +16,7 @@ from ...services.chat import Attachment
 from ...services.events import (
     NodeAdded,
     OccupancyChanged,
+    ReasoningDelta,
     TextDelta,
     ToolCallStarted,
     TurnError,
@@ -341,6 +342,9 @@ class TurnController:
         elif isinstance(event, ToolCallStarted):
             if current:
                 c.parts.status(f"Running {event.name}…")
+        elif isinstance(event, ReasoningDelta):
+            if current:  # kept apart from the answer; shown as the reply's Thinking row
+                c.parts.status("Thinking…")
         elif isinstance(event, NodeAdded):
             if current and view is not None:
                 node = event.node
