@@ -236,11 +236,17 @@ def image_for_provider(data: bytes, name: str, media_type: str,
     """The image as sent to `provider`: the original when it is already within the
     provider's limits and a format every provider takes, else the first frame downscaled
     (Lanczos) and encoded with fixed settings: the same input gives the same bytes."""
+    kind, sent, _ = _image_for_provider(data, name, media_type, provider)
+    return kind, sent
+
+
+def _image_for_provider(data: bytes, name: str, media_type: str,
+                        provider: Provider) -> tuple[str, bytes, tuple[int, int]]:
     im = _open_image(data, name)
     target = provider_size(im.width, im.height, provider)
     if target == (im.width, im.height) and media_type in ("image/png", "image/jpeg") and \
             not getattr(im, "is_animated", False):
-        return media_type, data
+        return media_type, data, target
     from PIL import Image
 
     has_alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
@@ -250,9 +256,9 @@ def image_for_provider(data: bytes, name: str, media_type: str,
     out = io.BytesIO()
     if has_alpha or media_type in ("image/png", "image/gif"):
         frame.save(out, "PNG", optimize=False, compress_level=6)
-        return "image/png", out.getvalue()
+        return "image/png", out.getvalue(), target
     frame.save(out, "JPEG", quality=88, optimize=False, progressive=False)
-    return "image/jpeg", out.getvalue()
+    return "image/jpeg", out.getvalue(), target
 
 
 def data_url(media_type: str, data: bytes) -> str:
@@ -293,10 +299,12 @@ def pdf_pages_text(data: bytes, name: str, max_pages: int) -> list[str]:
         doc.close()
 
 
-def pdf_page_images(data: bytes, name: str, provider: Provider) -> list[tuple[str, bytes]]:
+def pdf_page_images(
+    data: bytes, name: str, provider: Provider
+) -> list[tuple[str, bytes, tuple[int, int]]]:
     """The first pages rendered (PDFium, fixed scale) as PNGs within the provider's limits."""
     doc = _open_pdf(data, name)
-    out: list[tuple[str, bytes]] = []
+    out: list[tuple[str, bytes, tuple[int, int]]] = []
     try:
         for i in range(min(len(doc), MAX_PDF_IMAGE_PAGES)):
             page = doc[i]
@@ -304,7 +312,7 @@ def pdf_page_images(data: bytes, name: str, provider: Provider) -> list[tuple[st
             page.close()
             buf = io.BytesIO()
             image.save(buf, "PNG", optimize=False, compress_level=6)
-            out.append(image_for_provider(buf.getvalue(), name, "image/png", provider))
+            out.append(_image_for_provider(buf.getvalue(), name, "image/png", provider))
     finally:
         doc.close()
     return out
@@ -423,8 +431,7 @@ class AttachmentService:
     def _blocks(self, ref: AttachmentRef, data: bytes, provider: Provider) -> AttachmentPayload:
         name, sha, media = ref.name, ref.sha256, ref.media_type
         if media in IMAGE_TYPES:
-            sent_type, sent = image_for_provider(data, name, media, provider)
-            w, h = _image_size(sent, name)
+            sent_type, sent, (w, h) = _image_for_provider(data, name, media, provider)
             label = f"Image: {name}"
             return AttachmentPayload(
                 sha,
@@ -438,8 +445,7 @@ class AttachmentService:
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
             cost = 0
             if ref.page_images:
-                for kind, png in pdf_page_images(data, name, provider):
-                    w, h = _image_size(png, name)
+                for kind, png, (w, h) in pdf_page_images(data, name, provider):
                     cost += image_tokens(w, h, provider)
                     blocks.append({"type": "image_url",
                                    "image_url": {"url": data_url(kind, png)}})
