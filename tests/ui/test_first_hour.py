@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QEnterEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from tests.support.loopback_server import Reply
 
 from treechat.store.database import Store
@@ -372,3 +372,51 @@ def test_the_chat_list_does_not_reorder_under_the_pointer(
     assert order() == ["one", "two"]  # held while the pointer is over it
     QApplication.sendEvent(view, QEvent(QEvent.Type.Leave))
     assert order() == ["two", "one"]
+
+
+def test_help_lists_shortcuts_says_where_data_lives_and_copies_a_scrubbed_report(
+    desk: Desk, aio: Aio, qapp: QApplication
+) -> None:
+    from treechat.providers.keys import remember_secret
+
+    window = desk.window
+    actions = [a.text() for a in window.menuBar().actions()]
+    assert "&Help" in actions
+    dialog = desk.controller.dialogs.open_shortcuts(window.shortcut_list())
+    rows = dialog.visible_rows()
+    assert ("Ctrl+N", "New chat") in rows and any(k.startswith("Ctrl+.") for k, _ in rows)
+    assert len(rows) >= 12
+    dialog.search.setText("version")
+    found = dialog.visible_rows()
+    assert found and all("version" in (k + w).lower() for k, w in found)
+    shoot_widget(dialog, "help-shortcuts")
+    dialog.close()
+
+    about = desk.controller.dialogs.open_about()
+    text = " ".join(label.text() for label in about.findChildren(QLabel))
+    assert str(desk.data_dir) in text and str(desk.data_dir / "logs") in text
+    assert set(about.open_buttons) == {"data", "logs"}
+    shoot_widget(about, "help-about")
+    about.close()
+
+    key = "sk-test-" + "x7" * 20
+    remember_secret(key)
+    logs = desk.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "treechat.log").write_text(f"line one\nthe key was {key}\nlast line\n",
+                                       encoding="utf-8")
+    qapp.clipboard().clear()
+
+    async def report() -> None:
+        window.report_action.trigger()
+        await aio.until(lambda: "last line" in qapp.clipboard().text(), what="the report")
+
+    aio.run(report())
+    copied = qapp.clipboard().text()
+    assert copied.startswith("Treechat ") and "Platform: " in copied
+    assert key not in copied and "the key was" in copied
+
+
+def shoot_widget(widget: QWidget, name: str) -> None:
+    if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
+        widget.grab().save(str(SHOTS / f"first-hour-{name}.png"))

@@ -4,11 +4,18 @@ list)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from ...services.diagnostics import AppInfo, problem_report
 from ...services.import_jobs import ImportJobs
 from ...services.models import CLOUD_PROVIDERS
 from ...services.preferences import ChatPreferences
+from ..dialogs.help import AboutDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
@@ -110,6 +117,36 @@ class DialogsController:
     @property
     def import_dialog(self) -> ImportDialog | None:
         return self._import
+
+    # --- help ----------------------------------------------------------------------
+
+    def open_shortcuts(self, shortcuts: Sequence[tuple[str, str]]) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(shortcuts, self._c.parts.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        dialog.search.setFocus()
+        return dialog
+
+    def app_info(self) -> AppInfo:
+        return AppInfo.of(self._c.services.store.path.parent)
+
+    def open_about(self) -> AboutDialog:
+        dialog = AboutDialog(self.app_info(), self._c.parts.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    def copy_problem_report(self) -> None:
+        """Help → Report a problem: the report goes to the clipboard, nothing is sent."""
+        c = self._c
+
+        async def work() -> None:
+            text = await asyncio.to_thread(problem_report, self.app_info())
+            QGuiApplication.clipboard().setText(text)
+            c.parts.status("Copied a problem report (version, platform, the last log lines, "
+                           "keys removed) to the clipboard: paste it where you report it")
+
+        c.spawn(work(), name="problem-report")
 
     # --- local models --------------------------------------------------------------
 

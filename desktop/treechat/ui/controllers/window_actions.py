@@ -19,6 +19,10 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     window.next_version_action.triggered.connect(lambda: c.graph_ops.step_version(1))
     window.context_action.triggered.connect(c.occupancy.open_dialog)
     window.compact_action.triggered.connect(c.occupancy.compact)
+    window.shortcuts_action.triggered.connect(lambda *_: c.dialogs.open_shortcuts(
+        window.shortcut_list()))
+    window.about_action.triggered.connect(lambda *_: c.dialogs.open_about())
+    window.report_action.triggered.connect(lambda *_: c.dialogs.copy_problem_report())
     c.busyChanged.connect(window.set_busy)
     add_chat_controls(window, c)
     window.set_ready(True)

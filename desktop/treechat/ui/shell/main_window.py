@@ -331,6 +331,30 @@ class MainWindow(QMainWindow):
         self.toggle_dock_action.setCheckable(True)
         self.toggle_dock_action.toggled.connect(self._toggle_dock)
 
+        help_menu = bar.addMenu("&Help")
+        self.shortcuts_action = self._action(help_menu, "Keyboard shortcuts", ("F1",))
+        self.report_action = self._action(help_menu, "Report a problem…")
+        help_menu.addSeparator()
+        self.about_action = self._action(help_menu, "About Treechat")
+
+    def shortcut_list(self) -> list[tuple[str, str]]:
+        """Every shortcut the window answers to (its menus' and the composer's), for Help."""
+        from PySide6.QtGui import QAction, QKeySequence
+
+        seen: set[tuple[str, str]] = set()
+        out: list[tuple[str, str]] = []
+        for action in self.findChildren(QAction):
+            keys = " / ".join(k.toString(QKeySequence.SequenceFormat.NativeText)
+                              for k in action.shortcuts())
+            entry = (keys, action.text().replace("&", "").rstrip("…"))
+            if keys and entry not in seen:
+                seen.add(entry)
+                out.append(entry)
+        for entry in SHORTCUTS_HELP:
+            if entry not in seen and not any(entry[1] == what for _, what in out):
+                out.append(entry)
+        return out
+
     # --- wiring to the controller --------------------------------------------------
 
     def ensure_chat_view(self) -> ChatView:

@@ -1,0 +1,51 @@
+"""What Help shows and copies: the version, where the data and the log live, and a problem
+report (version, platform, the last lines of the log with every key scrubbed)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..providers.keys import redact
+
+LOG_FILENAME = "treechat.log"
+REPORT_LINES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class AppInfo:
+    version: str
+    data_dir: Path
+    log_dir: Path
+
+    @classmethod
+    def of(cls, data_dir: Path) -> AppInfo:
+        return cls(__version__, data_dir, data_dir / "logs")
+
+    def platform_text(self) -> str:
+        return f"{platform.system()} {platform.release()} ({platform.machine()}), " \
+               f"Python {sys.version.split()[0]}"
+
+
+def problem_report(info: AppInfo, lines: int = REPORT_LINES) -> str:
+    """Plain text to paste into a report: nothing is sent anywhere. Reads the log file (call
+    it off the GUI thread)."""
+    log = info.log_dir / LOG_FILENAME
+    tail: deque[str] = deque(maxlen=lines)
+    try:
+        with log.open(encoding="utf-8", errors="replace") as f:
+            tail.extend(line.rstrip("\n") for line in f)
+    except OSError as exc:
+        tail.append(f"(the log could not be read: {exc.strerror or exc})")
+    body = "\n".join(tail) if tail else "(the log is empty)"
+    return redact(
+        f"Treechat {info.version}\n"
+        f"Platform: {info.platform_text()}\n"
+        f"Data folder: {info.data_dir}\n"
+        f"Log: {log}\n\n"
+        f"Last {len(tail)} log lines:\n{body}\n"
+    )

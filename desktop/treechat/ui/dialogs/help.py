@@ -1,0 +1,111 @@
+"""The Help menu's dialogs: every keyboard shortcut (searchable) and About (version, data
+folder, log folder, with buttons to open them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ...services.diagnostics import AppInfo
+
+
+class ShortcutsDialog(QDialog):
+    """Every shortcut, filtered by what is typed (in the keys or in what they do)."""
+
+    def __init__(self, shortcuts: Sequence[tuple[str, str]], parent: QWidget | None = None
+                 ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts")
+        self.setObjectName("ShortcutsDialog")
+        self.resize(520, 480)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search shortcuts…")
+        self.search.setClearButtonEnabled(True)
+        self.table = QTableWidget(len(shortcuts), 2)
+        self.table.setHorizontalHeaderLabels(["Keys", "Does"])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for row, (keys, what) in enumerate(shortcuts):
+            self.table.setItem(row, 0, QTableWidgetItem(keys))
+            self.table.setItem(row, 1, QTableWidgetItem(what))
+        self.table.resizeColumnToContents(0)
+        self.search.textChanged.connect(self._filter)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.search)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(buttons)
+
+    def _filter(self, text: str) -> None:
+        needle = text.strip().casefold()
+        for row in range(self.table.rowCount()):
+            cells = (self.table.item(row, col) for col in (0, 1))
+            hay = " ".join(c.text() for c in cells if c is not None).casefold()
+            self.table.setRowHidden(row, bool(needle) and needle not in hay)
+
+    def visible_rows(self) -> list[tuple[str, str]]:
+        out = []
+        for row in range(self.table.rowCount()):
+            if not self.table.isRowHidden(row):
+                keys, what = self.table.item(row, 0), self.table.item(row, 1)
+                out.append((keys.text() if keys else "", what.text() if what else ""))
+        return out
+
+
+class AboutDialog(QDialog):
+    def __init__(self, info: AppInfo, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("About Treechat")
+        self.setObjectName("AboutDialog")
+        title = QLabel(f"Treechat {info.version}")
+        title.setObjectName("DialogTitle")
+        blurb = QLabel("A desktop chat client for language models, offline first; every "
+                       "conversation is a graph you can branch, merge and attach.")
+        blurb.setWordWrap(True)
+        form = QFormLayout()
+        self.open_buttons: dict[str, QPushButton] = {}
+        for key, label, folder in (("data", "Data folder", info.data_dir),
+                                   ("logs", "Log folder", info.log_dir)):
+            path = QLabel(str(folder))
+            path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            button = QPushButton("Open")
+            button.setAccessibleName(f"Open the {label.lower()}")
+            button.clicked.connect(lambda _=False, f=folder: open_folder(f))
+            self.open_buttons[key] = button
+            row = QHBoxLayout()
+            row.addWidget(path, 1)
+            row.addWidget(button)
+            form.addRow(label, row)
+        form.addRow("Platform", QLabel(info.platform_text()))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addWidget(blurb)
+        layout.addLayout(form)
+        layout.addWidget(buttons)
+
+
+def open_folder(folder: Path) -> bool:
+    """Show `folder` in the desktop's file manager (made first if it is not there yet)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
