@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMenu, QTableWidget, QWidget
 from tests.support.loopback_server import Reply
 
+from treechat.core.chat_settings import ChatParameters
 from treechat.core.reply import continuation_of, reasoning_of
 from treechat.store.database import Store
 from treechat.ui.chat.model import THINKING_KEY
@@ -20,6 +21,7 @@ from treechat.ui.controllers.chat_controls import ChatControls
 from treechat.ui.dialogs.chat_controls import (
     InstructionsDialog,
     ParametersDialog,
+    Shown,
     UsageDialog,
 )
 
@@ -386,3 +388,17 @@ def test_pinned_chats_come_first_and_favourites_filter(desk_with: object, aio: A
     c.favourites_button.setChecked(False)
     aio.run(aio.until(lambda: "Newest chat" in titles(), what="filter off"))
     assert aio.run(desk.services.chat.settings.listed())[0].session.id == "old"
+
+
+def test_a_reasoning_model_gets_reasoning_effort_and_loses_what_it_does_not_take(
+    desk: Desk, aio: Aio
+) -> None:
+    caps = aio.run(desk.services.chat.capabilities("openai/o3-mini"))
+    dialog = ParametersDialog("openai/o3-mini", ChatParameters(reasoning_effort="high"),
+                              Shown.of(caps), parent=desk.window)
+    assert set(dialog.rows) == {"temperature", "max_tokens", "reasoning_effort"}
+    assert dialog.values()["reasoning_effort"] == "high"
+    assert dialog.values()["temperature"] is None  # unticked: not sent
+    dialog.show()
+    shoot(desk, "parameters-reasoning", dialog)
+    dialog.close()
