@@ -262,3 +262,20 @@ async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_written(
     assert view.path == () or list(view.path) == []
     assert services.store.call(lambda r: r.attachment_count()) == 0
     assert loopback.requests == []
+
+
+@pytest.mark.asyncio
+async def test_a_pdf_sends_its_page_images_too_when_asked(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    doc = tmp_path / "slides.pdf"
+    doc.write_bytes(pdf(["Slide one", "Slide two"]))
+    prepared = await services.chat.attachments.prepare([doc], page_images=True)
+    loopback.queue(Reply(text="Two slides."))
+    session = await services.chat.sessions.create()
+    await services.chat.send(session.id, "Summarize", files=prepared)
+    blocks = last_user(loopback.requests[-1].body)
+    assert any("--- page 2 of 2 ---\nSlide two" in b.get("text", "") for b in blocks)
+    pages = [b for b in blocks if b["type"] == "image_url"]
+    assert len(pages) == 2
+    assert all(b["image_url"]["url"].startswith("data:image/png;base64,") for b in pages)
