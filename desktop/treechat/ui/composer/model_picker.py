@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -87,6 +88,7 @@ class ModelPickerPopup(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAccessibleName("Models")
         self._picker = picker
+        self.groups = 0
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search models")
         self.search.setAccessibleName("Search models")
@@ -101,6 +103,10 @@ class ModelPickerPopup(QFrame):
         self.tree.setRootIsDecorated(False)
         self.tree.setIndentation(10)
         self.tree.setUniformRowHeights(True)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
         self.empty = QLabel("No model matches")
@@ -153,7 +159,7 @@ class ModelPickerPopup(QFrame):
             if row == current:
                 selected = item
         self.tree.expandAll()
-        self.tree.resizeColumnToContents(1)
+        self.groups = len(groups)
         if selected is not None:
             self.tree.setCurrentItem(selected)
         self._filter(self.search.text())
@@ -246,8 +252,10 @@ class ModelPicker(QComboBox):
     def showPopup(self) -> None:
         popup = self.popup
         popup.fill()
-        width = max(self.width(), 420)
-        height = min(440, 90 + 24 * (self.model().rowCount() + 4))
+        rows = self.model().rowCount() + popup.groups
+        row_height = max(18, popup.tree.sizeHintForRow(0)) if rows else 20
+        width = max(self.width(), 460)
+        height = max(160, min(460, 56 + row_height * (rows + 1)))
         popup.resize(width, height)
         below = self.mapToGlobal(QPoint(0, self.height()))
         above = self.mapToGlobal(QPoint(0, -height))
