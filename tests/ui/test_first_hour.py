@@ -16,6 +16,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from tests.support.loopback_server import Reply
 
+from treechat.core.model import Session
 from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB
 from treechat.ui.sessions.roles import SESSION_ID_ROLE
@@ -420,3 +421,38 @@ def test_help_lists_shortcuts_says_where_data_lives_and_copies_a_scrubbed_report
 def shoot_widget(widget: QWidget, name: str) -> None:
     if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
         widget.grab().save(str(SHOTS / f"first-hour-{name}.png"))
+
+
+def bundled_chats(store: Store) -> None:
+    from treechat.services.models import BUNDLED_ID
+
+    for sid, when in (("b1", 1_000.0), ("b2", 900.0)):
+        store.call(lambda r, sid=sid, when=when: r.create_session(
+            Session(sid, f"On the bundled model {sid}", None, BUNDLED_ID, when,
+                    updated_at=when)))
+
+
+def test_the_first_reply_from_the_bundled_model_says_once_what_it_is(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(bundled_chats)
+    banner = desk.window.banner
+
+    async def scenario() -> None:
+        desk.window.sessions.select("b1")
+        await desk.controller.load_session("b1")
+        await desk.controller.tasks.idle()
+        assert banner.isHidden()
+        desk.controller.turnFinished.emit("b1")
+        assert not banner.isHidden()
+        assert banner.title.text() == "This is a tiny offline model for trying Treechat"
+        assert "Settings" in banner.message.text() and banner.action_keys() == ["settings"]
+        shoot(desk, "bundled-note")
+        banner.dismiss()
+        desk.window.sessions.select("b2")
+        await desk.controller.load_session("b2")
+        desk.controller.turnFinished.emit("b2")
+        assert banner.isHidden()  # once
+
+    aio.run(scenario())
+    assert desk.prefs.value("notes/bundled_model_shown", False, type=bool)

@@ -23,6 +23,7 @@ from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
 from ..shell.parts import WindowParts
+from .bundled_note import BundledModelNote
 from .dialogs import DialogsController
 from .graph_ops import GraphOperations
 from .history import HistoryPanels
@@ -91,6 +92,7 @@ class ConversationController(QObject):
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)
+        self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
