@@ -160,11 +160,14 @@ def prepare_path(
         if size > limits.max_file_bytes:
             raise _too_big(shown, size, limits.max_file_bytes)
         with p.open("rb") as f:
-            data = f.read(limits.max_file_bytes + 1)
+            # exactly the size stat gave: a buffer cut down afterwards is a copy made
+            # holding the GIL
+            data = f.read(size)
+            grew = f.read(1)
     except OSError as exc:
         raise AttachmentError(f"{shown} cannot be read: {exc.strerror or exc}") from exc
-    if len(data) > limits.max_file_bytes:
-        raise _too_big(shown, len(data), limits.max_file_bytes)
+    if grew:
+        raise AttachmentError(f"{shown} changed while it was being read; attach it again")
     return prepare_bytes(data, shown, limits, page_images=page_images)
 
 
@@ -261,8 +264,16 @@ def _image_for_provider(data: bytes, name: str, media_type: str,
     return "image/jpeg", out.getvalue(), target
 
 
+# Encoded a piece at a time (a multiple of 3 bytes, so the pieces join into one encoding):
+# one call over megabytes holds the GIL long enough to stall the GUI thread.
+_B64_PIECE = 3 * 65536
+
+
 def data_url(media_type: str, data: bytes) -> str:
-    return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+    view = memoryview(data)
+    pieces = [base64.b64encode(view[i:i + _B64_PIECE]).decode("ascii")
+              for i in range(0, len(data), _B64_PIECE)]
+    return f"data:{media_type};base64,{''.join(pieces)}"
 
 
 # --- PDFs ---------------------------------------------------------------------------------
