@@ -456,3 +456,150 @@ def test_the_first_reply_from_the_bundled_model_says_once_what_it_is(
 
     aio.run(scenario())
     assert desk.prefs.value("notes/bundled_model_shown", False, type=bool)
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "imports"
+
+
+def numbers_agree(desk: Desk) -> None:
+    """The ring, the /context dialog and the Context tab give one figure for the head."""
+    from treechat.ui.occupancy.format import headline
+
+    occ = desk.composer.ring.occupancy
+    dialog = desk.controller.occupancy.context_dialog
+    assert occ is not None
+    if dialog is not None:
+        assert dialog.occupancy is occ and dialog.headline.text() == headline(occ)
+    tab = desk.controller.history.timeline
+    view = desk.controller.current_view
+    if view is not None and tab.commit is not None and tab.commit.head_node_id == occ.head:
+        assert tab.total_text() == headline(occ), (tab.total_text(), headline(occ))
+
+
+def no_error_banner(desk: Desk) -> None:
+    banner = desk.window.banner
+    assert banner.isHidden() or banner.property("level") != "error", banner.message.text()
+
+
+def test_the_first_hour_scripted(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Send, stop, retry, versions, edit, branch, graph checkout, attach from the graph and
+    from the list, merge, /context, /compact, a too-long message, settings and import, all
+    with the Context tab open: no error banner, no traceback, one figure for the head."""
+    caplog.set_level(logging.INFO)
+    desk = desk_with(two_chats)
+    open_context_tab(desk)
+    c = desk.controller
+    replies = ["first answer", " ".join(f"w{i}" for i in range(600)), "retried answer",
+               "edited answer", "attached answer", "merged answer", "cut answer"]
+    desk.provider.queue(*(Reply(text=t, tokens_per_second=80) for t in replies))
+
+    async def settle() -> None:
+        await aio.until(lambda: not c.turns.is_running(), what="turn end")
+        await c.tasks.idle()
+        await aio.settle(0.1)
+        await c.tasks.idle()
+        no_error_banner(desk)
+        numbers_agree(desk)
+
+    async def walk() -> None:
+        # send
+        c.new_chat()
+        type_and_send(desk, "What is a tree?")
+        await aio.until(lambda: desk.requests() == 1, what="first request")
+        await settle()
+        # send and stop
+        type_and_send(desk, "Tell me more")
+        await aio.until(lambda: len(desk.chat.model.stream_text()) > 20, what="streaming")
+        QTest.keyClick(desk.window.sessions.view, Qt.Key.Key_Escape)
+        await settle()
+        assert desk.chat.model.rows[-1].interrupted
+        # retry, then versions
+        c.turns.retry()
+        await aio.until(lambda: desk.requests() == 3, what="retry")
+        await settle()
+        last = desk.chat.model.rows[-1]
+        assert last.text == "retried answer" and last.version == (2, 2)
+        QTest.keyClick(desk.window, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+        await aio.until(lambda: desk.chat.model.rows[-1].version == (1, 2), what="version 1")
+        await settle()
+        QTest.keyClick(desk.window, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
+        await aio.until(lambda: desk.chat.model.rows[-1].version == (2, 2), what="version 2")
+        await settle()
+        # edit the first message with Enter
+        editor = desk.chat.start_edit(desk.chat.model.rows[0].key)
+        assert editor is not None
+        editor.set_text("What is a graph?")
+        QTest.keyClick(editor.text_edit, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 4, what="edit")
+        await settle()
+        view = c.current_view
+        assert view is not None
+        edited_head = view.head
+        # graph checkout of the first branch (nothing sent)
+        first = next(n for n in view.graph if n.role == "assistant"
+                     and n.text == "first answer")
+        c.history.checkout(first.id)
+        await aio.until(lambda: desk.chat.model.rows[-1].text == "first answer",
+                        what="checkout")
+        await settle()
+        assert desk.requests() == 4
+        # attach from the graph (the edited branch's head) and from the list (chat two)
+        assert edited_head is not None
+        c.history.stage(c.current_session_id or "", edited_head)
+        c.history.stage("two", None)
+        await c.tasks.idle()
+        await aio.until(lambda: len(c.history.chips.findChildren(QWidget)) > 0, what="chips")
+        type_and_send(desk, "Compare them")
+        await aio.until(lambda: desk.requests() == 5, what="attached send")
+        await settle()
+        body = str(desk.provider.requests[-1].body)
+        assert "second answer" in body  # chat two's context reached the model
+        # merge the two branch heads
+        view = c.current_view
+        assert view is not None and view.head is not None and edited_head is not None
+        c.history.merge(view.head, [view.head, edited_head], "Combine both")
+        await aio.until(lambda: desk.requests() == 6, what="merge")
+        await settle()
+        # /context and /compact
+        desk.composer.set_text("/context")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: c.occupancy.context_dialog is not None, what="/context")
+        await settle()
+        desk.window.statusBar().clearMessage()
+        desk.composer.set_text("/compact")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.window.statusBar().currentMessage() != "",
+                        what="/compact")
+        await settle()
+        report = desk.window.statusBar().currentMessage()
+        assert report.startswith(("Compacted: ", "Nothing to compact yet",
+                                  "Nothing more to compact yet")), report
+        # a message too long for the window: cut to fit
+        type_and_send(desk, " ".join(f"row{i} of the table" for i in range(20_000)))
+        await aio.until(lambda: desk.window.banner.button("cut_to_fit") is not None
+                        and not desk.window.banner.isHidden(), what="the choice")
+        QTest.mouseClick(desk.window.banner.button("cut_to_fit"), Qt.MouseButton.LeftButton)
+        await aio.until(lambda: desk.requests() == 7, what="cut send")
+        await settle()
+        ring = desk.composer.ring.occupancy
+        assert ring is not None and ring.total_used <= ring.window
+        # settings, opened and closed
+        c.dialogs.open_settings()
+        dialog = c.dialogs.settings_dialog
+        assert dialog is not None and dialog.isVisible()
+        dialog.reject()
+        await settle()
+        # import an export
+        c.dialogs.open_import_dialog(str(FIXTURES / "librechat-tree.json"))
+        importer = c.dialogs.import_dialog
+        assert importer is not None
+        await aio.until(lambda: importer.summary is not None, what="the import")
+        importer.close()
+        await settle()
+
+    aio.run(walk(), timeout=240)
+    shoot(desk, "scripted-walk")
+    no_traceback(caplog)
+    assert desk.window.sessions.model.session_count() >= 4
