@@ -603,3 +603,50 @@ def test_the_first_hour_scripted(
     shoot(desk, "scripted-walk")
     no_traceback(caplog)
     assert desk.window.sessions.model.session_count() >= 4
+
+
+def test_the_delete_banner_names_the_chat(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(two_chats)
+
+    async def scenario() -> None:
+        desk.controller.session_list.delete("two")
+        await aio.until(lambda: not desk.window.banner.isHidden(), what="the banner")
+
+    aio.run(scenario())
+    assert "“Chat two”" in desk.window.banner.message.text()
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_settings_controls_draw_their_current_item(desk: Desk, aio: Aio, mode: str) -> None:
+    """The current item of each combo box is drawn in the text colour (it was the base colour
+    in light) and spin boxes keep their arrows."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QAbstractSpinBox
+
+    desk.theme.set_mode(mode)
+    desk.theme.apply()
+    desk.controller.dialogs.open_settings()
+    dialog = desk.controller.dialogs.settings_dialog
+    assert dialog is not None
+    from PySide6.QtWidgets import QTabWidget
+
+    tabs = dialog.findChild(QTabWidget)
+    if tabs is not None:
+        tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.tabText(i) == "General"))
+    aio.run(aio.settle(0.2))
+    shoot_widget(dialog, f"settings-{mode}")
+    text = QColor(desk.theme.colors.text)
+    for combo in (dialog.default_model, dialog.theme):
+        assert combo.currentText()
+        image = combo.grab().toImage()
+        inked = sum(
+            1 for x in range(0, image.width(), 2) for y in range(0, image.height(), 2)
+            if abs(image.pixelColor(x, y).lightness() - text.lightness()) < 40
+        )
+        assert inked > 10, (combo.objectName(), mode, inked)
+    for spin in (dialog.summarize_at, dialog.emergency_at):
+        assert spin.buttonSymbols() != QAbstractSpinBox.ButtonSymbols.NoButtons
+        assert "QSpinBox" not in desk.window.styleSheet() + QApplication.instance().styleSheet()
+    dialog.reject()

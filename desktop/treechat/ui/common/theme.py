@@ -240,10 +240,11 @@ QHeaderView::section {{
     background: {c.base}; color: {c.muted}; border: none;
     border-bottom: 1px solid {c.border}; padding: 6px 8px;
 }}
-QLineEdit, QSpinBox, QDoubleSpinBox, QComboBox#SettingsCombo {{
-    background: {c.base}; border: 1px solid {c.border}; border-radius: 6px; padding: 4px 8px;
+QLineEdit, QComboBox#SettingsCombo {{
+    background: {c.base}; color: {c.text}; border: 1px solid {c.border}; border-radius: 6px;
+    padding: 4px 8px;
 }}
-QLineEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus {{ border: 1px solid {c.accent}; }}
+QLineEdit:focus {{ border: 1px solid {c.accent}; }}
 QPushButton {{
     background: {c.raised}; border: 1px solid {c.border}; border-radius: 7px;
     padding: 5px 14px; color: {c.text};

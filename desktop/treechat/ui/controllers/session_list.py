@@ -60,14 +60,14 @@ class SessionListController:
         async def work() -> None:
             if c.chat_service.is_running(session_id):
                 c.chat_service.stop(session_id)
+            session = c.parts.sessions.session(session_id)  # named before it leaves the list
+            title = session.title if session is not None and session.title else "The chat"
             await c.sessions.delete(session_id)
             c.forget_view(session_id)
             c.parts.sessions.remove(session_id)
             self._deleted.append(session_id)
             if c.current_session_id == session_id:
                 c.new_chat()
-            session = c.parts.sessions.session(session_id)
-            title = session.title if session is not None else "The chat"
             c.parts.banner.show_notice(
                 "Chat deleted", f"“{title}” was removed from the list.", ("undo",),
                 hide_after_ms=10_000,
