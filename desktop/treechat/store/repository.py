@@ -30,6 +30,9 @@ _NAMED_ATTACHMENTS = (
     "FROM nodes WHERE json_exists(metadata, '$.attachments')"
 )
 
+# Attachment bytes are read this many at a time.
+_BLOB_PIECE = 1 << 20
+
 # Above this many rows a write goes through one bulk statement instead of row inserts.
 BULK_THRESHOLD = 32
 
@@ -277,10 +280,22 @@ class Repository:
         return True
 
     def attachment_bytes(self, sha256: str) -> bytes | None:
+        """The stored bytes, read in pieces: DuckDB builds a result value holding the GIL, and
+        one of megabytes stalls the GUI thread for a frame or more."""
         row = self.con.execute(
-            "SELECT bytes FROM attachments WHERE sha256 = ?", [sha256]
+            "SELECT size FROM attachments WHERE sha256 = ?", [sha256]
         ).fetchone()
-        return None if row is None else bytes(row[0])
+        if row is None:
+            return None
+        size = int(row[0])
+        parts: list[bytes] = []
+        for i in range(0, max(size, 1), _BLOB_PIECE):
+            piece = self.con.execute(
+                "SELECT array_slice(bytes, ?, ?) FROM attachments WHERE sha256 = ?",
+                [i + 1, i + _BLOB_PIECE, sha256],
+            ).fetchone()
+            parts.append(bytes(piece[0]) if piece is not None and piece[0] is not None else b"")
+        return b"".join(parts)
 
     def attachment_meta(self, sha256: str) -> tuple[str, int, float] | None:
         """(media type, size, created at) of stored bytes, without reading them."""
