@@ -86,6 +86,7 @@ def connect_services(
     """Hand the services to the controllers that drive the window's widgets."""
     from .services.search import SearchService
     from .ui.controllers.conversation import ConversationController
+    from .ui.controllers.store_health import connect_store_health
     from .ui.controllers.window_actions import connect_window_actions
 
     controller = ConversationController(
@@ -93,6 +94,7 @@ def connect_services(
         clock=services.clock, search=SearchService(services.store),
     )
     connect_window_actions(window, controller)
+    connect_store_health(window, controller)  # a damaged store's banner, from the start
     return controller
 
 

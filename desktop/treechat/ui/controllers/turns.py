@@ -28,6 +28,7 @@ from ...services.events import (
 from ...services.message_fit import MessageFit
 from ...services.sessions import SessionView
 from ..occupancy.format import tokens
+from .store_health import StoreHealth
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -103,6 +104,9 @@ class TurnController:
         before the model answered, so what was typed is never lost."""
         if not text.strip() or self.is_running() or self._sending:
             return
+        health = StoreHealth.of(self._c)
+        if health is not None and health.refuse_send():
+            return  # a damaged store is read-only: the banner says why, the text stays
         self._sending = True
         self._c.parts.composer.clear_if(text)
         self._c.parts.banner.dismiss()
