@@ -159,6 +159,37 @@ def test_an_openai_compatible_server_added_by_its_url_alone(
         lab.stop()
 
 
+def test_each_chat_keeps_the_model_it_was_given(open_window: Opener, aio: Aio) -> None:
+    lab = OpenAIServer([{"id": "alpha-model", "object": "model"},
+                        {"id": "beta-model", "object": "model"}])
+    desk = open_window()
+
+    async def scenario() -> None:
+        await add_through_dialog(desk, "openai-compatible", lab.url)
+        close_settings(desk)
+        alpha = await pick(desk, "alpha-model")
+        await send(desk, "first chat")
+        first = desk.controller.current_session_id
+        desk.controller.new_chat()
+        beta = await pick(desk, "beta-model")
+        await send(desk, "second chat")
+        second = desk.controller.current_session_id
+        assert first and second and first != second
+        await desk.controller.load_session(first)
+        await aio.until(lambda: desk.composer.current_model() == alpha,
+                        what="the first chat's model")
+        await desk.controller.load_session(second)
+        await aio.until(lambda: desk.composer.current_model() == beta,
+                        what="the second chat's model")
+
+    try:
+        aio.run(scenario())
+        assert [r.body["model"] for r in lab.requests
+                if r.path.endswith("/chat/completions")] == ["alpha-model", "beta-model"]
+    finally:
+        lab.stop()
+
+
 def test_a_server_that_wants_a_key_gets_it_from_the_keychain(
     open_window: Opener, aio: Aio
 ) -> None:
