@@ -128,3 +128,23 @@ def test_the_banner_exports_what_can_be_read_and_names_what_cannot(
     assert list(out.iterdir()) == []
     assert desk.window.statusBar().currentMessage() == (
         f"Exported 0 chats to {out}; 2 could not be read: Trip notes, Long chat.")
+
+
+def test_the_banner_runs_the_windows_restore_command_once_there_is_one(
+    damaged_desk: Desk,
+) -> None:
+    from PySide6.QtGui import QAction
+
+    from treechat.ui.controllers.store_health import StoreHealth
+
+    desk = damaged_desk
+    health = StoreHealth.of(desk.controller)
+    assert health is not None and not health.banner.restore_button.isVisible()
+    restore = QAction("Restore a backup…", desk.window)
+    fired: list[bool] = []
+    restore.triggered.connect(lambda *_: fired.append(True))
+    assert health.check()
+    assert health.banner.restore_button.isVisible()
+    health.banner.restore_button.click()
+    assert fired == [True]
+    assert health.banner.isVisible()  # still damaged until a backup is back in place
