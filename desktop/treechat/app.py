@@ -212,7 +212,17 @@ async def _serve(
         services = await loop.run_in_executor(None, _build_services, data_dir, store, clock)
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
-        await controller.start(args.session)
+        from .store.database import StoreDamagedError
+
+        try:
+            await controller.start(args.session)
+        except StoreDamagedError:
+            # What could be read is shown; the damaged-store banner says why the rest is not.
+            from .ui.controllers.store_health import StoreHealth
+
+            health = StoreHealth.of(controller)
+            if health is not None:
+                health.check()
         # The window has painted and is filled: look for Ollama, LM Studio and llama.cpp on
         # this machine's usual ports in the background, again every 30 s; the picker hears
         # of what is found through the connections' listener.
@@ -239,7 +249,11 @@ def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Sessi
         store = open_and_recover(default_store_path(data_dir), clock=clock)
     except StoreError as exc:
         return None, (), str(exc)
-    return store, store.call(lambda r: r.list_sessions()), ""
+    try:
+        listed = store.call(lambda r: r.list_sessions())
+    except StoreError:  # a damaged store whose list cannot be read: it opens, read-only, empty
+        listed = ()
+    return store, listed, ""
 
 
 def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
