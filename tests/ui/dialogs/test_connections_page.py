@@ -190,6 +190,43 @@ def test_each_chat_keeps_the_model_it_was_given(open_window: Opener, aio: Aio) -
         lab.stop()
 
 
+def test_a_connection_edited_to_a_new_address_then_removed(
+    open_window: Opener, aio: Aio
+) -> None:
+    old = OpenAIServer([{"id": "old-model", "object": "model"}])
+    new = OpenAIServer([{"id": "new-model", "object": "model"}])
+    desk = open_window()
+
+    async def scenario() -> None:
+        page = await add_through_dialog(desk, "openai-compatible", old.url)
+        (conn,) = desk.services.models.connections.saved()
+        await aio.until(lambda: any(m.endswith("/old-model") for m in desk.composer.model_ids()))
+        page.select(conn.id)
+        page.edit_button.click()
+        editor = page.editor
+        assert editor is not None and not editor.kind.isEnabled()  # the kind stays
+        assert editor.url.text().startswith(old.url)
+        editor.url.setText(new.url)
+        editor.save_button.click()
+        await aio.until(lambda: page.editor is None, what="the edit to be saved")
+        assert "Ready · 1 model" in page.row_text(conn.id) and new.url in page.row_text(conn.id)
+        await aio.until(lambda: any(m.endswith("/new-model") for m in desk.composer.model_ids()),
+                        what="the new server's model in the picker")
+        page.select(conn.id)
+        page.remove_button.click()
+        await aio.until(lambda: "removed" in page.status.text(), what="the removal")
+        assert page.row_text(conn.id) == ""
+        assert desk.services.models.connections.saved() == ()
+        await aio.until(lambda: not any("new-model" in m for m in desk.composer.model_ids()),
+                        what="the picker to drop it")
+
+    try:
+        aio.run(scenario())
+    finally:
+        old.stop()
+        new.stop()
+
+
 def test_a_server_that_wants_a_key_gets_it_from_the_keychain(
     open_window: Opener, aio: Aio
 ) -> None:
