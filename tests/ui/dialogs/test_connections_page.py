@@ -72,7 +72,7 @@ def settings_page(desk: Desk) -> ConnectionsPage:
 
 
 async def add_through_dialog(
-    desk: Desk, kind: str, url: str, *, key: str = "", wait: bool = True
+    desk: Desk, kind: str, url: str, *, key: str = "", headers: str = "", wait: bool = True
 ) -> ConnectionsPage:
     page = settings_page(desk)
     page.add_button.click()
@@ -82,6 +82,7 @@ async def add_through_dialog(
     editor.url.setText(url)
     if key:
         editor.key.setText(key)
+    editor.headers.setText(headers)
     editor.save_button.click()
     if wait:
         await desk.aio.until(lambda: page.editor is None, what="the connection to be saved")
@@ -234,7 +235,8 @@ def test_a_server_that_wants_a_key_gets_it_from_the_keychain(
     desk = open_window()
 
     async def scenario() -> None:
-        page = await add_through_dialog(desk, "openai-compatible", lab.url, key=LAB_KEY)
+        page = await add_through_dialog(desk, "openai-compatible", lab.url, key=LAB_KEY,
+                                        headers="X-Team: blue")
         (conn,) = desk.services.models.connections.saved()
         assert conn.has_key
         assert "Ready" in page.row_text(conn.id)
@@ -250,6 +252,7 @@ def test_a_server_that_wants_a_key_gets_it_from_the_keychain(
         aio.run(scenario())
         hits = lab.chat_hits()
         assert hits and all(h.authorization == f"Bearer {LAB_KEY}" for h in hits)
+        assert all(h.headers.get("X-Team", h.headers.get("x-team")) == "blue" for h in hits)
         stored = desk.services.store.call(lambda r: r.get_setting("connections"))
         assert LAB_KEY not in str(stored)  # the key is in the keychain, never the store
     finally:
@@ -399,6 +402,11 @@ def test_bad_input_is_refused_in_words_and_nothing_blocks(open_window: Opener, a
         editor.save_button.click()
         assert "http" in editor.error.text()  # the service's own words, at once
         assert editor.isVisible() and desk.services.models.connections.saved() == ()
+        editor.url.setText("http://127.0.0.1:9/v1")
+        editor.headers.setText("no colon here")
+        editor.save_button.click()
+        assert "is not a header" in editor.error.text()
+        assert desk.services.models.connections.saved() == ()
         editor.reject()
         await aio.until(lambda: page.editor is None)
 

@@ -75,6 +75,21 @@ def name_from_url(url: str) -> str:
     return f"{host}-{port}" if port else host
 
 
+def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
+    """ "X-Team: blue; X-Other: 1" as header pairs (raises `ConnectionProblem`)."""
+    out = []
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition(":")
+        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise ConnectionProblem(
+                f"{part.strip()!r} is not a header: write Name: value, separated by ';'"
+            )
+        out.append((name.strip(), value.strip()))
+    return tuple(out)
+
+
 def state_line(status: ConnectionStatus) -> str:
     conn = status.connection
     count = len(conn.offered())
@@ -123,6 +138,9 @@ class ConnectionEditor(QDialog):
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setClearButtonEnabled(True)
         self.key.setPlaceholderText("Optional; kept in the system keychain")
+        self.headers = QLineEdit()
+        self.headers.setAccessibleName("Extra headers")
+        self.headers.setPlaceholderText("Optional: X-Team: blue; X-Other: 1")
         self.error = QLabel("")
         self.error.setAccessibleName("Problem")
         self.error.setObjectName("DialogError")
@@ -135,6 +153,7 @@ class ConnectionEditor(QDialog):
         self.form.addRow("Provider", self.provider)
         self.form.addRow("Name", self.name)
         self.form.addRow("API key", self.key)
+        self.form.addRow("Headers", self.headers)
 
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -159,6 +178,7 @@ class ConnectionEditor(QDialog):
         self.name.setText(conn.display_label)
         self.name.setEnabled(False)
         self.url.setText(conn.base_url)
+        self.headers.setText("; ".join(f"{k}: {v}" for k, v in conn.headers))
         if conn.kind == "hosted":
             found = self.provider.findData(conn.provider)
             if found >= 0:
@@ -214,35 +234,36 @@ class ConnectionEditor(QDialog):
         if kind == "hosted" and self._editing is None and not key:
             self.error.setText("A hosted provider needs its API key.")
             return
-        if self._editing is None:
-            try:  # input errors at once, before anything is saved or sent
+        try:  # input errors at once, before anything is saved or sent
+            headers = parse_headers(self.headers.text())
+            if self._editing is None:
                 self._connections.check_new(
-                    kind, name, base_url=url, provider=provider, label=label
+                    kind, name, base_url=url, provider=provider, label=label, headers=headers
                 )
-            except ConnectionProblem as exc:
-                self.error.setText(str(exc))
-                return
+        except ConnectionProblem as exc:
+            self.error.setText(str(exc))
+            return
         self.save_button.setEnabled(False)
         self.error.setText("Listing its models…" if kind in SERVER_KINDS else "Saving…")
-        self._tasks.spawn(self._save(kind, name, url, provider, key, label),
+        self._tasks.spawn(self._save(kind, name, url, provider, key, label, headers),
                           name="connection-save")
 
     async def _save(
-        self, kind: str, name: str, url: str, provider: str, key: str | None, label: str
+        self, kind: str, name: str, url: str, provider: str, key: str | None, label: str,
+        headers: tuple[tuple[str, str], ...],
     ) -> None:
         try:
             if self._editing is None:
                 status = await self._connections.add(
-                    kind, name, base_url=url, api_key=key, provider=provider, label=label
+                    kind, name, base_url=url, api_key=key, provider=provider, label=label,
+                    headers=headers,
                 )
             else:
                 ident = self._editing.id
                 if key:
                     await self._connections.set_key(ident, key)
                 status = await self._connections.update(
-                    ident, base_url=url or None
-                ) if kind in SERVER_KINDS else self._connections.status(ident) or (
-                    ConnectionStatus(self._editing, "ready")
+                    ident, base_url=url or None, headers=headers
                 )
         except ConnectionProblem as exc:
             self.error.setText(str(exc))
