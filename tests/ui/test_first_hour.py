@@ -650,3 +650,13 @@ def test_settings_controls_draw_their_current_item(desk: Desk, aio: Aio, mode: s
         assert spin.buttonSymbols() != QAbstractSpinBox.ButtonSymbols.NoButtons
         assert "QSpinBox" not in desk.window.styleSheet() + QApplication.instance().styleSheet()
     dialog.reject()
+
+
+def test_the_dialog_never_says_sent_in_full_when_something_was_cut() -> None:
+    from treechat.ui.occupancy.format import CompactionState
+
+    whole = CompactionState.from_states(["full", "full"])
+    assert whole.describe().startswith("Not compacted: every message is sent in full")
+    cut = replace(whole, cut=1)
+    assert "sent in full" not in cut.describe()
+    assert cut.describe().startswith("1 long item cut to the per-item cap")

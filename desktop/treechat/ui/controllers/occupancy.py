@@ -4,6 +4,7 @@ on request."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...core.occupancy import Occupancy
@@ -96,11 +97,14 @@ class OccupancyController:
             ))
             return
         commit = await engine.commit_for(view.session.id, view.head, now=c.clock.now())
-        dialog.set_compaction(CompactionState.from_states(
+        state = CompactionState.from_states(
             (item.state for item in commit.items),
             trigger=rules.summarize_trigger,
             emergency=rules.emergency_trigger,
-        ))
+        )
+        cut = sum(1 for item in commit.items if item.live and item.reason == "per_item_cap")
+        # "every message is sent in full" only when nothing was cut either
+        dialog.set_compaction(replace(state, cut=cut))
         dialog.set_model_label(await c.models.context_label())
 
     # --- compaction ------------------------------------------------------------------

@@ -30,6 +30,7 @@ class CompactionState:
     aged: int = 0
     cleared: int = 0
     items: int = 0
+    cut: int = 0  # items sent shortened to the per-item cap (long tool results)
     trigger: float = 0.8  # share of the history budget where auto-compaction starts
     emergency: float = 0.95  # share of the prompt allowance where it is forced
 
@@ -67,6 +68,9 @@ class CompactionState:
         if self.cleared:
             parts.append(f"{self.cleared} idle tool result{'s' if self.cleared != 1 else ''} "
                          "cleared")
+        if self.cut:
+            parts.append(f"{self.cut} long item{'s' if self.cut != 1 else ''} cut to the "
+                         "per-item cap")
         state = "; ".join(parts) if parts else "Not compacted: every message is sent in full"
         return (
             f"{state}. Compacts automatically at {self.trigger:.0%} of the history budget "
