@@ -288,7 +288,9 @@ class _Connection:
             loop = asyncio.get_running_loop()
 
             def eof() -> None:
-                loop.call_soon_threadsafe(self._exited, generation)
+                # the server may outlive the loop by a moment when the app closes
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._exited, generation)
 
             self._stderr = _StderrTail(eof)
             command, args = stdio_command(config)

@@ -59,6 +59,7 @@ class DialogsController:
         dialog = SettingsDialog(
             c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
             tasks=c.tasks, parent=c.parts.window, connections=c.services.connections,
+            mcp=c.services.mcp,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))

@@ -34,8 +34,10 @@ from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
     from ...services.connections import ConnectionService
+    from ...services.mcp import McpService
     from ...services.models import ModelChoice
     from .connections_page import ConnectionsPage
+    from .tools_page import ToolsPage
 
 PROVIDER_NAMES = {
     "anthropic": "Anthropic",
@@ -88,6 +90,7 @@ class SettingsDialog(QDialog):
         tester: KeyTester = try_key,
         parent: QWidget | None = None,
         connections: ConnectionService | None = None,
+        mcp: McpService | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -114,6 +117,12 @@ class SettingsDialog(QDialog):
         else:
             tabs.addTab(self._providers_page(), "Providers")
         tabs.addTab(self._general_page(choices, values), "General")
+        self.tools_page: ToolsPage | None = None
+        if mcp is not None:
+            from .tools_page import ToolsPage
+
+            self.tools_page = ToolsPage(mcp, tasks)
+            tabs.addTab(self.tools_page, "Tools")
 
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
