@@ -217,7 +217,7 @@ def test_frozen_app_answers_offline_from_the_bundled_model_and_writes_only_its_d
     assert report["interfaces"] == ["lo"], "the app had a network"
     reply = done.stdout.strip()
     assert reply, done.stderr
-    assert "ok: openai/smollm2-135m-instruct" in done.stderr
+    assert "ok: local/smollm2-135m-instruct" in done.stderr  # the bundled model's address
     # the turn is in the store, under the data dir, exactly as printed
     with Store.open(default_store_path(data)) as store:
         (session,) = store.call(lambda r: r.list_sessions())
