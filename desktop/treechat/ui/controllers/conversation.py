@@ -9,7 +9,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
@@ -32,6 +32,9 @@ from .models import ModelsController
 from .occupancy import OccupancyController
 from .session_list import SessionListController
 from .turns import TurnController
+
+if TYPE_CHECKING:
+    from .backups import BackupsController
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +97,7 @@ class ConversationController(QObject):
         self.history = HistoryPanels(self)
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
+        self.backups: BackupsController | None = None  # with the window's menus
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
 
