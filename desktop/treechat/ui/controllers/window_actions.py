@@ -4,6 +4,7 @@ wired, the window lets the user in."""
 from __future__ import annotations
 
 from ..shell.main_window import MainWindow
+from .backups import BackupsController
 from .chat_controls import add_chat_controls
 from .conversation import ConversationController
 
@@ -25,4 +26,5 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     window.report_action.triggered.connect(lambda *_: c.dialogs.copy_problem_report())
     c.busyChanged.connect(window.set_busy)
     add_chat_controls(window, c)
+    c.backups = BackupsController(window, c)
     window.set_ready(True)
