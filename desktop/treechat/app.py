@@ -228,6 +228,10 @@ async def _serve(
         # of what is found through the connections' listener.
         if services.connections is not None:
             services.connections.start_detection(interval=30.0)
+        # the search index catches up with what was written since it was last built; its
+        # slices run on the store's thread, after the first paint
+        if services.search is not None:
+            controller.spawn(services.search.catch_up(), name="search-catch-up")
         # litellm takes seconds to import; the window is up and filled by now
         from .providers import llm
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from ...services.bootstrap import SETTINGS_SUMMARIZER
 from ...services.diagnostics import AppInfo, problem_report
 from ...services.import_jobs import ImportJobs
 from ...services.models import CLOUD_PROVIDERS
@@ -48,6 +49,7 @@ class DialogsController:
             summarize_trigger=prefs.summarize_trigger,
             emergency_trigger=prefs.emergency_trigger,
             theme=c.theme.mode if c.theme is not None else "system",
+            summarizer=c.chat_service.config.summarizer,
         )
 
     def open_settings(self) -> None:
@@ -84,9 +86,15 @@ class DialogsController:
         )
         c.preferences.apply(prefs)
         c.themeChosen.emit(values.theme)
+        summarizer = values.summarizer
+        summarizer_changed = summarizer != c.chat_service.config.summarizer
+        c.chat_service.config.summarizer = summarizer  # the next fold uses it
 
         async def work() -> None:
             await c.preferences.persist(prefs)
+            if summarizer_changed:
+                await c.services.store.run(
+                    lambda repo: repo.set_setting(SETTINGS_SUMMARIZER, summarizer))
             await c.models.refresh()
             await c.occupancy.refresh()
 

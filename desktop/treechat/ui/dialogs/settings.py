@@ -73,6 +73,8 @@ class SettingsValues:
     summarize_trigger: float  # share of the history budget (0..1)
     emergency_trigger: float
     theme: str  # system | light | dark
+    # who writes summaries of folded history: "" offline, "session" the chat's model, or an id
+    summarizer: str = ""
 
 
 class SettingsDialog(QDialog):
@@ -202,6 +204,18 @@ class SettingsDialog(QDialog):
         found = self.default_model.findData(values.default_model)
         self.default_model.setCurrentIndex(max(0, found))
         form.addRow("Default model", self.default_model)
+        self.summarizer = QComboBox()
+        self.summarizer.setAccessibleName("Summaries written by")
+        self.summarizer.addItem("This computer, offline (extractive)", "")
+        self.summarizer.addItem("The chat's own model", "session")
+        for choice in choices:
+            self.summarizer.addItem(choice.label, choice.id)
+        if values.summarizer and self.summarizer.findData(values.summarizer) < 0:
+            self.summarizer.addItem(values.summarizer, values.summarizer)
+        self.summarizer.setCurrentIndex(max(0, self.summarizer.findData(values.summarizer)))
+        self.summarizer.setToolTip("Written once per fold and kept in the commit; a model "
+                                   "summarizer follows the chat's instructions")
+        form.addRow("Summaries by", self.summarizer)
 
         self.workspace = QLineEdit(values.workspace or "")
         self.workspace.setPlaceholderText("No folder: file tools are off")
@@ -252,6 +266,7 @@ class SettingsDialog(QDialog):
             summarize_trigger=summarize,
             emergency_trigger=min(0.99, emergency),
             theme=str(self.theme.currentData()),
+            summarizer=str(self.summarizer.currentData() or ""),
         )
 
     def _browse(self) -> None:
