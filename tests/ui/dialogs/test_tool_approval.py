@@ -120,3 +120,29 @@ def test_stopping_the_turn_closes_the_prompt(desk: Desk, aio: Aio) -> None:
             [r.body for r in desk.provider.requests], ensure_ascii=False)
 
     aio.run(scenario(), timeout=120)
+
+
+def test_a_server_turned_off_in_one_chat_from_its_menu(desk: Desk, aio: Aio) -> None:
+    from PySide6.QtWidgets import QMenu
+
+    mcp = desk.services.mcp
+    assert mcp is not None
+
+    async def scenario() -> None:
+        await mcp.add(stdio_config("alpha", "alpha-knows-4410"))
+        session = await desk.services.chat.sessions.create(title="No tools here")
+        await desk.controller.session_list.reload()
+        menu = QMenu()
+        desk.window.sessions.menuRequested.emit(session.id, menu)
+        (sub,) = [a.menu() for a in menu.actions() if a.text() == "Tools in this chat"]
+        assert isinstance(sub, QMenu)
+        (alpha,) = sub.actions()
+        assert alpha.text() == "alpha" and alpha.isChecked()
+        alpha.setChecked(False)
+        await desk.controller.tasks.idle()
+        assert mcp.enabled_in(session.id) == []
+        other = await desk.services.chat.sessions.create(title="Tools here")
+        await mcp.load_chat(other.id)
+        assert [c.name for c in mcp.enabled_in(other.id)] == ["alpha"]
+
+    aio.run(scenario(), timeout=60)

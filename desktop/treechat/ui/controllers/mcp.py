@@ -7,6 +7,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from PySide6.QtWidgets import QMenu
+
 from ...services.mcp import ApprovalRequest, Decision
 
 if TYPE_CHECKING:
@@ -23,6 +25,31 @@ class McpController:
         mcp = conversation.services.mcp
         if mcp is not None:
             mcp.set_approver(self.ask)
+            conversation.parts.sessions.menuRequested.connect(self._session_menu)
+            conversation.sessionOpened.connect(self._opened)
+
+    # --- per chat ------------------------------------------------------------------
+
+    def _opened(self, view: object) -> None:
+        mcp = self._c.services.mcp
+        session = getattr(view, "session", None)
+        if mcp is not None and session is not None:
+            self._c.spawn(mcp.load_chat(session.id), name="mcp-chat")
+
+    def _session_menu(self, session_id: str, menu: object) -> None:
+        """The chat list's menu: a submenu turning each MCP server on or off in this chat."""
+        mcp = self._c.services.mcp
+        if mcp is None or not isinstance(menu, QMenu) or not mcp.configs():
+            return
+        on = {c.name for c in mcp.enabled_in(session_id)}
+        sub = menu.addMenu("Tools in this chat")
+        for config in mcp.configs():
+            action = sub.addAction(config.name)
+            action.setCheckable(True)
+            action.setChecked(config.name in on)
+            action.toggled.connect(
+                lambda checked, name=config.name: self._c.spawn(
+                    mcp.set_enabled_in_chat(session_id, name, checked), name="mcp-chat"))
 
     def close(self) -> None:
         """The window goes: from now on "ask" means deny."""
