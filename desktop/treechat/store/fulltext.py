@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sqlite3
 import threading
@@ -175,6 +176,11 @@ class FullTextIndex:
         return con
 
     def _connect(self, target: str) -> sqlite3.Connection:
+        if target != ":memory:" and os.name != "nt":
+            # The index holds the chats' text: this user's only, like the store. SQLite
+            # gives its -wal and -shm files the main file's mode.
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.chmod(target, 0o600)
         con = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         try:
             con.execute("PRAGMA journal_mode=WAL")

@@ -137,3 +137,21 @@ def test_restricting_to_nodes_and_ranking_near_words_first(store: Store) -> None
 
 def ids_near(index: FullTextIndex, fts: str) -> list[str]:
     return [p.node_id for p in index.search(fts)]
+
+
+@pytest.mark.skipif(__import__("os").name == "nt", reason="POSIX file modes")
+def test_the_index_files_are_this_users_only(store: Store) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        index = index_for(store)
+        add(store, "u1", "a private thought about herons")
+        store.call(index.sync)
+    finally:
+        os.umask(old)
+    files = [p for p in index.path.parent.iterdir() if p.name.startswith(index.path.name)]
+    assert index.path in files
+    for path in files:  # the index and its -wal / -shm
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
