@@ -383,8 +383,8 @@ class ChatService:
         view = await self.sessions.view(session_id)
         chosen = model or (view.session.model if "/" in view.session.model else None)
         endpoint = await self._endpoint_for_estimate(chosen, api_base)
-        occupancy = await self.occupancy(session_id, model=endpoint.model, api_base=api_base,
-                                         view=view)
+        occupancy = await self.occupancy(session_id, model=endpoint.choice or endpoint.model,
+                                         api_base=api_base, view=view)
         settings = await self.settings.current(session_id)
         extra = await asyncio.to_thread(self.engine.counter.count, draft) if draft else 0
         # The last measurement is of the prompt before the reply it wrote: the local estimate
@@ -685,9 +685,9 @@ class ChatService:
             session_id=session_id,
             phase="chat",
             lineage=session_id,
+            extra=sent_params,
             headers=dict(endpoint.headers),
             connect_timeout=endpoint.timeout,
-            extra=sent_params,
         )
         run_meta: dict[str, Any] = {}
         if settings.revision:
@@ -974,11 +974,6 @@ class ChatService:
             return ""
         return f"Workspace: {folder}\n\nInstructions from AGENTS.md:\n{found.text}"
 
-    def _tools_for_model(self, endpoint: Endpoint) -> bool:
-        # A 135M model cannot use tools, and a downloaded one only when its template renders
-        # them; offering them otherwise only confuses it.
-        return self.models.supports_tools(endpoint)
-
     async def _summarizer_for(self, session_id: str, endpoint: Endpoint) -> ModelSummarizer | None:
         """The model summarizer the `summarizer` setting names (None: the engine's offline
         one). A failed or empty model reply falls back to the offline summary."""
@@ -1014,6 +1009,11 @@ class ChatService:
             return result.text()
 
         return search
+
+    def _tools_for_model(self, endpoint: Endpoint) -> bool:
+        # A 135M model cannot use tools, and a downloaded one only when its template renders
+        # them; offering them otherwise only confuses it.
+        return self.models.supports_tools(endpoint)
 
     def _tools(self, session_id: str, endpoint: Endpoint) -> ToolBox:
         if not self._tools_for_model(endpoint):
