@@ -8,6 +8,7 @@ are opened with `open()` and answer through their signal."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -287,6 +288,10 @@ class ChatControls(QObject):
         self.costsShown.emit(session_id)
 
     def _estimate(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the debounce fired after the window's loop stopped
+            return
         sid = self._c.current_session_id
         if sid is not None and not self._chat.is_running(sid):
             self._c.spawn(self.estimate(sid), name="estimate")
