@@ -125,7 +125,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def window_arguments(words: Sequence[str]) -> list[str] | None:
+    """The arguments of a plain `treechat [--data-dir D] [-option …]` that opens the window,
+    or None for a subcommand, `--smoke`, help or anything else. Worked out without building
+    the full parser: the subcommands' modules (asyncio, json and more) would otherwise load
+    before the window's first paint."""
+    out: list[str] = []
+    it = iter(words)
+    for word in it:
+        if word in ("-h", "--help", "--version", "--smoke") or not word.startswith("-"):
+            return None
+        out.append(word)
+        if word == "--data-dir":
+            value = next(it, None)
+            if value is None:
+                return None
+            out.append(value)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    window = window_arguments(words)
+    if window is not None:  # the window sets up its log once it has painted
+        from .app import main as run_app
+
+        return run_app(window)
     parser = build_parser()
     from .commands_mcp import split_command_tail
 
