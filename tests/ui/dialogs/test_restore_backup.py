@@ -22,7 +22,7 @@ def test_restore_puts_the_backup_in_place_and_says_so(desk: Desk, aio: Aio) -> N
         dialog = backups.open_dialog()
         await aio.until(lambda: dialog.list.count() == 1, what="listed")
         assert "manual" in dialog.list.item(0).text() and "MB" in dialog.list.item(0).text()
-        await aio.until(lambda: dialog.restore_button.isEnabled(), what="checked")
+        await aio.until(dialog.restore_button.isEnabled, what="checked")
         assert dialog.message.text() == "This backup reads whole."
         dialog.restore_button.click()
         await aio.until(lambda: backups.restored, what="restored")
