@@ -210,3 +210,35 @@ def test_merge_names_its_peers_by_commit_even_after_an_intermediate_commit() -> 
     merged = generate_commit(at_attach, [m], session_id="s", head_node_id=m.id, now=b.now,
                              counter=COUNTER)
     assert merged.parent_ids == (at_attach.id, peer.id)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["turn", "attach-a", "attach-b"]), min_size=1, max_size=8))
+def test_any_sequence_of_attaches_expands_each_source_once(steps: list[str]) -> None:
+    """Invariant 6 (dedup of attach), whatever the order and repetition of the pointers: a
+    source commit's items appear once, between one pair of markers, from its first attach
+    on, and later pointers to it add nothing."""
+    sources = {"attach-a": _source("side-a", 2), "attach-b": _source("side-b", 3)}
+    b = ChainBuilder()
+    b.turn("hello", "hi")
+    commit = generate_commit(None, b.nodes, session_id="s", head_node_id=b.head or "",
+                             now=b.now, counter=COUNTER)
+    for step in steps:
+        if step == "turn":
+            nodes = b.turn("more", "sure")
+            commit = generate_commit(commit, nodes, session_id="s", head_node_id=b.head or "",
+                                     now=b.now, counter=COUNTER)
+            continue
+        src, source = sources[step]
+        meta = {"source_session": step, "source_head": src.head, "source_commit": source.id}
+        att = b.runtime("attach", step, meta)
+        u = b.user(f"what did {step} find?")
+        commit = generate_commit(commit, [att, u], session_id="s", head_node_id=u.id,
+                                 now=b.now, counter=COUNTER, attachments={att.id: source})
+    for step, (_, source) in sources.items():
+        attached = [i for i in commit.items if i.attached_from == source.id]
+        if step in steps:
+            assert len(attached) == len(source.live_items()) + 2
+            assert sum(1 for i in attached if i.source_node_id.endswith("#end")) == 1
+        else:
+            assert attached == []
