@@ -6,6 +6,7 @@ are commands, not messages."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from ...services.models import ModelChoice
 
 COMMANDS = {"/context": "context", "/compact": "compact"}
+# An MCP prompt as a command: "/server:prompt" and its arguments, on one line
+PROMPT_COMMAND = re.compile(r"(/[\w.-]+:[\w.-]+)(?:[ \t]+(.*))?\Z")
 HINT = "Enter to send · Shift+Enter for a new line"
 SHORT_HINT = "Shift+Enter: new line"
 MODEL_ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -42,6 +45,8 @@ class Composer(QWidget):
     sendRequested = Signal(str)
     stopRequested = Signal()
     commandRequested = Signal(str)  # "context" | "compact"
+    # "/server:prompt key=value …": an MCP prompt to expand (command, the rest of the line)
+    promptRequested = Signal(str, str)
     modelChanged = Signal(str)
     contextRequested = Signal()
 
@@ -137,6 +142,11 @@ class Composer(QWidget):
         if command is not None:
             self.input.clear()
             self.commandRequested.emit(command)
+            return
+        prompt = PROMPT_COMMAND.match(text)
+        if prompt is not None:
+            # the text stays until the expansion replaces it (or says what is wrong)
+            self.promptRequested.emit(prompt.group(1), prompt.group(2) or "")
             return
         if self._running:
             return  # the text stays; sending waits for the reply to end or be stopped

@@ -27,6 +27,7 @@ class McpController:
             mcp.set_approver(self.ask)
             conversation.parts.sessions.menuRequested.connect(self._session_menu)
             conversation.sessionOpened.connect(self._opened)
+            conversation.parts.composer.promptRequested.connect(self.expand_prompt)
 
     # --- per chat ------------------------------------------------------------------
 
@@ -50,6 +51,67 @@ class McpController:
             action.toggled.connect(
                 lambda checked, name=config.name: self._c.spawn(
                     mcp.set_enabled_in_chat(session_id, name, checked), name="mcp-chat"))
+
+    # --- prompts and resources in the composer --------------------------------------
+
+    def expand_prompt(self, command: str, rest: str) -> None:
+        """`/server:prompt key=value …` typed in the composer: the prompt's text replaces
+        it, for the user to read and send."""
+        sid = self._c.current_session_id
+        if sid is None:
+            self._c.parts.status("Open a chat first: MCP prompts belong to a chat's servers")
+            return
+        self._c.spawn(self._expand(sid, command, rest), name="mcp-prompt")
+
+    async def _expand(self, session_id: str, command: str, rest: str) -> None:
+        mcp = self._c.services.mcp
+        if mcp is None:
+            return
+        try:
+            arguments = prompt_arguments(rest)
+            text = await mcp.expand_prompt(session_id, command, arguments)
+        except (LookupError, ValueError) as exc:
+            message = exc.args[0] if exc.args else str(exc)
+            self._c.parts.status(f"{command}: {message}")
+            return
+        if self._c.current_session_id == session_id:
+            self._c.parts.composer.set_text(text)
+            self._c.parts.status(f"{command} filled the message box; edit it or press Enter")
+
+    async def insert_resource(self, session_id: str, server: str, uri: str) -> None:
+        """A server's resource added to the message being written, named and fenced."""
+        mcp = self._c.services.mcp
+        if mcp is None:
+            return
+        try:
+            resource = await mcp.read_resource(server, uri)
+        except Exception as exc:  # a server's failure is its own words, never a crash
+            self._c.parts.status(f"Could not read {uri} from {server}: {exc}")
+            return
+        if self._c.current_session_id != session_id:
+            return
+        composer = self._c.parts.composer
+        current = composer.text().rstrip()
+        block = resource.as_message_block()
+        composer.set_text(f"{current}\n\n{block}" if current else block)
+
+    def resource_menu(self, menu: QMenu) -> None:
+        """Fill `menu` with the open chat's MCP resources (each inserts itself)."""
+        mcp = self._c.services.mcp
+        sid = self._c.current_session_id
+        menu.clear()
+        if mcp is None or sid is None:
+            menu.addAction("No chat open").setEnabled(False)
+            return
+        listed = [(c.name, r) for c in mcp.enabled_in(sid) for r in mcp.state(c.name).resources]
+        if not listed:
+            menu.addAction("No resources from this chat's servers").setEnabled(False)
+            return
+        for server, resource in listed:
+            action = menu.addAction(f"{server}: {resource.name}")
+            action.triggered.connect(
+                lambda *_, s=server, u=resource.uri: self._c.spawn(
+                    self.insert_resource(sid, s, u), name="mcp-resource"))
 
     def close(self) -> None:
         """The window goes: from now on "ask" means deny."""
@@ -94,3 +156,16 @@ class McpController:
             if not dialog.answered:
                 dialog.dismiss()
             dialog.deleteLater()
+
+
+def prompt_arguments(rest: str) -> dict[str, str]:
+    """`key=value key2="two words"` after a prompt command, as its arguments."""
+    import shlex
+
+    out: dict[str, str] = {}
+    for word in shlex.split(rest):
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            raise ValueError(f"arguments are key=value, not {word!r}")
+        out[key] = value
+    return out

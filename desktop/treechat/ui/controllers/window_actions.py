@@ -20,6 +20,7 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     window.next_version_action.triggered.connect(lambda: c.graph_ops.step_version(1))
     window.context_action.triggered.connect(c.occupancy.open_dialog)
     window.compact_action.triggered.connect(c.occupancy.compact)
+    window.resource_menu.aboutToShow.connect(lambda: c.mcp.resource_menu(window.resource_menu))
     window.shortcuts_action.triggered.connect(lambda *_: c.dialogs.open_shortcuts(
         window.shortcut_list()))
     window.about_action.triggered.connect(lambda *_: c.dialogs.open_about())

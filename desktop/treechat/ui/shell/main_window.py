@@ -314,6 +314,8 @@ class MainWindow(QMainWindow):
         chat_menu.addSeparator()
         self.context_action = self._action(chat_menu, "Context breakdown…", ("Ctrl+Shift+K",))
         self.compact_action = self._action(chat_menu, "Compact now")
+        # filled when it opens, from the open chat's MCP servers
+        self.resource_menu = chat_menu.addMenu("Insert a resource")
         chat_menu.addSeparator()
         self.rename_action = self._action(chat_menu, "Rename chat", ("F2",),
                                           lambda *_: self.sessions.begin_rename())
