@@ -368,9 +368,9 @@ class ModelLibrary:
         free = self._free_space(target.parent)
         if free < needed:
             raise NotEnoughSpace(
-                f"{repo}/{file} needs {_gb(remote.size - have)} more, and only {_gb(free)} "
-                f"is free on the disk holding {self.models_dir} (keeping {_gb(DISK_MARGIN_BYTES)} "
-                "spare)"
+                f"{repo}/{file} needs {size_text(remote.size - have)} more, and only "
+                f"{size_text(free)} is free on the disk holding {self.models_dir} (keeping "
+                f"{size_text(DISK_MARGIN_BYTES)} spare)"
             )
         _write_json(manifest, {
             "state": "partial", "repo": repo, "file": file, "revision": remote.revision,
@@ -561,8 +561,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _gb(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+def size_text(n: int) -> str:
+    """A model file's size as the library shows it everywhere: "1.1 GB", "98 MB"."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
 
 
 def _why(exc: BaseException) -> str:

@@ -33,6 +33,7 @@ from ..providers.model_library import (
     Progress,
     RecommendedModel,
     recommended,
+    size_text,
 )
 
 LIBRARY_CONNECTION = "library"
@@ -285,5 +286,5 @@ def _ollama_error(body: str) -> str:
 __all__ = [
     "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel", "LibraryEndpoint",
     "LibraryError", "ModelLibrary", "ModelLibraryService", "PartialDownload", "Progress",
-    "Recommendation", "choose_context", "machine_ram_bytes",
+    "Recommendation", "choose_context", "machine_ram_bytes", "size_text",
 ]

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.model_library import DownloadStopped, LibraryError, Progress
+from ...services.model_library import DownloadStopped, LibraryError, Progress, size_text
 
 if TYPE_CHECKING:
     from ...services.model_library import DownloadJob, ModelLibraryService
@@ -55,16 +55,13 @@ class Row:
     trained: int = 0  # its trained context length, the most the window can be
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
-
-
 def progress_text(p: Progress) -> str:
     left = ""
     if p.seconds_left is not None:
         secs = int(p.seconds_left)
         left = f" · {secs // 60} min {secs % 60:02d} s left" if secs >= 60 else f" · {secs} s left"
-    return f"{_mb(p.done)} of {_mb(p.total)} · {p.bytes_per_second / 1e6:.1f} MB/s{left}"
+    speed = f"{p.bytes_per_second / 1e6:.1f} MB/s"
+    return f"{size_text(p.done)} of {size_text(p.total)} · {speed}{left}"
 
 
 class ModelLibraryDialog(QDialog):
@@ -196,7 +193,7 @@ class ModelLibraryDialog(QDialog):
             window, trained = windows.get(have.name, (0, 0)) if have else (0, 0)
             self._add(picks, Row(m.repo, m.file, m.title, have.name if have else None,
                                  stop is not None, window, trained),
-                      [f"{m.title}{note}\n{m.summary}", _mb(m.size_bytes), memory, m.license])
+                      [f"{m.title}{note}\n{m.summary}", size_text(m.size_bytes), memory, m.license])
 
         mine = self._section("On this computer")
         for model in installed:
@@ -206,7 +203,7 @@ class ModelLibraryDialog(QDialog):
             window, trained = windows[model.name]
             self._add(mine, Row(model.repo, model.file, model.name, model.name, False, window,
                                 trained),
-                      [f"{model.name}\n{where}", _mb(model.size),
+                      [f"{model.name}\n{where}", size_text(model.size),
                        f"window {model.context_length or '?':,}"
                        if isinstance(model.context_length, int) else "", ""])
         for stop in partial:
@@ -214,7 +211,7 @@ class ModelLibraryDialog(QDialog):
                 continue
             self._add(mine, Row(stop.repo, stop.file, stop.file, None, True),
                       [f"{stop.file}  · stopped at {stop.done * 100 // max(stop.size, 1)}%\n"
-                       f"{stop.repo}", _mb(stop.size), "", ""])
+                       f"{stop.repo}", size_text(stop.size), "", ""])
         if mine.childCount() == 0:
             mine.setHidden(True)
         self.tree.expandAll()
@@ -314,7 +311,7 @@ class ModelLibraryDialog(QDialog):
                 continue
             for f in files:
                 self._add(results, Row(f.repo, f.file, f.file),
-                          [f"{f.file}\n{f.repo}", _mb(f.size), "", repo.license or ""])
+                          [f"{f.file}\n{f.repo}", size_text(f.size), "", repo.license or ""])
         results.setExpanded(True)
         count = results.childCount()
         self.status.setText(f"{count} GGUF file{'s' if count != 1 else ''} for “{query}”."
@@ -353,7 +350,8 @@ class ModelLibraryDialog(QDialog):
         except LibraryError as exc:
             self.status.setText(str(exc))
         else:
-            self.status.setText(f"{row.title} is ready ({_mb(model.size)}, checksum verified).")
+            self.status.setText(
+                f"{row.title} is ready ({size_text(model.size)}, checksum verified).")
             self.modelsChanged.emit()
         finally:
             self._job = None
@@ -414,7 +412,8 @@ class ModelLibraryDialog(QDialog):
         except LibraryError as exc:
             self.status.setText(str(exc))
             return
-        self.status.setText(f"Removed {name}; {_mb(freed)} freed. Chats made with it are kept.")
+        self.status.setText(
+            f"Removed {name}; {size_text(freed)} freed. Chats made with it are kept.")
         self.modelsChanged.emit()
         await self._refresh()
 
@@ -431,7 +430,7 @@ class ModelLibraryDialog(QDialog):
         def report(status: str, done: int, total: int) -> None:
             if total:
                 self.progress.setValue(int(done * 1000 / total))
-                self.status.setText(f"Ollama: {status} · {_mb(done)} of {_mb(total)}")
+                self.status.setText(f"Ollama: {status} · {size_text(done)} of {size_text(total)}")
             else:
                 self.status.setText(f"Ollama: {status}")
 
