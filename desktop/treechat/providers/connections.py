@@ -47,6 +47,8 @@ BUNDLED_CONNECTION = "local"
 BUNDLED_MODEL = "smollm2-135m-instruct"
 BUNDLED_LABEL = "SmolLM2 135M"
 BUNDLED_CONNECTION_LABEL = "Bundled"
+# Models downloaded from the model library, addressed as `library/NAME`
+LIBRARY_LABEL = "Downloaded"
 
 # Hosted providers litellm reaches, with the label shown for each.
 PROVIDER_LABELS: Mapping[str, str] = {
@@ -328,7 +330,7 @@ _LOCAL_LABELS: Mapping[str, str] = {
     "ollama": "Ollama",
     "lmstudio": "LM Studio",
     "llamacpp": "llama.cpp",
-    "library": "Downloaded",
+    "library": LIBRARY_LABEL,
 }
 
 

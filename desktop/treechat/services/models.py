@@ -19,6 +19,7 @@ from ..providers.connections import (
     BUNDLED_MODEL,
     HOSTED_MODELS,
     LEGACY_PREFIXES,
+    LIBRARY_LABEL,
     PROVIDER_LABELS,
     SERVER_KINDS,
     Connection,
@@ -178,7 +179,7 @@ class ModelCatalog:
         installed = self.library.library.installed()
         if not installed:
             return None
-        label = _display_name(f"{LIBRARY_CONNECTION}/x").split(" · ")[0]
+        label = LIBRARY_LABEL
         choices = tuple(
             ModelChoice(
                 id=f"{LIBRARY_CONNECTION}/{m.name}", label=f"{label} · {m.name}",
