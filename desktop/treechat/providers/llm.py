@@ -223,6 +223,7 @@ def _warm_paths(litellm: ModuleType) -> None:
 
 
 def _run_import(future: concurrent.futures.Future[ModuleType]) -> None:
+    future.set_running_or_notify_cancel()  # from here on nobody can cancel the shared import
     try:
         module = _import()
     except BaseException as exc:
@@ -250,7 +251,8 @@ def is_loaded() -> bool:
 
 async def ensure_loaded() -> ModuleType:
     """litellm, imported off the event loop's thread; starts the warm-up if nobody did."""
-    return await asyncio.wrap_future(start_warmup())
+    # shield: one cancelled send must not cancel the import every later call shares
+    return await asyncio.shield(asyncio.wrap_future(start_warmup()))
 
 
 def litellm_module() -> ModuleType:

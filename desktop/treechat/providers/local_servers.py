@@ -217,7 +217,9 @@ class LocalServers:
                 ).start()
             probing = self._probing
         assert probing is not None
-        statuses, changed = await asyncio.wrap_future(probing)
+        # shield: a cancelled caller (the watch being closed) must not cancel the probe that
+        # other callers share, nor leave the probe's thread setting a result on a dead future.
+        statuses, changed = await asyncio.shield(asyncio.wrap_future(probing))
         if own and changed:
             for listener in list(self._listeners):
                 listener(statuses)
@@ -248,6 +250,8 @@ class LocalServers:
     def _probe_on_thread(
         self, future: concurrent.futures.Future[tuple[tuple[ServerStatus, ...], bool]]
     ) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
         try:
             statuses = asyncio.run(self._probe_all())
         except BaseException as exc:  # reported to whoever awaits the probe
