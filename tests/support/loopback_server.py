@@ -67,6 +67,7 @@ class Reply:
     reasoning: str = ""  # streamed before the answer (OpenAI `reasoning_content`, Anthropic
     # `thinking` blocks) and billed as output, as reasoning models do
     finish: str | None = None  # e.g. "length": the reply ran out of tokens
+    hold: threading.Event | None = None  # the answer waits until the test sets it
 
 
 @dataclass
@@ -377,6 +378,9 @@ class LoopbackProvider:
         else:
             self._measure_anthropic(body, rec)
         reply = self._next_reply()
+        if reply.hold is not None:
+            while not reply.hold.wait(0.05) and not self._stopping.is_set():
+                pass
         key = self._presented_key(rec)
         if reply.status == 200 and key == "invalid":
             reply = Reply(status=401)

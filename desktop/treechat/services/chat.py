@@ -39,7 +39,7 @@ from .attachments import AttachmentService, PreparedFile
 from .chat_settings import ChatSettingsService
 from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
-from .drafts import DraftWriter
+from .drafts import DraftWriter, StoreRelease, store_released
 from .events import (
     EventSink,
     NodeAdded,
@@ -57,6 +57,7 @@ from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id
 from .spending import SpendingService
+from .turn_queue import TurnQueue
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,9 @@ class ChatConfig:
     # "session" the session's own model, or a model id (a cheaper model of the same
     # connection, the bundled one). Each summary is made once and kept in its commit.
     summarizer: str = ""
+    # Set by a command-line turn: the store is let go of while the provider is awaited (the
+    # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
+    release_store: StoreRelease | None = None
 
 
 @dataclass
@@ -146,8 +150,12 @@ class ChatService:
         make_id: Callable[[], str] = new_id,
         provider: Provider | None = None,
         mcp: McpService | None = None,
+        queue: TurnQueue | None = None,
     ) -> None:
         self.store = store
+        # Requests wait their turn per server (one at a time to a local one); the chat list
+        # shows who is queued.
+        self.queue = queue or TurnQueue()
         self.mcp = mcp  # MCP servers' tools join the built-in ones when given
         self.provider: Provider = provider or LiteLLMProvider()
         self.engine = engine
@@ -198,7 +206,8 @@ class ChatService:
             # The bytes are stored before the node that names them, and before the request.
             await self.attachments.save(prepared)
             refs = await asyncio.to_thread(self.attachments.refs, prepared)
-            user = await self._commit_user(session_id, text, attachments, refs)
+            user = await self._commit_user(session_id, text, attachments, refs,
+                                           [f.meta() for f in prepared])
             return user.id, user
 
         return await self._guarded(session_id, commit, model, api_base, on_event)
@@ -425,7 +434,10 @@ class ChatService:
     async def _commit_user(
         self, session_id: str, text: str, attachments: Sequence[Attachment],
         files: Sequence[AttachmentRef] = (),
+        details: Sequence[Mapping[str, Any]] = (),
     ) -> Node:
+        """`details` (per file, in order) add what the chat shows of each: pages, size in
+        pixels."""
         if not attachments and not files:
             return await self.sessions.append_message(session_id, text)
         now = self.clock.now()
@@ -464,7 +476,7 @@ class ChatService:
                 role="user",
                 output=text,
                 predecessor=parent,
-                metadata=with_attachments({}, files),
+                metadata=_with_details(with_attachments({}, files), details),
             )
             nodes.append(user)
             stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
@@ -699,11 +711,14 @@ class ChatService:
                 **sent_params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
             }
         try:
-            result = await self.provider.stream_turn(
-                request,
-                on_event=on_stream,
-                shrink=self._shrink,
-            )
+            async with self._network_wait(draft), self.queue.slot(
+                session_id, endpoint.api_base, endpoint.model
+            ):
+                result = await self.provider.stream_turn(
+                    request,
+                    on_event=on_stream,
+                    shrink=self._shrink,
+                )
         except asyncio.CancelledError:
             node = await self._finish_interrupted(
                 session_id, head, endpoint, draft, "stopped",
@@ -817,6 +832,13 @@ class ChatService:
         )
         return _StepContinue(stored)
 
+    def _network_wait(self, draft: DraftWriter) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around the provider's wait and stream: the store released when so configured."""
+        release = self.config.release_store
+        if release is None:
+            return contextlib.nullcontext()
+        return store_released(draft, release)
+
     def _tool_node(
         self, session_id: str, caller: Node, call: Any, result: ToolResult
     ) -> Node:
@@ -919,6 +941,12 @@ class ChatService:
                 window=known or llm.FALLBACK_WINDOW, max_output=4096,
                 window_estimated=known is None, choice=name,
             )
+
+    async def sees_images(self, model: str | None = None) -> bool:
+        """Whether `model` (the default when None) takes images, asked before a message with
+        images is sent so the user can choose what to do."""
+        endpoint = await self._endpoint_for_estimate(model, None)
+        return await asyncio.to_thread(llm_supports_vision, endpoint.model)
 
     async def model_endpoint(self, model: str | None = None) -> Endpoint:
         """How `model` (the default when None) would be reached, without starting anything:
@@ -1069,6 +1097,13 @@ def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
     return lambda repo: repo.append_nodes([node])
+
+
+def _with_details(metadata: dict[str, Any], details: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, Any]:
+    for entry, more in zip(metadata.get("attachments") or (), details, strict=False):
+        entry.update({k: more[k] for k in ("pages", "width", "height") if k in more})
+    return metadata
 
 
 def _ignore(_: Any) -> None:

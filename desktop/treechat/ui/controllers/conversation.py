@@ -136,6 +136,7 @@ class ConversationController(QObject):
         self.mcp.close()  # a tool call asking now is denied
         self.stash_composer()
         await self.turns.stop_all()
+        self.session_list.close()  # the queue's news no longer reaches this window
         await self.tasks.cancel_all()
         try:
             await self.preferences.save_drafts(self.drafts)
@@ -276,5 +277,7 @@ class ConversationController(QObject):
             self.new_chat()
         elif key == "cut_to_fit":
             self.turns.send_cut()
+        elif key == "send_as_file":
+            self.turns.send_as_file()
         elif key == "cancel":
             self.turns.cancel_too_long()

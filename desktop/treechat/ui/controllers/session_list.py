@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...core.model import Session
 from ...services.search import SearchService
+from ...services.turn_queue import TurnActivity
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -25,6 +27,21 @@ class SessionListController:
         sessions.renameRequested.connect(self.rename)
         sessions.deleteRequested.connect(self.delete)
         sessions.searchRequested.connect(self.search)
+        self._stop_following = conversation.chat_service.queue.subscribe(self._activity)
+
+    def close(self) -> None:
+        """Stop following the turns' activity (the window is going away)."""
+        self._stop_following()
+
+    def _activity(self, activity: Mapping[str, TurnActivity]) -> None:
+        """Queued and replying chats in the list; the open chat's state in the status bar."""
+        c = self._c
+        c.parts.sessions.set_activity(activity)
+        mine = activity.get(c.current_session_id or "")
+        if mine is not None:
+            from ..sessions.model import activity_tip  # the list's module, loaded after paint
+
+            c.parts.status(activity_tip(mine) if mine.queued else "Writing a reply…")
 
     async def reload(self) -> None:
         c = self._c

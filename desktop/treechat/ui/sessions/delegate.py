@@ -1,5 +1,6 @@
-"""Paints session list rows: day headers, session titles with a rounded selection, a dot while
-a reply is being written, a fork mark on branched sessions and the snippet of a search hit."""
+"""Paints session list rows: day headers, session titles with a rounded selection, "queued" or
+"replying…" while the chat waits for or gets its reply (a dot while a turn sets up), a fork
+mark on branched sessions and the snippet of a search hit."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, Q
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from ..common.theme import colors_of
-from .roles import FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
+from .roles import ACTIVITY_ROLE, FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -79,7 +80,27 @@ class SessionListDelegate(QStyledItemDelegate):
         left = int(card.left()) + H_PAD
         right = int(card.right()) - H_PAD
         running = bool(index.data(RUNNING_ROLE))
-        if running:
+        doing = str(index.data(ACTIVITY_ROLE) or "")
+        if doing:
+            small = QFont(option.font)
+            small.setPointSizeF(max(7.0, small.pointSizeF() * 0.85))
+            sfm = QFontMetrics(small)
+            # never more than half the row: the title stays readable
+            room = max(0, (right - left) // 2)
+            shown = sfm.elidedText(doing, Qt.TextElideMode.ElideRight, room)
+            width = sfm.horizontalAdvance(shown)
+            painter.setFont(small)
+            painter.setPen(QColor(colors.muted if doing.startswith("queued")
+                                  else colors.accent))
+            top = int(card.top()) + 8 if self.with_snippets else rect.top()
+            height = QFontMetrics(option.font).height() if self.with_snippets else rect.height()
+            painter.drawText(
+                QRect(right - width, top, width, height),
+                int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+                shown,
+            )
+            right -= width + 8
+        elif running:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(colors.accent))
             painter.drawEllipse(QPointF(right - 3, card.center().y()), 3.5, 3.5)

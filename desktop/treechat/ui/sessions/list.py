@@ -3,7 +3,7 @@ day). Selecting a row opens it; F2 renames, Delete deletes, typing searches ever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import (
@@ -34,6 +34,7 @@ from .roles import SESSION_ID_ROLE
 
 if TYPE_CHECKING:
     from ...core.model import Session
+    from ...services.turn_queue import TurnActivity
     from .delegate import SessionListDelegate
     from .model import SessionListModel
 
@@ -198,6 +199,10 @@ class SessionList(QFrame):
 
     def set_running(self, session_id: str, running: bool) -> None:
         self.model.set_running(session_id, running)
+
+    def set_activity(self, activity: Mapping[str, TurnActivity]) -> None:
+        """Which chats wait for their server ("queued") and which are being answered."""
+        self.model.set_activity(activity)
 
     def session(self, session_id: str) -> Session | None:
         return self.model.session(session_id)

@@ -4,7 +4,7 @@ with a snippet of the matching message. One row per entry, painted by the delega
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +18,9 @@ from PySide6.QtCore import (
 )
 
 from ...core.model import Session
+from ...services.turn_queue import TurnActivity
 from .roles import (
+    ACTIVITY_ROLE,
     FORKED_ROLE,
     KIND_ROLE,
     RUNNING_ROLE,
@@ -28,6 +30,7 @@ from .roles import (
 )
 
 __all__ = [
+    "ACTIVITY_ROLE",
     "FORKED_ROLE",
     "KIND_ROLE",
     "RUNNING_ROLE",
@@ -35,6 +38,7 @@ __all__ = [
     "SNIPPET_ROLE",
     "UPDATED_ROLE",
     "SessionListModel",
+    "activity_text",
     "day_label",
     "group_by_day",
 ]
@@ -73,6 +77,33 @@ def day_label(when: float, now: float) -> str:
     return f"{day.day} {day.strftime('%B')} {day.year}"
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th … 11th, 12th, 13th … 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def activity_text(activity: TurnActivity | None) -> str:
+    """A chat's turn as its row says it: "queued · next", "queued · 3rd", "replying…"."""
+    if activity is None:
+        return ""
+    if activity.queued:
+        return "queued · next" if activity.place == 1 else f"queued · {ordinal(activity.place)}"
+    return "replying…"
+
+
+def activity_tip(activity: TurnActivity) -> str:
+    where = (f"the model server on this machine ({activity.server})" if activity.local
+             else activity.server)
+    if not activity.queued:
+        return f"A reply is being written by {where}."
+    ahead = activity.place - 1 + activity.capacity
+    pace = ("answers one chat at a time" if activity.capacity == 1
+            else f"answers {activity.capacity} chats at a time")
+    return (f"Waiting for its turn: {where} {pace}; "
+            f"{ahead} chat{'s' if ahead != 1 else ''} before this one.")
+
+
 def group_by_day(sessions: Sequence[Session], now: float) -> list[Row]:
     """Sessions newest first with a header before each day's first one."""
     rows: list[Row] = []
@@ -99,6 +130,7 @@ class SessionListModel(QAbstractListModel):
         self._row_of: dict[str, int] = {}
         self._searching = False
         self._running: set[str] = set()
+        self._activity: dict[str, TurnActivity] = {}
         self._held = False  # the pointer is over the list: rows stay where they are
         self._moved = False  # a session changed place while held
         self._now = 0.0
@@ -222,6 +254,22 @@ class SessionListModel(QAbstractListModel):
             idx = self.index(row)
             self.dataChanged.emit(idx, idx, [RUNNING_ROLE])
 
+    def set_activity(self, activity: Mapping[str, TurnActivity]) -> None:
+        """Which chats are queued for their server and which are being answered; only
+        rows whose words change are redrawn (the order never moves for this)."""
+        before, self._activity = self._activity, dict(activity)
+        for session_id in before.keys() | self._activity.keys():
+            if activity_text(before.get(session_id)) == activity_text(
+                    self._activity.get(session_id)):
+                continue
+            row = self._row_of.get(session_id)
+            if row is not None:
+                idx = self.index(row)
+                self.dataChanged.emit(idx, idx, [ACTIVITY_ROLE, Qt.ItemDataRole.ToolTipRole])
+
+    def activity_of(self, session_id: str) -> TurnActivity | None:
+        return self._activity.get(session_id)
+
     def session(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
 
@@ -295,11 +343,17 @@ class SessionListModel(QAbstractListModel):
             return s.updated_at or s.created_at
         if role == RUNNING_ROLE:
             return s.id in self._running
+        if role == ACTIVITY_ROLE:
+            return activity_text(self._activity.get(s.id))
         if role == Qt.ItemDataRole.ToolTipRole:
             when = dt.datetime.fromtimestamp(s.updated_at or s.created_at)
-            return f"{s.title}\nLast active {when:%Y-%m-%d %H:%M}"
+            busy = self._activity.get(s.id)
+            return f"{s.title}\nLast active {when:%Y-%m-%d %H:%M}" + (
+                f"\n{activity_tip(busy)}" if busy is not None else "")
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return s.title + (f", matches: {row.snippet}" if row.snippet else "")
+            doing = activity_text(self._activity.get(s.id))
+            return s.title + (f", {doing}" if doing else "") + (
+                f", matches: {row.snippet}" if row.snippet else "")
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

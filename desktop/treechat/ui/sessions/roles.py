@@ -10,3 +10,5 @@ SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 3
 FORKED_ROLE = Qt.ItemDataRole.UserRole + 4
 UPDATED_ROLE = Qt.ItemDataRole.UserRole + 5
 RUNNING_ROLE = Qt.ItemDataRole.UserRole + 6
+ACTIVITY_ROLE = Qt.ItemDataRole.UserRole + 7
+"""What a chat's turn is doing in words ("queued · next", "replying…"), "" when idle."""
