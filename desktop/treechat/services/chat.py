@@ -39,7 +39,7 @@ from .attachments import AttachmentService, PreparedFile
 from .chat_settings import ChatSettingsService
 from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
-from .drafts import DraftWriter, StoreRelease, store_released
+from .drafts import DraftWriter
 from .events import (
     EventSink,
     NodeAdded,
@@ -97,9 +97,6 @@ class ChatConfig:
     # "session" the session's own model, or a model id (a cheaper model of the same
     # connection, the bundled one). Each summary is made once and kept in its commit.
     summarizer: str = ""
-    # Set by a command-line turn: the store is let go of while the provider is awaited (the
-    # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
-    release_store: StoreRelease | None = None
 
 
 @dataclass
@@ -206,8 +203,7 @@ class ChatService:
             # The bytes are stored before the node that names them, and before the request.
             await self.attachments.save(prepared)
             refs = await asyncio.to_thread(self.attachments.refs, prepared)
-            user = await self._commit_user(session_id, text, attachments, refs,
-                                           [f.meta() for f in prepared])
+            user = await self._commit_user(session_id, text, attachments, refs)
             return user.id, user
 
         return await self._guarded(session_id, commit, model, api_base, on_event)
@@ -434,10 +430,7 @@ class ChatService:
     async def _commit_user(
         self, session_id: str, text: str, attachments: Sequence[Attachment],
         files: Sequence[AttachmentRef] = (),
-        details: Sequence[Mapping[str, Any]] = (),
     ) -> Node:
-        """`details` (per file, in order) add what the chat shows of each: pages, size in
-        pixels."""
         if not attachments and not files:
             return await self.sessions.append_message(session_id, text)
         now = self.clock.now()
@@ -476,7 +469,7 @@ class ChatService:
                 role="user",
                 output=text,
                 predecessor=parent,
-                metadata=_with_details(with_attachments({}, files), details),
+                metadata=with_attachments({}, files),
             )
             nodes.append(user)
             stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
@@ -711,9 +704,7 @@ class ChatService:
                 **sent_params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
             }
         try:
-            async with self._network_wait(draft), self.queue.slot(
-                session_id, endpoint.api_base, endpoint.model
-            ):
+            async with self.queue.slot(session_id, endpoint.api_base, endpoint.model):
                 result = await self.provider.stream_turn(
                     request,
                     on_event=on_stream,
@@ -832,13 +823,6 @@ class ChatService:
         )
         return _StepContinue(stored)
 
-    def _network_wait(self, draft: DraftWriter) -> contextlib.AbstractAsyncContextManager[None]:
-        """Around the provider's wait and stream: the store released when so configured."""
-        release = self.config.release_store
-        if release is None:
-            return contextlib.nullcontext()
-        return store_released(draft, release)
-
     def _tool_node(
         self, session_id: str, caller: Node, call: Any, result: ToolResult
     ) -> Node:
@@ -941,12 +925,6 @@ class ChatService:
                 window=known or llm.FALLBACK_WINDOW, max_output=4096,
                 window_estimated=known is None, choice=name,
             )
-
-    async def sees_images(self, model: str | None = None) -> bool:
-        """Whether `model` (the default when None) takes images, asked before a message with
-        images is sent so the user can choose what to do."""
-        endpoint = await self._endpoint_for_estimate(model, None)
-        return await asyncio.to_thread(llm_supports_vision, endpoint.model)
 
     async def model_endpoint(self, model: str | None = None) -> Endpoint:
         """How `model` (the default when None) would be reached, without starting anything:
@@ -1097,13 +1075,6 @@ def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
     return lambda repo: repo.append_nodes([node])
-
-
-def _with_details(metadata: dict[str, Any], details: Sequence[Mapping[str, Any]]
-                  ) -> dict[str, Any]:
-    for entry, more in zip(metadata.get("attachments") or (), details, strict=False):
-        entry.update({k: more[k] for k in ("pages", "width", "height") if k in more})
-    return metadata
 
 
 def _ignore(_: Any) -> None:

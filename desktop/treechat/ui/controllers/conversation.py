@@ -277,7 +277,5 @@ class ConversationController(QObject):
             self.new_chat()
         elif key == "cut_to_fit":
             self.turns.send_cut()
-        elif key == "send_as_file":
-            self.turns.send_as_file()
         elif key == "cancel":
             self.turns.cancel_too_long()
