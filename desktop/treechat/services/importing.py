@@ -9,6 +9,9 @@ failure leaves whole conversations only.
 Large files are read a conversation at a time (`ijson`), so memory stays bounded by the
 largest conversation, not the file; zip members are read through a cap on the bytes they
 unpack to, checked as they are read, so a zip bomb is refused before it fills memory.
+
+The files an export carries for its messages (a zip's images and uploads, text or bytes held
+inline) become real attachments before their messages are written (`import_assets`).
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ from ..core.imports import (
     parse_export,
 )
 from ..core.imports.detect import KNOWN, SAMPLE, probe_format
+from ..core.tokens import TokenCounter
 from ..store.database import Store
 from ..store.imports import WrittenConversation, hold_cache, release_cache, write_conversation
 from ..store.repository import Repository
+from .attachments import AttachmentLimits
 from .clock import SYSTEM_CLOCK, Clock
+from .import_assets import AssetCounts, ExportAssets
 from .sessions import new_id
 
 __all__ = [
@@ -94,7 +100,9 @@ class ImportSummary:
     """What an import added: new sessions, nodes and branches, and what it skipped.
 
     `kept_head` lists sessions that got new branches while their HEAD stayed where the user
-    had it; `notes` says so (and anything else worth telling) in words."""
+    had it; `notes` says so (and anything else worth telling) in words. `attachments` counts
+    the files the new messages carry that were imported as attachments, `placeholders` those
+    that stayed named placeholders (not in the export, or unreadable: `skipped` says why)."""
 
     source_format: str
     sessions: int
@@ -106,6 +114,8 @@ class ImportSummary:
     cancelled: bool = False
     kept_head: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    attachments: int = 0
+    placeholders: int = 0
 
 
 def read_export(path: Path) -> ParsedExport:
@@ -317,11 +327,23 @@ def _name_assets(part: ParsedExport, assets: dict[str, str]) -> None:
         for message in conversation.nodes:
             for att in message.metadata.get("attachments") or ():
                 ref = str(att.get("ref") or "") if isinstance(att, dict) else ""
-                member = assets.get(ref.split("://", 1)[-1]) if ref else None
+                asset = ref.split("://", 1)[-1]
+                member = assets.get(asset) if ref else None
                 if member is not None:
                     att["zip_member"] = member
-                    if att.get("name") in ("", ref.split("://", 1)[-1]):
-                        att["name"] = PurePosixPath(member).name
+                    if att.get("name") in ("", asset, ref):
+                        att["name"] = _member_file_name(member, asset)
+
+
+def _member_file_name(member: str, asset: str) -> str:
+    """A zip member's file name without the asset id ChatGPT puts in front of it
+    (`file-<id>-chart.png` is chart.png); Grok's `<id>/content` keeps the id."""
+    name = PurePosixPath(member).name
+    if name == "content":
+        return asset
+    if name.startswith(asset + "-") and len(name) > len(asset) + 1 and asset.startswith("file-"):
+        return name[len(asset) + 1:]
+    return name
 
 
 def _source_parts(
@@ -462,6 +484,8 @@ async def import_file(
     cancel: CancelFlag | None = None,
     clock: Clock = SYSTEM_CLOCK,
     make_id: Callable[[], str] = new_id,
+    counter: TokenCounter | None = None,
+    attachment_limits: AttachmentLimits | None = None,
 ) -> ImportSummary:
     """Import every conversation in `path`; each becomes a session (or tops up the session an
     earlier import of it made). Raises `ImportFileError` when the file is unusable as a
@@ -470,7 +494,11 @@ async def import_file(
 
     An import never moves the HEAD of a session the user has worked in, and never writes into
     a session it did not create: new messages for such a session become a new branch (HEAD
-    left where it was) or a new session, and `notes` says which."""
+    left where it was) or a new session, and `notes` says which.
+
+    The files the export carries for its messages are imported as attachments (`counter`
+    counts the tokens of text files, the default tokenizer when left out; `attachment_limits`
+    caps each file as the composer's attachments are capped)."""
     if progress is not None:
         progress(ImportProgress(0, 0, stage="reading"))
     read_bytes = [0, 0]
@@ -497,6 +525,11 @@ async def import_file(
     cancelled = False
     ahead: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(next_part))
     cache_limit: str | None = None
+    found = AssetCounts()
+    archive = Path(path) if await asyncio.to_thread(_is_zip, Path(path)) else None
+    assets = ExportAssets(store, archive, counter=functools.partial(_counter, counter),
+                          now=clock.now, limits=attachment_limits,
+                          max_total_bytes=MAX_EXPORT_BYTES)
     try:
         cache_limit = await store.run(hold_cache)
         while not cancelled:
@@ -521,10 +554,13 @@ async def import_file(
                 known += len(part.conversations)
                 if progress is not None:
                     progress(ImportProgress(done, known))
-            for conversation in part.conversations:
+            for read in part.conversations:
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
+                conversation, unread, counts = await assets.bring_in(read)
+                skipped.extend(unread)
+                found.add(counts)
                 if conversation.files:  # the bytes before the nodes that name them
                     await store.run(functools.partial(
                         _put_files, files=conversation.files, now=clock.now()))
@@ -555,6 +591,7 @@ async def import_file(
         with contextlib.suppress(Exception):  # only its cleanup matters now
             await ahead
         await asyncio.to_thread(parts.close)
+        await asyncio.to_thread(assets.close)
         if cache_limit is not None:
             previous = cache_limit
             await store.run(lambda repo: release_cache(repo, previous))
@@ -568,8 +605,38 @@ async def import_file(
         conversations=conversations,
         cancelled=cancelled,
         kept_head=tuple(kept),
-        notes=tuple(notes),
+        notes=(*notes, *_attachment_notes(found, archive is not None)),
+        attachments=found.imported,
+        placeholders=found.placeholders,
     )
+
+
+def _is_zip(path: Path) -> bool:
+    try:
+        return path.is_file() and zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def _counter(given: TokenCounter | None) -> TokenCounter:
+    if given is not None:
+        return given
+    from ..providers.tokenizer import CachedTiktokenCounter
+
+    return CachedTiktokenCounter()
+
+
+def _attachment_notes(found: AssetCounts, zipped: bool) -> tuple[str, ...]:
+    out: list[str] = []
+    if found.imported:
+        out.append(f"Images and files imported as attachments: {found.imported:,}.")
+    if found.placeholders:
+        why = ("the export does not carry them, or they could not be read" if zipped else
+               "this file does not carry them; importing the export's zip brings in those "
+               "it holds")
+        out.append(f"Images and files kept as named placeholders: {found.placeholders:,} "
+                   f"({why}).")
+    return tuple(out)
 
 
 async def export_session(

@@ -70,6 +70,18 @@ def message_key(fmt: str, conversation_id: str, message_id: str) -> str:
     return json.dumps([fmt, conversation_id, message_id], ensure_ascii=False)
 
 
+def imported_messages(repo: Repository, fmt: str, conversation_id: str) -> set[str]:
+    """The ids (in the file) of a conversation's messages an earlier import wrote and the
+    store still holds: what `write_conversation` will not write again."""
+    prefix = conversation_key(fmt or "import", conversation_id)[:-1] + ", "
+    rows = repo.con.execute(
+        "SELECT s.source_key FROM import_sources s JOIN nodes n ON n.id = s.node_id "
+        "WHERE starts_with(s.source_key, ?)",
+        [prefix],
+    ).fetchall()
+    return {str(json.loads(r[0])[2]) for r in rows}
+
+
 def write_conversation(
     repo: Repository,
     conv: ImportedConversation,

@@ -603,14 +603,15 @@ async def test_a_placeholder_names_the_image_the_zip_carries(
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(DATA / "chatgpt-reasoning-tools.json", "conversations.json")
-        zf.writestr("file-PLOT123-sine.png", b"\x89PNG\r\n")
+        zf.writestr("file-PLOT123-sine.png", b"\x89PNG\r\n")  # only a PNG's signature
     summary = await import_file(store, archive)
     nodes = store.call(lambda r, s=summary.session_ids[0]: r.session_nodes(s))
     (question,) = [n for n in nodes if n.metadata["imported_from"]["id"] == "u1"]
     (image,) = question.metadata["attachments"]
-    assert (image["zip_member"], image["name"]) == ("file-PLOT123-sine.png",
-                                                    "file-PLOT123-sine.png")
-    assert image["placeholder"] is True  # the bytes wait for attachments
+    # named by the file the zip holds (without ChatGPT's asset id in front), and kept a
+    # placeholder because those bytes are no image (see test_import_assets for real ones)
+    assert (image["zip_member"], image["name"]) == ("file-PLOT123-sine.png", "sine.png")
+    assert image["placeholder"] is True and "not a readable image" in image["unreadable"]
 
 
 @pytest.mark.asyncio

@@ -58,10 +58,11 @@ def imported_from(fmt: str, source_id: str) -> dict[str, Any]:
 
 
 # --- attachments ----------------------------------------------------------------------------
-# Treechat has no attachments of its own yet. A file or image an export mentions is kept as a
-# placeholder in `metadata["attachments"]`: what it is called and where the source app kept it
-# (`ref`), marked `"placeholder": True` so a later attachments feature can find and upgrade it,
-# and named in the message's text so the reader (and the model) see that it was there.
+# A file or image an export mentions is first a placeholder in `metadata["attachments"]`: what
+# it is called and where the source app kept it (`ref`), marked `"placeholder": True`, and named
+# in the message's text so the reader (and the model) see that it was there. When the export
+# carries the file (a member of its zip, text the app extracted from it, bytes inline), the
+# importer turns the placeholder into a real attachment; otherwise it stays as it is.
 
 
 def attachment(
@@ -72,9 +73,11 @@ def attachment(
     mime_type: str = "",
     size_bytes: int | None = None,
     text: str = "",
+    data: str = "",
     source: Any = None,
 ) -> dict[str, Any]:
-    """A placeholder for a file or image an imported message carried."""
+    """A placeholder for a file or image an imported message carried; `data` is its bytes
+    when the export holds them inline (base64), taken out when the file is imported."""
     out: dict[str, Any] = {"placeholder": True, "kind": kind, "name": name or ref or kind}
     if ref:
         out["ref"] = ref
@@ -84,6 +87,8 @@ def attachment(
         out["size_bytes"] = size_bytes
     if text:
         out["text"] = text  # what the source app extracted from the file, kept whole
+    if data:
+        out["data"] = data
     if source is not None:
         out["source"] = source
     return out

@@ -83,6 +83,8 @@ def _turns(chunks: list[Any]) -> list[dict[str, Any]]:
                 turn["attachments"].append(attachment(
                     str(media.get("name") or ref or key), kind=kind, ref=ref,
                     mime_type=str(media.get("mimeType") or ""),
+                    data=str(media.get("data") or "") if isinstance(media.get("data"), str)
+                    else "",
                     source={k: v for k, v in media.items() if k != "data"},
                 ))
         if isinstance(chunk.get("tokenCount"), int):

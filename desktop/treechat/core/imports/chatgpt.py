@@ -1,8 +1,8 @@
 """ChatGPT data export (`conversations.json`, or today's `conversations-NNN.json` files): each
 conversation's `mapping` tree, every branch kept, HEAD at `current_node`, tool traffic (code,
 browsing, `web.run`, canvas) paired to the call that caused it, the model's `thoughts` and
-`reasoning_recap` folded into the reply they led to as its reasoning, images and files kept as
-named placeholders."""
+`reasoning_recap` folded into the reply they led to as its reasoning, images and files named
+by placeholders (which the importer fills with the file when the export's zip carries it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Claude.ai data export (`conversations.json` with `chat_messages`): branches from
 `parent_message_uuid` when the export has it, otherwise the messages in time order; content
 blocks become text, reasoning (`thinking`) and tool nodes (`tool_use` / `tool_result`), and
-attachments and files become named placeholders."""
+attachments and files become named placeholders (an attachment whose text the export holds
+is imported as a text file)."""
 
 from __future__ import annotations
 
