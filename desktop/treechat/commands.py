@@ -135,6 +135,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                     "sessions": summary.sessions,
                     "nodes": summary.nodes,
                     "branches": summary.branches,
+                    "attachments": summary.attachments,
+                    "placeholders": summary.placeholders,
                     "session_ids": list(summary.session_ids),
                     "kept_head": list(summary.kept_head),
                     "notes": list(summary.notes),

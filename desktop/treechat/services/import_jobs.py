@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.tokens import TokenCounter
 from ..store.database import Store
 from ..store.repository import Repository
 from .bootstrap import Services
@@ -14,18 +15,21 @@ from .importing import CancelFlag, ImportProgress, ImportSummary, import_file
 
 
 class ImportJobs:
-    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK,
+                 counter: TokenCounter | None = None) -> None:
         self._store = store
         self._clock = clock
+        self._counter = counter
 
     @classmethod
     def of(cls, services: Services) -> ImportJobs:
-        return cls(services.store, services.clock)
+        return cls(services.store, services.clock, services.engine.counter)
 
     async def run(self, path: Path | str, *, progress: Callable[[ImportProgress], None],
                   cancel: CancelFlag) -> ImportSummary:
+        """Import `path`; the files it carries are counted with the engine's tokenizer."""
         return await import_file(self._store, path, progress=progress, cancel=cancel,
-                                 clock=self._clock)
+                                 clock=self._clock, counter=self._counter)
 
     async def titles(self, session_ids: tuple[str, ...]) -> dict[str, str]:
         """The titles of `session_ids` as the chat list shows them (a missing one is left out)."""

@@ -105,9 +105,7 @@ async def test_a_repeated_import_and_a_second_conversation_store_the_image_once(
     assert (first.sessions, first.attachments) == (3, 2)
     # the upload the zip does not carry stays a placeholder, counted as one
     assert first.placeholders == 1
-    shas = {r.sha256 for s in store.call(lambda r: r.list_sessions())
-            for n in store.call(lambda r, i=s.id: r.session_nodes(i))
-            for r in node_attachments(n.metadata)}
+    shas = {r.sha256 for n in by_source(store).values() for r in node_attachments(n.metadata)}
     assert shas == {sha(PLOT)}
     assert store.call(lambda r: r.attachment_count()) == 1
     before = store.call(lambda r: r.node_count())
@@ -265,3 +263,17 @@ async def test_an_imported_image_reaches_a_vision_model_on_the_wire(
             for b in m["content"] if b.get("type") == "image_url"]
     assert urls == ["data:image/png;base64," + base64.b64encode(PLOT).decode()]
     assert "Image: sine.png" in json.dumps(body["messages"])
+
+
+def test_the_cli_counts_attachments_and_placeholders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from treechat import cli
+
+    archive = chatgpt_zip(tmp_path / "export.zip", {"file-PLOT123-sine.png": PLOT})
+    data_dir = str(tmp_path / "data")
+    assert cli.main(["--data-dir", data_dir, "import", str(archive), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["attachments"], out["placeholders"]) == (1, 1)
+    assert cli.main(["--data-dir", data_dir, "import", str(archive)]) == 0
+    assert "Nothing new" in capsys.readouterr().out
