@@ -98,7 +98,7 @@ def cmd_send(args: argparse.Namespace) -> int:
             flush=True,
         )
         code = _reply(store, data_dir, args, session_id, user_id, text)
-        if code != 130:
+        if code != 130 and not store.released:
             _daily_backup(store)
         return code
     finally:
@@ -166,10 +166,16 @@ def _reply(
     text: str,
 ) -> int:
     from .services.bootstrap import build_services
+    from .services.drafts import ReplyKeptError, StoreRelease
     from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     # A detected server is addressable (`ollama/llama3.2:3b`): it is probed when asked for.
     services = build_services(data_dir, store=store)
+    # The store is let go of while the provider is awaited: another `treechat` command or the
+    # window can open it meanwhile; the reply so far is journaled beside it.
+    services.chat.config.release_store = StoreRelease(
+        notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
+    )
     if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
         from .commands_mcp import terminal_approver
 
@@ -199,12 +205,18 @@ def _reply(
         finally:
             await services.close()
 
+    kept: ReplyKeptError | None = None
     try:
         asyncio.run(run())
     except (KeyboardInterrupt, asyncio.CancelledError):
         stopped_by.append("Ctrl+C")
+    except ReplyKeptError as exc:
+        kept = exc
     sys.stdout.write("\n")
     sys.stdout.flush()
+    if kept is not None:
+        print(f"treechat: {kept}", file=sys.stderr)
+        return 1
     if stopped_by:
         print(
             f"treechat: stopped by {stopped_by[0]}; the message and the reply so far are kept "

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,67 @@ def test_send_arguments_are_checked(tmp_path: Path, args: list[str]) -> None:
     assert "SESSION" in out.stderr and "--new" in out.stderr
     assert out.stdout == ""
     assert json.loads(treechat(tmp_path, "sessions", "--json").stdout) == []
+
+
+def test_send_lets_go_of_the_store_while_the_provider_is_silent(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    """While `send` waits for a provider that does not answer, other commands open the store;
+    a store held elsewhere when the reply is ready is waited for, with a clear line, and the
+    reply lands whole."""
+    answer = threading.Event()
+    loopback.queue(Reply(text="Late, but whole.", hold=answer))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-test-1"}
+    env.pop("TREECHAT_DATA_DIR", None)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(tmp_path), "send", "--new",
+         "are you there?", "--model", "openai/gpt-4o-mini", "--api-base", loopback.openai_base],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    said: list[str] = []
+    waiting = threading.Event()
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            said.append(line)
+            if "waiting up to" in line:
+                waiting.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        loopback.wait_for_requests(1, timeout=120)
+        # The request is out and unanswered: the store is free for another command.
+        (session,) = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
+        assert session["title"] == "are you there?" and session["nodes"] == 1
+        # Held by this process when the answer comes: send waits for it and says so.
+        holder = Store.open(default_store_path(tmp_path))
+        try:
+            answer.set()
+            assert waiting.wait(timeout=60), "".join(said)
+        finally:
+            holder.close()
+        assert child.stdout is not None
+        out = child.stdout.read()
+        assert child.wait(timeout=120) == 0, "".join(said)
+    finally:
+        answer.set()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        reader.join(timeout=10)
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert out.strip() == "Late, but whole."
+    assert f"in use by process {os.getpid()}" in "".join(said)
+    store = Store.open(default_store_path(tmp_path))
+    try:
+        nodes = store.call(lambda r: r.session_nodes(session["id"]))
+        assert store.call(lambda r: r.drafts()) == ()
+    finally:
+        store.close()
+    reply = next(n for n in nodes if n.role == "assistant")
+    assert reply.text == "Late, but whole." and not reply.interrupted
+    assert [n.role for n in nodes] == ["user", "assistant"]

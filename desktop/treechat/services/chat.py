@@ -39,7 +39,7 @@ from .attachments import AttachmentService, PreparedFile
 from .chat_settings import ChatSettingsService
 from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
-from .drafts import DraftWriter
+from .drafts import DraftWriter, StoreRelease, store_released
 from .events import (
     EventSink,
     NodeAdded,
@@ -97,6 +97,9 @@ class ChatConfig:
     # "session" the session's own model, or a model id (a cheaper model of the same
     # connection, the bundled one). Each summary is made once and kept in its commit.
     summarizer: str = ""
+    # Set by a command-line turn: the store is let go of while the provider is awaited (the
+    # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
+    release_store: StoreRelease | None = None
 
 
 @dataclass
@@ -704,7 +707,9 @@ class ChatService:
                 **sent_params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
             }
         try:
-            async with self.queue.slot(session_id, endpoint.api_base, endpoint.model):
+            async with self._network_wait(draft), self.queue.slot(
+                session_id, endpoint.api_base, endpoint.model
+            ):
                 result = await self.provider.stream_turn(
                     request,
                     on_event=on_stream,
@@ -822,6 +827,13 @@ class ChatService:
             )
         )
         return _StepContinue(stored)
+
+    def _network_wait(self, draft: DraftWriter) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around the provider's wait and stream: the store released when so configured."""
+        release = self.config.release_store
+        if release is None:
+            return contextlib.nullcontext()
+        return store_released(draft, release)
 
     def _tool_node(
         self, session_id: str, caller: Node, call: Any, result: ToolResult

@@ -53,7 +53,11 @@ class StoreCorruptError(StoreError):
 
 
 class StoreLockedError(StoreError):
-    pass
+    """Another process holds the file; `holder` names it ("process 1234")."""
+
+    def __init__(self, message: str, holder: str = "another process") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class StoreDamagedError(StoreCorruptError):
@@ -172,7 +176,8 @@ def _classify_open_error(path: Path, exc: Exception) -> StoreError:
         return StoreLockedError(
             f"The conversation store {path} is in use by {holder}. "
             "Close the other Treechat window (or wait for the other command to finish) "
-            "and try again."
+            "and try again.",
+            holder,
         )
     return StoreCorruptError(
         f"The conversation store {path} could not be opened and was left untouched: {text}"
@@ -191,16 +196,35 @@ class Store:
         verified: IntegrityReport | None = None,
     ) -> None:
         self.path = path
-        self._con = con
-        self._gate = _WriteGate(path)
-        self.read_only = damage is not None
+        self._closed = False
+        self._lock = threading.Lock()
+        # Set while the file is open; cleared while it is released (`release`): work handed
+        # in meanwhile waits on the worker until `reopen` has the file again.
+        self._available = threading.Event()
+        self._checker: threading.Thread | None = None
+        self._check_cursor: duckdb.DuckDBPyConnection | None = None
+        self._check_stopped = False
+        self._identity: tuple[int, int] | None = None
+        self._install(con, damage, verified)
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="treechat-store"
+        )
+
+    def _install(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        damage: IntegrityReport | None,
+        verified: IntegrityReport | None,
+    ) -> None:
+        """Take `con` as the worker's connection, behind a write gate of its own."""
+        path = self.path
+        gate = _WriteGate(path)
         if damage is not None:
-            self._gate.settle(damage)
+            gate.settle(damage)
         elif verified is not None:
-            self._gate.settle(verified)
+            gate.settle(verified)
         try:
-            gated = cast(duckdb.DuckDBPyConnection, _GatedConnection(con, self._gate))
-            self._repo = Repository(gated)
+            repo = Repository(cast(duckdb.DuckDBPyConnection, _GatedConnection(con, gate)))
         except duckdb.Error as exc:
             con.close()
             if integrity.is_damage(exc):
@@ -208,16 +232,14 @@ class Store:
                     damaged_message(path, f"its messages cannot be read ({exc})")
                 ) from None
             raise
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="treechat-store"
-        )
-        self._closed = False
-        self._lock = threading.Lock()
+        self._con, self._gate, self._repo = con, gate, repo
+        self.read_only = damage is not None
+        self._identity = _file_identity(path)
         with _open_here_lock:
             _open_here.add(path.resolve())
-        self._checker: threading.Thread | None = None
-        self._check_cursor: duckdb.DuckDBPyConnection | None = None
-        if not self._gate.settled:
+        self._check_stopped = False
+        self._available.set()
+        if not gate.settled:
             self._start_check()
 
     # --- integrity ---------------------------------------------------------------------
@@ -234,19 +256,19 @@ class Store:
 
     def _start_check(self) -> None:
         self._check_cursor = self._con.cursor()
-        cursor = self._check_cursor
+        cursor, gate = self._check_cursor, self._gate
 
         def run() -> None:
             try:
                 report = integrity.full_check(cursor, self.path)
             except Exception as exc:  # DuckDB itself failed
                 report = IntegrityReport(self.path, problem=f"it could not be checked ({exc})")
-            if self._closed:  # interrupted by close(): nothing was learnt, nothing waits
-                self._gate.settle(IntegrityReport(self.path))
+            if self._check_stopped:  # interrupted (close, release): nothing learnt, none waits
+                gate.settle(IntegrityReport(self.path))
                 return
             if not report.ok:
                 log.error("store %s failed its integrity check: %s", self.path, report.problem)
-            self._gate.settle(report)
+            gate.settle(report)
 
         self._checker = threading.Thread(target=run, name="treechat-store-check", daemon=True)
         self._checker.start()
@@ -264,68 +286,56 @@ class Store:
         writes wait for it.
         """
         path = Path(path)
-        make_private_dir(path.parent)
-        existed = path.exists()
-        if existed:
-            _check_header(path)
-            quick = _probe(path)
-            if not quick.ok:
-                log.error("store %s failed its integrity check: %s", path, quick.problem)
-                return cls._open_damaged(path, quick)
-        try:
-            con = duckdb.connect(str(path))
-        except duckdb.Error as exc:
-            raise _classify_open_error(path, exc) from None
-        make_private_file(path)
-        verified: IntegrityReport | None = None
-        try:
-            _tune(con)
-            version = _schema_version(con) if existed else 0
-            if version > SCHEMA_VERSION:
-                raise StoreTooNewError(
-                    f"The conversation store {path} was written by a newer Treechat "
-                    f"(schema {version}; this build knows {SCHEMA_VERSION}). "
-                    "It was not changed. Update Treechat to open it."
-                )
-            if existed and version == 0 and not _is_empty(con):
-                raise StoreCorruptError(
-                    f"The file {path} is a DuckDB database but not a Treechat store "
-                    "(no schema_version table). It was left untouched."
-                )
-            if existed and version < SCHEMA_VERSION:
-                # A migration rewrites the file: check all of it, and keep a copy, first.
-                verified = integrity.full_check(con, path)
-                if not verified.ok:
-                    con.close()
-                    log.error("store %s failed its integrity check: %s", path, verified.problem)
-                    return cls._open_damaged(path, verified)
-                from .backup import create_backup
+        con, damage, verified = _connect(path)
+        return cls(path, con, damage=damage, verified=verified)
 
-                create_backup(con, path, reason=f"before-migration-{version}-to-{SCHEMA_VERSION}")
-            _migrate(con, version)
-            if not existed:
-                verified = IntegrityReport(path, complete=True)
-        except StoreError:
-            con.close()
+    # --- letting go of the file for a while --------------------------------------------
+
+    @property
+    def released(self) -> bool:
+        """Whether the file is let go of (`release`) and not opened again yet."""
+        return not self._available.is_set() and not self._closed
+
+    def release(self) -> None:
+        """Close the DuckDB file, and with it its lock, keeping this object: another process
+        (a `treechat` command, the window) can open the store meanwhile. Work queued before
+        runs first; work handed in afterwards waits on the worker until `reopen`. Blocks."""
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+        self.submit(self._let_go).result()
+
+    def _let_go(self, repo: Repository) -> None:
+        self._stop_check()
+        self._available.clear()
+        repo.close()
+        with _open_here_lock:
+            _open_here.discard(self.path.resolve())
+
+    def reopen(self) -> None:
+        """Open the file again after `release`, with every check of `open`: a file replaced
+        meanwhile (a restored backup) is read as it is now, migrated if it is older. Raises a
+        `StoreError` (`StoreLockedError` while another process holds it) and stays released.
+        The same file as before keeps its integrity verdict; another one is checked again."""
+        if not self.released:
+            return
+        same_file = self._identity is not None and self._identity == _file_identity(self.path)
+        earlier = self._gate.report if same_file else None
+        con, damage, verified = _connect(self.path)
+        if damage is None and verified is None and earlier is not None:
+            damage, verified = (None, earlier) if earlier.ok else (earlier, None)
+        try:
+            self._install(con, damage, verified)
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):
+                con.close()
             raise
-        except duckdb.Error as exc:
-            con.close()
-            raise StoreCorruptError(
-                f"The conversation store {path} is damaged and was left untouched: {exc}"
-            ) from None
-        return cls(path, con, verified=verified)
 
-    @classmethod
-    def _open_damaged(cls, path: Path, report: IntegrityReport) -> Store:
-        """The damaged file, read-only at DuckDB's level too: nothing can write to it."""
-        try:
-            con = duckdb.connect(str(path), read_only=True)
-        except duckdb.Error as exc:
-            if isinstance(_classify_open_error(path, exc), StoreLockedError):
-                raise _classify_open_error(path, exc) from None
-            raise StoreDamagedError(damaged_message(path, report.problem)) from None
-        _tune(con)
-        return cls(path, con, damage=report)
+    async def arelease(self) -> None:
+        await asyncio.to_thread(self.release)
+
+    async def areopen(self) -> None:
+        await asyncio.to_thread(self.reopen)
 
     # --- running work on the worker --------------------------------------------------
 
@@ -337,7 +347,10 @@ class Store:
 
     def _guarded(self, fn: Callable[[Repository], T]) -> T:
         """Run `fn`; a read that runs into a damaged block becomes a `StoreDamagedError` that
-        says what to do, not a DuckDB traceback."""
+        says what to do, not a DuckDB traceback. While the file is released, waits for it."""
+        self._available.wait()
+        if self._closed:
+            raise StoreError("the store is closed")
         try:
             return fn(self._repo)
         except duckdb.Error as exc:
@@ -362,6 +375,17 @@ class Store:
             if self._closed:
                 return
             self._closed = True
+        if self._available.is_set():
+            self._stop_check()
+            self._executor.submit(self._repo.close).result()
+        self._available.set()  # work that waits for a released file ends as "closed"
+        self._executor.shutdown(wait=True)
+        with _open_here_lock:
+            _open_here.discard(self.path.resolve())
+
+    def _stop_check(self) -> None:
+        """End the integrity check's reading (interrupted if it still runs) and its cursor."""
+        self._check_stopped = True
         checker, cursor = self._checker, self._check_cursor
         if checker is not None and cursor is not None:
             if checker.is_alive():
@@ -370,10 +394,7 @@ class Store:
             checker.join()
             with contextlib.suppress(duckdb.Error):
                 cursor.close()
-        self._executor.submit(self._repo.close).result()
-        self._executor.shutdown(wait=True)
-        with _open_here_lock:
-            _open_here.discard(self.path.resolve())
+        self._checker = self._check_cursor = None
 
     # --- backups -----------------------------------------------------------------------
 
@@ -411,6 +432,87 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """The file's device and inode: a restored backup put in its place is another file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _connect(
+    path: Path,
+) -> tuple[duckdb.DuckDBPyConnection, IntegrityReport | None, IntegrityReport | None]:
+    """Open the file for the worker: (connection, damage, verified). A newer, corrupt or
+    locked file raises a `StoreError`; a damaged one opens read-only with its damage."""
+    path = Path(path)
+    make_private_dir(path.parent)
+    existed = path.exists()
+    if existed:
+        _check_header(path)
+        quick = _probe(path)
+        if not quick.ok:
+            log.error("store %s failed its integrity check: %s", path, quick.problem)
+            return _open_damaged(path, quick)
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise _classify_open_error(path, exc) from None
+    make_private_file(path)
+    verified: IntegrityReport | None = None
+    try:
+        _tune(con)
+        version = _schema_version(con) if existed else 0
+        if version > SCHEMA_VERSION:
+            raise StoreTooNewError(
+                f"The conversation store {path} was written by a newer Treechat "
+                f"(schema {version}; this build knows {SCHEMA_VERSION}). "
+                "It was not changed. Update Treechat to open it."
+            )
+        if existed and version == 0 and not _is_empty(con):
+            raise StoreCorruptError(
+                f"The file {path} is a DuckDB database but not a Treechat store "
+                "(no schema_version table). It was left untouched."
+            )
+        if existed and version < SCHEMA_VERSION:
+            # A migration rewrites the file: check all of it, and keep a copy, first.
+            verified = integrity.full_check(con, path)
+            if not verified.ok:
+                con.close()
+                log.error("store %s failed its integrity check: %s", path, verified.problem)
+                return _open_damaged(path, verified)
+            from .backup import create_backup
+
+            create_backup(con, path, reason=f"before-migration-{version}-to-{SCHEMA_VERSION}")
+        _migrate(con, version)
+        if not existed:
+            verified = IntegrityReport(path, complete=True)
+    except StoreError:
+        con.close()
+        raise
+    except duckdb.Error as exc:
+        con.close()
+        raise StoreCorruptError(
+            f"The conversation store {path} is damaged and was left untouched: {exc}"
+        ) from None
+    return con, None, verified
+
+
+def _open_damaged(
+    path: Path, report: IntegrityReport
+) -> tuple[duckdb.DuckDBPyConnection, IntegrityReport | None, IntegrityReport | None]:
+    """The damaged file, read-only at DuckDB's level too: nothing can write to it."""
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        if isinstance(_classify_open_error(path, exc), StoreLockedError):
+            raise _classify_open_error(path, exc) from None
+        raise StoreDamagedError(damaged_message(path, report.problem)) from None
+    _tune(con)
+    return con, report, None
 
 
 _DUCKDB_MAGIC = b"DUCK"

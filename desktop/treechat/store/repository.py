@@ -7,7 +7,7 @@ Nodes are append-only: there is no UPDATE of a node, and DELETE only in an expli
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -478,11 +478,16 @@ class Repository:
             self.set_head(session_id, head, now)
         return stored
 
-    def recover_drafts(self, new_id: Callable[[], str], now: float) -> tuple[Node, ...]:
+    def recover_drafts(
+        self, new_id: Callable[[], str], now: float, keep: Collection[str] = ()
+    ) -> tuple[Node, ...]:
         """After a crash: each leftover draft becomes an assistant node marked interrupted;
-        HEAD follows it when HEAD was still at the draft's parent."""
+        HEAD follows it when HEAD was still at the draft's parent. Drafts named in `keep`
+        (replies another live process is still writing) are left as they are."""
         recovered: list[Node] = []
         for draft in self.drafts():
+            if draft.id in keep:
+                continue
             node = Node(
                 id=new_id(),
                 seq=0,

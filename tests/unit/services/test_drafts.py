@@ -3,6 +3,9 @@ and a crash leaves what was flushed: on a real DuckDB file, with a clock the tes
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,7 +13,13 @@ import pytest
 import pytest_asyncio
 from tests.support.clock import FakeClock
 
-from treechat.services.drafts import DraftWriter
+from treechat.services.drafts import (
+    DraftWriter,
+    ReplyJournal,
+    ReplyKeptError,
+    StoreRelease,
+    store_released,
+)
 from treechat.services.recovery import recover_drafts
 from treechat.services.sessions import SessionService
 from treechat.store.database import Store
@@ -105,3 +114,86 @@ async def test_streamed_reasoning_survives_a_crash_apart_from_the_answer(store: 
     (reply,) = recover_drafts(store, clock=clock, make_id=lambda: "recovered")
     assert reply.output == "The answer is" and reply.interrupted
     assert reasoning_of(reply) == "First, the units. Then the sum."
+
+
+# --- a turn that lets go of the store while the provider is awaited ----------------------
+
+HOLD_STORE = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from treechat.store.database import Store\n"
+    "store = Store.open(Path(sys.argv[1]))\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+    "store.close()\n"
+)
+
+
+def other_process_lists_sessions(path: Path) -> int:
+    """Open the store in another process (as `treechat sessions` would) and count sessions."""
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom treechat.store.database import Store\n"
+        "with Store.open(Path(sys.argv[1])) as s:\n"
+        "    print(len(s.call(lambda r: r.list_sessions())))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+@pytest.mark.asyncio
+async def test_released_store_opens_elsewhere_and_the_draft_comes_back_whole(
+    store: Store,
+) -> None:
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    draft.add("before ")
+    journal = ReplyJournal(store.path, draft.draft_id)
+    async with store_released(draft, StoreRelease()):
+        let_go = store.released
+        assert let_go
+        assert await asyncio.to_thread(other_process_lists_sessions, store.path) == 1
+        clock.advance(2)
+        draft.add("while released")
+        await draft.settle()
+        journaled = journal.read()
+        assert journaled is not None and journaled.text == "before while released"
+    assert not store.released
+    assert stored_text(store) == "before while released"
+    assert not journal.path.exists() and not journal.lock_path.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_store_held_too_long_keeps_the_reply_for_the_next_open(store: Store) -> None:
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    heard: list[str] = []
+    holder: subprocess.Popen[str] | None = None
+    with pytest.raises(ReplyKeptError) as kept:
+        async with store_released(draft, StoreRelease(notify=heard.append, wait_s=0.6)):
+            draft.add("the whole answer")
+            holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(store.path)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert holder.stdout is not None
+            assert await asyncio.to_thread(holder.stdout.readline) == "held\n"
+    assert holder is not None and holder.stdin is not None and holder.stdout is not None
+    assert heard and f"in use by process {holder.pid}" in heard[0]
+    assert "the reply (16 characters)" in str(kept.value)
+    assert "treechat sessions" in str(kept.value)
+    assert kept.value.journal.exists()
+    holder.stdin.close()
+    holder.wait(timeout=60)
+    holder.stdout.close()
+    store.close()
+
+    again = Store.open(store.path)
+    try:
+        (reply,) = recover_drafts(again, clock=clock, make_id=lambda: "r1")
+        assert reply.output == "the whole answer" and reply.interrupted
+        assert again.call(lambda r: r.drafts()) == ()
+        assert not kept.value.journal.exists()
+    finally:
+        again.close()

@@ -4,6 +4,8 @@ replies that were streaming when the process died come back as interrupted repli
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from tests.support.clock import FakeClock
 
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
+from treechat.services.drafts import ReplyJournal
 from treechat.services.recovery import open_and_recover, recover_drafts
 from treechat.store.database import Store, StoreCorruptError
 from treechat.store.repository import Draft
@@ -71,3 +74,51 @@ def test_open_and_recover_hands_back_an_open_store_with_nothing_left_over(
         assert session is not None and (session.head, session.updated_at) == ("rec", clock.now())
     finally:
         reopened.close()
+
+
+HOLD_JOURNAL = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from treechat.services.drafts import ReplyJournal\n"
+    "journal = ReplyJournal(Path(sys.argv[1]), sys.argv[2])\n"
+    "assert journal.claim()\n"
+    "print('claimed', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def test_a_reply_another_process_is_writing_is_left_alone_until_it_dies(
+    tmp_path: Path,
+) -> None:
+    """A command streaming with the store released: its draft row and journal are not
+    recovered by whoever opens the store meanwhile; once it is gone, the journal's text is."""
+    path = tmp_path / "t.duckdb"
+    store = Store.open(path)
+    store.call(lambda r: r.create_session(Session("s1", "Chat", None, "m", 1.0)))
+    store.call(lambda r: r.apply_change("s1", Change((user("u1"),), "u1"), 1.0))
+    store.call(lambda r: r.write_draft(Draft("d1", "s1", "u1", "m", "early", 2.0, 2.0, {})))
+    ReplyJournal(path, "d1").write(Draft("d1", "s1", "u1", "m", "early and later", 2.0, 5.0, {}))
+    # A journal of a session this store does not hold (a backup restored meanwhile): kept.
+    stray = ReplyJournal(path, "d9")
+    stray.write(Draft("d9", "gone", None, "m", "elsewhere", 2.0, 5.0, {}))
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_JOURNAL, str(path), "d1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "claimed\n"
+        assert recover_drafts(store, clock=FakeClock()) == ()
+        assert [d.text for d in store.call(lambda r: r.drafts())] == ["early"]
+    finally:
+        assert writer.stdin is not None and writer.stdout is not None
+        writer.stdin.close()
+        writer.wait(timeout=60)
+        writer.stdout.close()
+    try:
+        (reply,) = recover_drafts(store, clock=FakeClock(), make_id=lambda: "r1")
+        assert (reply.output, reply.predecessor, reply.interrupted) == (
+            "early and later", "u1", True)
+        assert store.call(lambda r: r.drafts()) == ()
+        assert not ReplyJournal(path, "d1").path.exists()
+        assert stray.path.exists()
+        assert recover_drafts(store, clock=FakeClock()) == ()  # nothing twice
+    finally:
+        store.close()
