@@ -475,9 +475,10 @@ def test_branch_pin_and_the_context_menu(
     menu.deleteLater()
 
 
-def test_double_click_opens_the_text_for_selecting(
+def test_ctrl_shift_c_opens_the_text_in_a_reader(
     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView
 ) -> None:
+    # (selecting in place, double click included, is in test_selection.py)
     chat.set_view(load(runner, service, sample.session))
     rect = chat.row_rect(sample.final)
     layout = chat.delegate.layout(chat.model.rows[chat.model.index_of(sample.final)])
@@ -486,8 +487,9 @@ def test_double_click_opens_the_text_for_selecting(
     QTest.mouseClick(chat.list.viewport(), Qt.MouseButton.LeftButton,
                      Qt.KeyboardModifier.NoModifier, point)  # a plain click does nothing
     assert chat._reader is None
-    QTest.mouseDClick(chat.list.viewport(), Qt.MouseButton.LeftButton,
-                      Qt.KeyboardModifier.NoModifier, point)
+    focus_row(chat, sample.final)
+    QTest.keyClick(chat.list, Qt.Key.Key_C,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     reader = chat._reader
     assert reader is not None and reader.isVisible()
     assert "Your loader reads the whole file" in reader.browser.toPlainText()

@@ -218,6 +218,7 @@ class ChatDelegate(QStyledItemDelegate):
             return
         viewport = self._view.viewport()
         viewport.setCursor(Qt.CursorShape.PointingHandCursor if self.interaction.hover else
+                           Qt.CursorShape.IBeamCursor if self.interaction.over_text else
                            Qt.CursorShape.ArrowCursor)
         viewport.update()
 

@@ -1,6 +1,6 @@
 """What is under the pointer on a chat row (a button, a code block's copy button, a link) and
 whether it can be used right now: the interaction state the delegate and the painter share
-(hover, keyboard focus, a turn running, copied marks, a rate limit's wait)."""
+(hover, keyboard focus, a turn running, copied marks, a rate limit's wait, selected text)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF
 
 from .model import ChatRow, RowKind
 from .row_layout import Button, RowLayout
+from .selection import TextSelection
 
 BUSY_LOCKED = ("edit", "retry")
 READABLE = (RowKind.USER, RowKind.ASSISTANT, RowKind.STREAM, RowKind.TOOL, RowKind.SYSTEM)
@@ -55,7 +56,17 @@ class RowInteraction:
         self.hover_row: str | None = None
         self.keyboard_focus = False  # the focus ring shows once the keyboard is used
         self.pressed: tuple[str, str] | None = None
+        self.selection: TextSelection | None = None  # selected text (see selection.py)
+        self.over_text = False  # the pointer is over selectable text: the I-beam shows
         self._copied: dict[tuple[str, str], float] = {}
+
+    def selected_span(self, key: str, part: str) -> tuple[int, int] | None:
+        """The characters selected in part `part` of row `key`, if any."""
+        selection = self.selection
+        if selection is None or selection.empty or (selection.key, selection.part) != (
+                key, part):
+            return None
+        return selection.span
 
     def set_hover(self, row_key: str | None, action: str = "") -> bool:
         """Hover `action` of row `row_key`; False when that was already so."""

@@ -53,18 +53,21 @@ class RowPainter:
         path = QPainterPath()
         path.addRoundedRect(layout.bubble, BUBBLE_RADIUS, BUBBLE_RADIUS)
         p.fillPath(path, c.user_bubble)
-        self._paint_body(p, layout, clip, c.text, c.user_bubble)
+        self._paint_body(p, layout, clip, c.text, c.user_bubble,
+                         selected=self._state.selected_span(row.key, "body"))
 
     def _paint_body(self, p: QPainter, layout: RowLayout, clip: QRectF, text: QColor,
                     background: QColor, *, hovered_copy: int | None = None,
-                    copied: int | None = None) -> None:
+                    copied: int | None = None, selected: tuple[int, int] | None = None
+                    ) -> None:
         """The message text, cut at the fold with a fade when it is folded."""
         body = layout.body
         assert body is not None
         origin = layout.body_origin
         shown = QRectF(origin.x() - 40, origin.y() - 2, body.width + 80, layout.body_height + 2)
         body.paint(p, origin, text_color=text, clip=clip.intersected(shown),
-                   hovered_copy=hovered_copy, copied=copied)
+                   hovered_copy=hovered_copy, copied=copied, selection=selected,
+                   selection_colors=self._selection_colors())
         if layout.fold == "collapsed":
             left, width = origin.x() - 2, body.width + 4
             if layout.bubble is not None:  # stay inside the bubble's rounded sides
@@ -88,7 +91,7 @@ class RowPainter:
             if hover and hover[0] == row.key and hover[1].startswith("code:"):
                 hovered_copy = int(hover[1].split(":", 1)[1])
             self._paint_body(p, layout, clip, c.text, c.base, hovered_copy=hovered_copy,
-                             copied=copied)
+                             copied=copied, selected=self._state.selected_span(row.key, "body"))
         elif row.kind == RowKind.STREAM:
             self._paint_typing(p, layout.body_origin)
         if layout.badge is not None:
@@ -194,8 +197,9 @@ class RowPainter:
         p.drawLine(QPointF(card.left() + 1, line.bottom()),
                    QPointF(card.right() - 1, line.bottom()))
         p.setFont(self._layouter.small)
-        for doc, origin, title in ((layout.args, layout.args_origin, "Arguments"),
-                                   (layout.result, layout.result_origin, "Result")):
+        for doc, origin, title, part in (
+                (layout.args, layout.args_origin, "Arguments", "args"),
+                (layout.result, layout.result_origin, "Result", "result")):
             if doc is None:
                 continue
             if row.kind == RowKind.TOOL and not row.key.startswith(THINKING_KEY):
@@ -204,7 +208,12 @@ class RowPainter:
                 p.drawText(QRectF(origin.x(), origin.y() - 19, 200, 16),
                            int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), title)
             doc.paint(p, origin, text_color=c.error if (failed and title == "Result") else c.text,
-                      clip=clip)
+                      clip=clip, selection=self._state.selected_span(row.key, part),
+                      selection_colors=self._selection_colors())
+
+    def _selection_colors(self) -> tuple[QColor, QColor]:
+        """Selected text in the palette's highlight, as everywhere else on the desktop."""
+        return self.colors.accent, self.colors.accent_text
 
     def _paint_error(self, p: QPainter, row: ChatRow, layout: RowLayout) -> None:
         c = self.colors

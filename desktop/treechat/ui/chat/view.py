@@ -32,6 +32,7 @@ from .message_editor import MessageEditor
 from .message_reader import MessageReader
 from .model import ChatModel, ChatRow, RowKind
 from .scrolling import Anchor, ScrollKeeper
+from .selection import TextSelector, part_named
 from .shortcuts import key_action, menu_actions
 
 # Streamed text is painted at most this often (the coalescing interval grows when laying
@@ -85,6 +86,8 @@ class ChatView(QWidget):
         self.delegate = ChatDelegate(self.list, lambda: self.model.rows, monotonic)
         self.list.set_chat_delegate(self.delegate)
         self.list.setModel(self.model)
+        self.selector = TextSelector(self.list, self.delegate, lambda: self.model.rows,
+                                     self.model.index_of)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.list)
@@ -132,6 +135,7 @@ class ChatView(QWidget):
             self._stream_parts.clear()
             self._flush_timer.stop()
             self.hold_background()
+            self.selector.clear()
         elif self.model.streaming:
             # text still buffered belongs to what streamed so far: if this view committed
             # it as a node, it must go with the rest, not reappear in the continuing reply
@@ -391,6 +395,8 @@ class ChatView(QWidget):
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """A key on the focused message (see `shortcuts`); True when it was one."""
+        if event.matches(QKeySequence.StandardKey.Copy) and self.selector.copy():
+            return True  # part of a message is selected: that part, not the whole message
         if not self.delegate.keyboard_focus:
             self.delegate.keyboard_focus = True
             self.list.viewport().update()
@@ -418,8 +424,17 @@ class ChatView(QWidget):
         row = self.model.row_at(self.model.index_of(key))
         menu = QMenu(self)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        for action_id, label, hint in menu_actions(row, self.delegate):
-            action = QAction(label, menu)
+        selected = self.selector.has_selection()
+        if selected:
+            copy_part = QAction("Copy", menu)
+            copy_part.setShortcut(QKeySequence(QKeySequence.StandardKey.Copy))
+            copy_part.setShortcutVisibleInContextMenu(True)
+            copy_part.triggered.connect(lambda _checked=False: self.selector.copy())
+            menu.addAction(copy_part)
+        for action_id, label, shortcut in menu_actions(row, self.delegate):
+            whole = selected and action_id == "copy"  # Ctrl+C copies the selection then
+            hint = "" if whole else shortcut
+            action = QAction("Copy message" if whole else label, menu)
             if hint:
                 action.setShortcut(QKeySequence(hint))
                 action.setShortcutVisibleInContextMenu(True)
@@ -432,8 +447,7 @@ class ChatView(QWidget):
         return menu
 
     def open_reader(self, key: str) -> QDialog | None:
-        """The message in a small non-modal window where any part of it can be selected
-        (rows are painted, so their text cannot be selected in place)."""
+        """The message in a small non-modal window, to read and select from at leisure."""
         index = self.model.index_of(key)
         if index < 0:
             return None
@@ -445,6 +459,25 @@ class ChatView(QWidget):
 
     def scroll_to_bottom(self) -> None:
         self.scroller.scroll_to_bottom()
+
+    def reveal(self, key: str, needle: str = "") -> bool:
+        """Scroll message `key` into view, make it the current one and select the first
+        place its text holds `needle` (any case); False when the message is not shown."""
+        index = self.model.index_of(key)
+        if index < 0:
+            return False
+        row = self.model.row_at(index)
+        model_index = self.model.index(index)
+        self.scroller.stick = False
+        self.list.setCurrentIndex(model_index)
+        self.list.scrollTo(model_index, QAbstractItemView.ScrollHint.PositionAtCenter)
+        self.selector.clear()
+        part = part_named(row, self.delegate.layout(row), "body")
+        if part is not None and needle:
+            found = part.text.document.find(needle)
+            if not found.isNull():
+                self.selector.select(key, "body", found.selectionStart(), found.selectionEnd())
+        return True
 
     def at_bottom(self) -> bool:
         return self.scroller.at_bottom()

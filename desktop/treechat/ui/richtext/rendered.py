@@ -14,6 +14,8 @@ from PySide6.QtGui import (
     QPainterPath,
     QPalette,
     QPen,
+    QTextCharFormat,
+    QTextCursor,
     QTextDocument,
 )
 
@@ -72,7 +74,11 @@ class RenderedText:
         hovered_copy: int | None = None,
         copied: int | None = None,
         clip: QRectF | None = None,
+        selection: tuple[int, int] | None = None,
+        selection_colors: tuple[QColor, QColor] | None = None,
     ) -> None:
+        """Paint at `origin`; `selection` is a (start, end) character span drawn in
+        `selection_colors` (background, text)."""
         theme = self.theme
         painter.save()
         painter.translate(origin)
@@ -88,6 +94,8 @@ class RenderedText:
             pal = ctx.palette
             pal.setColor(QPalette.ColorRole.Text, text_color)
             ctx.palette = pal
+        if selection is not None and selection[0] != selection[1]:
+            ctx.selections = [self._selection(selection, selection_colors)]
         painter.translate(0, self.top)
         if clip is not None:
             local = clip.translated(-origin.x(), -origin.y() - self.top)
@@ -95,6 +103,21 @@ class RenderedText:
             painter.setClipRect(local, Qt.ClipOperation.IntersectClip)
         self.document.documentLayout().draw(painter, ctx)
         painter.restore()
+
+    def _selection(self, span: tuple[int, int], colors: tuple[QColor, QColor] | None
+                   ) -> QAbstractTextDocumentLayout.Selection:
+        last = max(0, self.document.characterCount() - 1)
+        cursor = QTextCursor(self.document)
+        cursor.setPosition(min(span[0], last))
+        cursor.setPosition(min(span[1], last), QTextCursor.MoveMode.KeepAnchor)
+        fmt = QTextCharFormat()
+        if colors is not None:
+            fmt.setBackground(colors[0])
+            fmt.setForeground(colors[1])
+        selected = QAbstractTextDocumentLayout.Selection()
+        selected.cursor = cursor
+        selected.format = fmt
+        return selected
 
 
 def _paint_code_chrome(
