@@ -139,7 +139,10 @@ def palette_for(colors: Colors) -> QPalette:
 
 
 def style_sheet(c: Colors) -> str:
-    """Polish that the palette cannot express: radii, spacing, the composer card."""
+    """Polish that the palette cannot express: radii, spacing, the composer card. Combo and
+    spin boxes keep Fusion's own frames and arrows (drawn from the palette); only their
+    popups are styled, so the row under the pointer or the keyboard is solid accent in both
+    schemes."""
     return f"""
 QToolTip {{
     color: {c.text}; background: {c.raised}; border: 1px solid {c.border};
@@ -177,10 +180,11 @@ QMainWindow::separator {{ background: {c.border}; width: 1px; height: 1px; }}
     padding: 3px 8px; color: {c.muted};
 }}
 #ModelPicker:hover {{ border: 1px solid {c.border}; color: {c.text}; }}
-#ModelPicker QAbstractItemView {{
-    background: {c.raised}; border: 1px solid {c.border}; selection-background-color:
-    {c.accent_soft}; selection-color: {c.text}; outline: none;
-}}
+#ModelPickerPopup {{ background: {c.raised}; border: 1px solid {c.border}; }}
+#ModelPickerPopup QTreeView {{ background: {c.raised}; border: none; outline: none; }}
+#ModelPickerPopup QTreeView::item {{ padding: 3px 2px; color: {c.text}; }}
+#ModelPickerPopup QTreeView::item:hover {{ background: {c.hover}; }}
+#ModelPickerPopup QTreeView::item:selected {{ background: {c.accent}; color: {c.accent_text}; }}
 #SendButton {{
     background: {c.accent}; color: {c.accent_text}; border: none; border-radius: 8px;
     padding: 5px 14px; font-weight: 600;
@@ -240,11 +244,22 @@ QHeaderView::section {{
     background: {c.base}; color: {c.muted}; border: none;
     border-bottom: 1px solid {c.border}; padding: 6px 8px;
 }}
-QLineEdit, QComboBox#SettingsCombo {{
+QLineEdit {{
     background: {c.base}; color: {c.text}; border: 1px solid {c.border}; border-radius: 6px;
     padding: 4px 8px;
 }}
 QLineEdit:focus {{ border: 1px solid {c.accent}; }}
+QAbstractSpinBox QLineEdit {{
+    background: transparent; border: none; border-radius: 0; padding: 0;
+}}
+QComboBox QAbstractItemView {{
+    background: {c.raised}; color: {c.text}; border: 1px solid {c.border}; outline: none;
+    selection-background-color: {c.accent}; selection-color: {c.accent_text};
+}}
+QComboBox QAbstractItemView::item {{ min-height: 24px; padding: 0 8px; }}
+QComboBox QAbstractItemView::item:selected {{
+    background: {c.accent}; color: {c.accent_text};
+}}
 QPushButton {{
     background: {c.raised}; border: 1px solid {c.border}; border-radius: 7px;
     padding: 5px 14px; color: {c.text};

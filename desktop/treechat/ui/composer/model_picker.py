@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -26,11 +27,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.icons import draw_icon
+from ..common.theme import colors_of
+
 if TYPE_CHECKING:
     from PySide6.QtGui import QHideEvent, QKeyEvent
 
     from ...services.models import ModelChoice
 
+CURRENT_ROLE = Qt.ItemDataRole.UserRole + 5  # True on the model the chat uses now
 GROUP_ROLE = Qt.ItemDataRole.UserRole + 2  # the connection's heading in the popup
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 3  # "128K · $3.00 / $15.00 per M" or "… · unpriced"
 ROW_ROLE = Qt.ItemDataRole.UserRole + 4  # a popup item's row in the combo's model
@@ -109,6 +114,10 @@ class ModelPickerPopup(QFrame):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
+        # Like a menu, the row under the pointer is the one Enter would choose; the model in
+        # use keeps its check mark.
+        self.tree.setMouseTracking(True)
+        self.tree.itemEntered.connect(self._entered)
         self.empty = QLabel("No model matches")
         self.empty.setObjectName("DialogMuted")
         self.empty.hide()
@@ -133,6 +142,7 @@ class ModelPickerPopup(QFrame):
         model = self._picker.model()
         current = self._picker.currentIndex()
         self.tree.clear()
+        check, blank = self._marks()
         groups: dict[str, QTreeWidgetItem] = {}
         selected: QTreeWidgetItem | None = None
         for row in range(model.rowCount()):
@@ -156,13 +166,49 @@ class ModelPickerPopup(QFrame):
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if not model.flags(index) & Qt.ItemFlag.ItemIsEnabled:
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
+            item.setIcon(0, check if row == current else blank)
             if row == current:
                 selected = item
+                item.setData(0, CURRENT_ROLE, True)
+                font = item.font(0)
+                font.setBold(True)
+                item.setFont(0, font)
+                item.setData(0, Qt.ItemDataRole.AccessibleTextRole, f"{name}, current")
         self.tree.expandAll()
         self.groups = len(groups)
         if selected is not None:
             self.tree.setCurrentItem(selected)
         self._filter(self.search.text())
+
+    def _marks(self) -> tuple[QIcon, QIcon]:
+        """The check mark of the model in use (accent, or the accent's text colour on a
+        selected row) and a blank of its size for the others, so names line up."""
+        side = max(12, min(16, self.fontMetrics().height() - 2))
+        self.tree.setIconSize(QSize(side, side))
+        ratio = self.devicePixelRatioF()
+        colors = colors_of(self.palette())
+
+        def picture(color: str | None) -> QPixmap:
+            pixmap = QPixmap(int(side * ratio), int(side * ratio))
+            pixmap.setDevicePixelRatio(ratio)
+            pixmap.fill(Qt.GlobalColor.transparent)
+            if color is not None:
+                painter = QPainter(pixmap)
+                draw_icon(painter, "check", QRectF(0, 0, side, side), QColor(color))
+                painter.end()
+            return pixmap
+
+        check = QIcon(picture(colors.accent))
+        check.addPixmap(picture(colors.accent_text), QIcon.Mode.Selected)
+        return check, QIcon(picture(None))
+
+    def _entered(self, item: QTreeWidgetItem, _column: int) -> None:
+        if item.parent() is not None and not item.isDisabled():
+            self.tree.setCurrentItem(item)
+
+    def current_model_item(self) -> QTreeWidgetItem | None:
+        """The entry of the model in use (marked with a check), if listed."""
+        return next((i for i in self.items() if i.data(0, CURRENT_ROLE)), None)
 
     def items(self) -> list[QTreeWidgetItem]:
         """The model entries (not the headings), in order."""
