@@ -21,3 +21,17 @@ def loopback() -> Iterator[LoopbackProvider]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need the frozen bundle run last, and the bundle starts building now, so the
+    minutes it takes overlap the rest of the run instead of adding to it."""
+    needs_bundle = [item for item in items if "bundle" in getattr(item, "fixturenames", ())]
+    if not needs_bundle:
+        return
+    from tests.packaging.build import start_background_build
+
+    others = [item for item in items if "bundle" not in getattr(item, "fixturenames", ())]
+    items[:] = others + needs_bundle
+    start_background_build()

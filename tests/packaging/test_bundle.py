@@ -9,14 +9,12 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.packaging.conftest import ROOT
+from tests.packaging.build import Bundle, background_build, run
 from tests.packaging.sandbox import sandboxed_command
 
 pytestmark = [pytest.mark.packaging, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -29,47 +27,15 @@ XCB_PACKAGES = {"libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-im
                 "libxkbcommon-x11-0", "libx11-xcb1"}
 
 
-@dataclass(frozen=True)
-class Bundle:
-    dist: Path
-    deb: Path
-    root: Path
-
-
-def run(command: list[str], *, env: dict[str, str] | None = None,
-        timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env,
-                          timeout=timeout, check=False)
-    assert done.returncode == 0, (
-        f"{' '.join(map(str, command))} exited {done.returncode}\n"
-        f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    )
-    return done
-
-
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundle]:
-    work = tmp_path_factory.mktemp("bundle")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    started = time.perf_counter()
-    run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-         "--distpath", work / "dist", "--workpath", work / "pyinstaller",
-         ROOT / "packaging" / "treechat.spec"], env=env)
-    frozen = time.perf_counter()
-    # Uncompressed: what is checked here is the package's contents; its release (xz) size is
-    # measured by tests/benchmarks/bench_package.py, and compressing takes minutes.
-    run([ROOT / "installers" / "linux" / "build-deb.sh", "deb"],
-        env={**env, "DIST": str(work / "dist" / "treechat"), "OUT": str(work / "installers"),
-             "DEB_COMPRESSION": "none"})
-    packaged = time.perf_counter()
-    (deb,) = (work / "installers").glob("treechat_*.deb")
-    root = work / "root"
-    run(["dpkg", "-x", deb, root])
-    print(f"\nbundle: PyInstaller {frozen - started:.0f} s, .deb {packaged - frozen:.0f} s, "
-          f"{deb.stat().st_size / 1e6:.0f} MB")
-    yield Bundle(work / "dist" / "treechat", deb, root)
-    # Over a gigabyte of build output; nothing is read from it afterwards.
-    shutil.rmtree(work, ignore_errors=True)
+def bundle() -> Iterator[Bundle]:
+    build = background_build()
+    try:
+        built = build.wait()
+        print(f"\n{build.timings}")
+        yield built
+    finally:
+        build.remove()
 
 
 def control_field(deb: Path, name: str) -> str:
