@@ -1,24 +1,34 @@
 """Backups for the window and the command line: list, make, check and restore them without
 blocking the caller's loop (every step runs on a thread; a backup reads its own snapshot).
 
-Restoring needs the store closed: the window stops its turns, closes the store, calls
-`restore`, then opens the store again (`open_and_recover`) and rebuilds its services.
+Restoring needs the store closed. The command line restores with no store open (`restore`);
+the window, once its turns are stopped, restores in place (`restore_in_place`): its store lets
+go of the file, the backup is put there, and the same store opens the restored file, so every
+service goes on with it (`reload_after_restore` drops what they had read of the old one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..store import backup as backups
 from ..store.backup import Backup, BackupError
-from ..store.database import Store
+from ..store.database import Store, StoreError, StoreLockedError
 from ..store.integrity import IntegrityReport
+from .recovery import recover_drafts
+
+if TYPE_CHECKING:
+    from .bootstrap import Services
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backup", "BackupError", "BackupService"]
+__all__ = ["Backup", "BackupError", "BackupService", "reload_after_restore"]
+
+REOPEN_WAIT_S = 10.0  # another process may take the file in the moment after the swap
 
 
 class BackupService:
@@ -61,3 +71,54 @@ class BackupService:
             else await asyncio.to_thread(backups.find_backup, self.store_path, backup)
         )
         return await asyncio.to_thread(backups.restore_backup, chosen.path, self.store_path)
+
+    async def restore_in_place(self, store: Store, backup: Backup) -> Path | None:
+        """Put `backup` in the place of the open `store` and open it again: the same `Store`
+        object then reads the restored file. Returns where the replaced store was kept.
+
+        A restore that fails (a damaged backup, the file in use by another process) leaves
+        the store as it was, opened again, and raises `BackupError` saying why."""
+        await store.arelease()
+        try:
+            kept = await asyncio.to_thread(backups.restore_backup, backup.path, self.store_path)
+        except (BackupError, OSError) as exc:
+            await _reopen(store)
+            raise BackupError(str(exc)) from None
+        try:
+            await _reopen(store)
+        except StoreError as exc:
+            raise BackupError(
+                f"the backup was put in place but could not be opened ({exc}); the replaced "
+                f"store is kept as {kept}"
+            ) from None
+        await asyncio.to_thread(recover_drafts, store)
+        return kept
+
+
+async def _reopen(store: Store) -> None:
+    deadline = time.monotonic() + REOPEN_WAIT_S
+    while True:
+        try:
+            await store.areopen()
+            return
+        except StoreLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def reload_after_restore(services: Services) -> None:
+    """What the services had read of the replaced store goes; the settings the restored one
+    holds (instructions, workspace, summarizer, MCP servers) are read again."""
+    from .bootstrap import SETTINGS_INSTRUCTIONS, SETTINGS_SUMMARIZER, SETTINGS_WORKSPACE
+
+    services.engine.forget()
+    keys = (SETTINGS_INSTRUCTIONS, SETTINGS_WORKSPACE, SETTINGS_SUMMARIZER)
+    settings = await services.store.run(lambda r: {k: r.get_setting(k) for k in keys})
+    config = services.chat.config
+    config.global_instructions = str(settings.get(SETTINGS_INSTRUCTIONS) or "")
+    workspace = settings.get(SETTINGS_WORKSPACE)
+    config.workspace = Path(workspace) if workspace else None
+    config.summarizer = str(settings.get(SETTINGS_SUMMARIZER) or "")
+    if services.mcp is not None:
+        await asyncio.to_thread(services.mcp.load)

@@ -1,17 +1,19 @@
-"""Restore a backup… in the window's menus: the dialog, and the restore itself, which needs
-the store closed: turns are stopped (their text kept), unsent text saved, the services and the
-store closed, the backup put in place, then the window says what happened and quits."""
+"""Restore a backup… in the window's menus: the dialog, and the restore itself, done in place:
+turns are stopped (their text kept), unsent text saved, the store lets go of its file, the
+backup is put there and opened, and the window shows the restored chats (list, open chat,
+graph) without a restart. A restore that fails leaves the store as it was and says why."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from ...services.backups import Backup, BackupError, BackupService
+from ...services.backups import Backup, BackupError, BackupService, reload_after_restore
 
 if TYPE_CHECKING:
     from ..dialogs.restore_backup import RestoreBackupDialog
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
     from .conversation import ConversationController
 
 log = logging.getLogger(__name__)
-
-QUIT_AFTER_MS = 4000
 
 
 def help_or_file_menu(window: MainWindow) -> QMenu:
@@ -60,24 +60,34 @@ class BackupsController:
     async def restore(self, backup: Backup) -> None:
         dialog = self.dialog
         c = self._c
-        await c.close()
-        await c.services.close()
-        await asyncio.to_thread(c.services.close_store)
+        opened = c.current_session_id
+        c.stash_composer()
+        await c.turns.stop_all()
+        await c.tasks.cancel_all()
+        unsent = dict(c.drafts)
+        shown = [s.id for s in await c.sessions.list()]
         try:
-            kept = await self.service.restore(backup)
+            kept = await self.service.restore_in_place(c.services.store, backup)
         except (BackupError, OSError) as exc:
             log.error("restoring %s failed: %s", backup.path, exc)
-            text = (f"The backup was not restored: {exc}. Nothing was changed; Treechat quits "
-                    "now, open it again to go on.")
+            text = f"The backup was not restored: {exc}. The current store was not changed."
+            ok = False
         else:
-            self.restored = True
-            log.info("restored %s; the replaced store is %s", backup.path, kept)
-            text = f"Restored the backup of {backup.name}."
+            ok = True
+            log.info("restored %s in place; the replaced store is %s", backup.path, kept)
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(backup.created_at))
+            text = f"Restored the backup of {when}: the chats are as they were then."
             if kept is not None:
                 text += f" The store it replaced is kept as {kept}."
-            text += " Treechat quits now: open it again to see the restored chats."
+        if ok:
+            await reload_after_restore(c.services)
+            for session_id in shown:
+                c.forget_view(session_id)
+            c.last_errors.clear()
+        # What was typed and not sent stays, in the restored store too.
+        await c.preferences.save_drafts(unsent)
+        await c.start(opened)
         if dialog is not None:
-            dialog.show_result(text, done=True)
-        from PySide6.QtCore import QTimer
-
-        QTimer.singleShot(QUIT_AFTER_MS, self._window.close)
+            dialog.show_result(text, done=ok)
+        c.parts.status(text)
+        self.restored = self.restored or ok

@@ -1,7 +1,8 @@
 """Help → Restore a backup…: the store's backups, newest first (when, why, how big), each
-read through before it is offered, and the chosen one restored: the window closes its store
-first (a restore into an open store is refused), the replaced store is kept beside it, and the
-dialog says what happened. Non-modal; `restoreRequested` asks the window to do the restore."""
+read through before it is offered, and the chosen one restored once the user confirms: the
+window lets go of its store, puts the backup in place (the replaced store is kept beside it)
+and opens it again, and the dialog says what happened. Non-modal; `restoreRequested` asks the
+window to do the restore."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -25,9 +27,9 @@ if TYPE_CHECKING:
     from ..common.tasks import BackgroundTasks
 
 INTRO = (
-    "Restoring puts the chosen backup in place of the conversation store. The current store "
-    "is kept beside it, not deleted. Treechat closes its store to restore, then quits: open it "
-    "again to see the restored chats."
+    "Restoring puts the chosen backup in place of the conversation store: the chats become "
+    "what they were when it was made. The current store is kept beside it, not deleted. "
+    "Replies being written are stopped first (what they wrote is kept in the current store)."
 )
 
 
@@ -48,6 +50,7 @@ class RestoreBackupDialog(QDialog):
         self._backups = backups
         self._tasks = tasks
         self.items: list[Backup] = []
+        self.confirmation: QMessageBox | None = None
         intro = QLabel(INTRO)
         intro.setWordWrap(True)
         intro.setObjectName("DialogMuted")
@@ -113,12 +116,40 @@ class RestoreBackupDialog(QDialog):
         self._tasks.spawn(check(), name="verify-backup")
 
     def _restore(self) -> None:
+        """Ask first: restoring replaces every chat with the backup's."""
         backup = self.chosen()
-        if backup is not None:
-            self.restore_button.setEnabled(False)
-            self.list.setEnabled(False)
-            self.message.setText("Closing the store and restoring…")
-            self.restoreRequested.emit(backup)
+        if backup is None:
+            return
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Restore this backup?",
+            f"Restore the backup of {describe(backup)}?",
+            QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.setInformativeText(
+            "The chats become what they were when it was made; anything written since is "
+            "not in it. The current store is kept beside the restored one, so nothing is "
+            "deleted."
+        )
+        confirm = box.addButton("Restore", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setObjectName("RestoreBackupConfirmation")
+
+        def answered() -> None:
+            self.confirmation = None
+            if box.clickedButton() is confirm and self.chosen() is backup:
+                self._start_restore(backup)
+
+        box.finished.connect(lambda _code: answered())
+        self.confirmation = box
+        box.open()  # not exec(): this may run inside the window's event loop coroutine
+
+    def _start_restore(self, backup: Backup) -> None:
+        self.restore_button.setEnabled(False)
+        self.list.setEnabled(False)
+        self.message.setText("Stopping replies, closing the store and restoring…")
+        self.restoreRequested.emit(backup)
 
     def show_result(self, text: str, *, done: bool) -> None:
         self.message.setText(text)
