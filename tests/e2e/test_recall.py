@@ -66,3 +66,56 @@ async def test_the_model_recalls_a_folded_message(tmp_path: Path,
     finally:
         await services.close()
         services.close_store()
+
+
+NOTES = b"Packing list\nthe vault code is tangerine 4417\nbring the blue folder\n"
+
+
+@pytest.mark.asyncio
+async def test_the_model_recalls_an_aged_attachment_by_its_text(
+        tmp_path: Path, loopback: LoopbackProvider) -> None:
+    import hashlib
+
+    from treechat.core.attachments import AttachmentRef
+
+    loopback.window = WINDOW
+    choice = ModelChoice(MODEL, "Loopback", "openai", api_base=loopback.openai_base,
+                         window=WINDOW)
+    services = build_services(tmp_path, bundled=False, detect_local_servers=False,
+                              extra_models=(choice,))
+    services.models.default_model = MODEL
+    try:
+        session = await services.chat.sessions.create()
+        notes = AttachmentRef(hashlib.sha256(NOTES).hexdigest(), "notes.txt", "text/plain",
+                              len(NOTES), tokens=40)
+        services.store.call(lambda r: r.put_attachment(notes.sha256, notes.media_type, NOTES,
+                                                       1.0))
+        b = ChainBuilder(session_id=session.id)
+        b.turn("Help me get ready for the trip.", "Gladly, what do you have?")
+        b.user("My packing notes are attached.", attachments=[notes.as_meta()])
+        b.assistant("Thanks, I have read them.")
+        for i in range(40):
+            b.turn(f"Day {i}: what about lunch? " + "we talked about soups and breads " * 12,
+                   f"For day {i}, a lentil soup. " + "it keeps well and reheats fine " * 12)
+        services.store.call(lambda r: r.apply_change(session.id, Change(tuple(b.nodes), b.head),
+                                                     b.now))
+        loopback.reply_with_tool_calls([{"name": "recall",
+                                         "arguments": {"query": "vault code"}}])
+        loopback.queue(Reply(text="The vault code is tangerine 4417."))
+        events = Events()
+        final = await services.chat.send(session.id, "What was the vault code in my notes?",
+                                         on_event=events)
+        assert not events.of(TurnFailed)
+        assert final is not None and final.output == "The vault code is tangerine 4417."
+        first, second = loopback.requests[-2:]
+        # the file was no longer in the request the model saw ...
+        assert "tangerine" not in str(first.body["messages"])
+        # ... and recall brought its text back, naming the file and its message
+        (tool_message,) = [m for m in second.body["messages"] if m["role"] == "tool"]
+        content = str(tool_message["content"])
+        assert "the vault code is tangerine 4417" in content
+        assert "its attachment notes.txt" in content
+        assert all(r.prompt_tokens <= WINDOW for r in loopback.requests)
+    finally:
+        await services.close()
+        services.close_store()

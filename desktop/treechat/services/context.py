@@ -42,14 +42,17 @@ from ..store import commits as commit_store
 from ..store.database import Store
 from ..store.fulltext import (
     NODE_TEXT_SQL,
+    FilePassage,
     FullTextIndex,
     Passage,
     QueryError,
     any_terms_query,
+    content_terms,
     index_for,
     near_pairs_query,
 )
 from ..store.repository import Repository
+from .recall_files import ensure_indexed, hidden_files
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +111,9 @@ class RecallHit:
     tool_name: str
     text: str
     offset: int
-    length: int  # the node's whole text, in characters
+    length: int  # the node's whole text (or the file's, for an attachment), in characters
     score: float
+    file_name: str = ""  # an attachment of the node, when the match is in its text
 
 
 @dataclass(frozen=True)
@@ -129,9 +133,10 @@ class RecallResult:
         out = [f"{len(self.hits)} match(es) from earlier in this conversation, original text:"]
         for h in self.hits:
             what = f"tool {h.tool_name}" if h.role == "tool" and h.tool_name else h.role
+            state = f"{h.state}, its attachment {h.file_name}" if h.file_name else h.state
             span = (f", characters {h.offset:,}-{h.offset + len(h.text):,} of {h.length:,}"
                     if len(h.text) < h.length else "")
-            out.append(f"--- node {h.node_id} ({what}, {h.state}{span}) ---\n{h.text}")
+            out.append(f"--- node {h.node_id} ({what}, {state}{span}) ---\n{h.text}")
         return "\n\n".join(out)
 
 
@@ -377,19 +382,32 @@ class ContextEngine:
             return RecallResult(query, (), len(hidden))
         index = self._fulltext()
         seqs = list(hidden)
+        # The files of those messages are searched too (by name and text): an aged
+        # attachment is a stub in the request, its text is here.
+        files = await self.store.run(lambda repo: hidden_files(repo, seqs))
+        owner: dict[str, tuple[int, AttachmentRef]] = {}
+        for seq in sorted(files):
+            for ref in files[seq]:
+                owner.setdefault(ref.sha256, (seq, ref))
+        if owner:
+            await ensure_indexed(self.store, index, [ref for _, ref in owner.values()])
 
         near = near_pairs_query(query)
 
-        def search(repo: Repository) -> list[Passage]:
+        def search(repo: Repository) -> tuple[list[Passage], list[FilePassage]]:
             # Passages where the question's words stand together first, then those holding
             # its rarest words, then BM25 over any of them.
             index.sync(repo)
             n = max(20, limit * 8)
             first = index.search(near, seqs=seqs, limit=n) if near else []
+            in_files: list[FilePassage] = []
+            if owner:
+                in_files = ((index.search_files(near, shas=owner, limit=n) if near else [])
+                            + index.search_files(fts, shas=owner, limit=n))
             return (first + index.search_words(query, seqs=seqs, limit=n)
-                    + index.search(fts, seqs=seqs, limit=n))
+                    + index.search(fts, seqs=seqs, limit=n)), in_files
 
-        found = await self.store.run(search)
+        found, found_in_files = await self.store.run(search)
         best: dict[str, Passage] = {}
         for p in found:
             node_id = hidden.get(p.seq, ("", "", ""))[0]
@@ -397,20 +415,35 @@ class ContextEngine:
                 continue  # a stale row: the seq now names another node
             if p.node_id not in best:
                 best[p.node_id] = p
-        chosen = list(best.values())[: max(1, limit)]
+        best_files: dict[str, FilePassage] = {}
+        for f in found_in_files:
+            best_files.setdefault(f.sha256, f)
+        chosen = _with_files(list(best.values()), list(best_files.values()), query,
+                             max(1, limit))
         if not chosen:
             return RecallResult(query, (), len(hidden))
-        about = await self.store.run(lambda repo: _text_lengths(repo, [p.seq for p in chosen]))
+        about = await self.store.run(lambda repo: _text_lengths(
+            repo, [c.seq for c in chosen if isinstance(c, Passage)]))
         each = max(200, max_chars // len(chosen))
         hits = []
-        for p in chosen:
-            _, state, tool = hidden[p.seq]
-            start, text = focus(p.text, query, each)
-            length, name = about.get(p.seq, (p.offset + len(p.text), ""))
+        for hit in chosen:
+            if isinstance(hit, FilePassage):
+                seq, ref = owner[hit.sha256]
+                node_id, state, _ = hidden[seq]
+                start, text = focus(hit.text, query, each)
+                hits.append(RecallHit(
+                    node_id=node_id, session_id="", role="user", state=state, tool_name="",
+                    text=text, offset=hit.offset + start, length=hit.length, score=hit.score,
+                    file_name=ref.name,
+                ))
+                continue
+            _, state, tool = hidden[hit.seq]
+            start, text = focus(hit.text, query, each)
+            length, name = about.get(hit.seq, (hit.offset + len(hit.text), ""))
             hits.append(RecallHit(
-                node_id=p.node_id, session_id=p.session_id, role=p.role, state=state,
-                tool_name=tool or name, text=text, offset=p.offset + start,
-                length=length, score=p.score,
+                node_id=hit.node_id, session_id=hit.session_id, role=hit.role, state=state,
+                tool_name=tool or name, text=text, offset=hit.offset + start,
+                length=length, score=hit.score,
             ))
         return RecallResult(query, tuple(hits), len(hidden))
 
@@ -768,6 +801,29 @@ class ContextEngine:
             if cid is not None:
                 return cid, list(nodes[k + 1:])
         return None, list(nodes)
+
+
+def _with_files(nodes: list[Passage], files: list[FilePassage], query: str,
+                limit: int) -> list[Passage | FilePassage]:
+    """The best `limit` of message and attachment passages, each list kept in its own
+    ranking: the two come from separate indexes whose scores do not compare, so a file's
+    passage goes ahead of a message's when it holds more of the question's words."""
+    stems = [t[:5] for t in content_terms(query)]
+
+    def words(p: Passage | FilePassage) -> int:
+        low = p.text.lower()
+        return sum(1 for s in stems if s in low)
+
+    out: list[Passage | FilePassage] = []
+    i = j = 0
+    while len(out) < limit and (i < len(nodes) or j < len(files)):
+        if j < len(files) and (i >= len(nodes) or words(files[j]) > words(nodes[i])):
+            out.append(files[j])
+            j += 1
+        else:
+            out.append(nodes[i])
+            i += 1
+    return out
 
 
 def _text_lengths(repo: Repository, seqs: Sequence[int]) -> dict[int, tuple[int, str]]:

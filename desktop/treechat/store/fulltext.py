@@ -12,6 +12,10 @@ A message is indexed in passages of at most `PASSAGE_CHARS` characters cut at li
 a match inside a 30,000-character tool result comes back as the passage that holds it. The
 row id encodes the passage: `seq * PASSAGES_PER_NODE + k`.
 
+Attachments have a table of their own (`files`), filled when `recall` first needs a file's
+text (a text file's, a PDF's page text, an image's description): keyed by the bytes' hash, so
+an entry never goes stale, and session search never sees it.
+
 All calls run on the store's worker thread (the index is opened there and used only there).
 """
 
@@ -190,6 +194,8 @@ class FullTextIndex:
             if row is None or row[0] != INDEX_VERSION:
                 con.execute("DROP TABLE IF EXISTS passages")
                 con.execute("DROP TABLE IF EXISTS docs")
+                con.execute("DROP TABLE IF EXISTS files")
+                con.execute("DROP TABLE IF EXISTS file_docs")
                 con.execute("DELETE FROM meta")
                 con.execute("INSERT INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
             con.execute(
@@ -200,6 +206,13 @@ class FullTextIndex:
             # plain table keeps a ranking pass from touching the passages' text at all.
             con.execute("CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY, "
                         "node_id TEXT NOT NULL, session_id TEXT NOT NULL, role TEXT NOT NULL)")
+            # Attachments' text by hash; row ids `fileno * PASSAGES_PER_NODE + k` as above.
+            con.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS files USING fts5(body, start UNINDEXED, "
+                "tokenize='porter unicode61 remove_diacritics 2')"
+            )
+            con.execute("CREATE TABLE IF NOT EXISTS file_docs (fileno INTEGER PRIMARY KEY, "
+                        "sha256 TEXT NOT NULL UNIQUE, chars INTEGER NOT NULL)")
             mark = con.execute("SELECT value FROM meta WHERE key='mark'").fetchone()
             mark_id = con.execute("SELECT value FROM meta WHERE key='mark_id'").fetchone()
             self._mark = int(mark[0]) if mark else 0
@@ -450,6 +463,66 @@ class FullTextIndex:
     def count(self) -> int:
         row = self._open().execute("SELECT count(*) FROM passages").fetchone()
         return int(row[0]) if row else 0
+
+    # --- attachments -------------------------------------------------------------------
+
+    def files_indexed(self, shas: Iterable[str]) -> set[str]:
+        """Which of these attachments' texts the index holds."""
+        wanted = json.dumps(sorted(set(shas)))
+        rows = self._open().execute(
+            "SELECT sha256 FROM file_docs WHERE sha256 IN (SELECT value FROM json_each(?))",
+            (wanted,)).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def add_files(self, texts: Mapping[str, str]) -> None:
+        """Index attachments' texts by hash (one already there is left as it is: the same
+        bytes give the same text)."""
+        con = self._open()
+        fresh = {k: v for k, v in texts.items() if k not in self.files_indexed(texts)}
+        if not fresh:
+            return
+        con.execute("BEGIN")
+        try:
+            row = con.execute("SELECT coalesce(max(fileno), 0) FROM file_docs").fetchone()
+            fileno = int(row[0]) if row else 0
+            for sha, text in sorted(fresh.items()):
+                fileno += 1
+                con.execute("INSERT INTO file_docs VALUES (?, ?, ?)", (fileno, sha, len(text)))
+                con.executemany(
+                    "INSERT INTO files(rowid, body, start) VALUES (?, ?, ?)",
+                    ((fileno * PASSAGES_PER_NODE + k, piece, start)
+                     for k, (start, piece) in enumerate(passages(text))
+                     if k < PASSAGES_PER_NODE))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def search_files(self, fts_query: str, *, shas: Iterable[str],
+                     limit: int = 50) -> list[FilePassage]:
+        """Passages of these attachments' texts matching an FTS5 query, best first."""
+        con = self._open()
+        wanted = json.dumps(sorted(set(shas)))
+        rows = con.execute(
+            "SELECT f.rowid, bm25(files), f.body, f.start, d.sha256, d.chars "
+            "FROM files f JOIN file_docs d ON d.fileno = f.rowid / ? "
+            "WHERE files MATCH ? AND d.sha256 IN (SELECT value FROM json_each(?)) "
+            "ORDER BY rank LIMIT ?",
+            (PASSAGES_PER_NODE, fts_query, wanted, limit)).fetchall()
+        return [FilePassage(sha256=str(r[4]), offset=int(r[3] or 0), text=str(r[2]),
+                            length=int(r[5]), score=float(r[1])) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class FilePassage:
+    """One matching passage of an attachment's text: where it starts, the text, the whole
+    text's length, BM25's score (lower is better)."""
+
+    sha256: str
+    offset: int
+    text: str
+    length: int
+    score: float
 
 
 def _rows(rows: Sequence[Sequence[object]],

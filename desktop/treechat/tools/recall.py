@@ -1,8 +1,9 @@
 """recall: the model's way back to what the context no longer shows in full. The graph keeps
 every original; compaction folds old turns into summaries, ages old tool results to one-line
 stubs, clears idle ones and cuts long ones. `recall` searches exactly that content on the
-current branch (and on branches attached to it) and returns the original text of the best
-matches, each cited by its node.
+current branch (and on branches attached to it), and the files those messages carried (an aged
+attachment is a stub naming the file), and returns the original text of the best matches, each
+cited by its node: a file's text, a PDF's page text, for an image what it is.
 
 The search itself is the caller's (the context engine, over the full-text index); this module
 only speaks the tool protocol, so it stays free of the store.
@@ -27,10 +28,11 @@ class RecallTool:
     name = "recall"
     description = (
         "Search the earlier part of this conversation that is no longer shown in full "
-        "(summarized turns, aged or cleared tool results, the cut middle of long results) "
-        "and get the original text back, cited by node. Use it when a summary or a stub "
-        "mentions something you need exactly, or the user asks about something said or "
-        "read long ago. The query is a few distinctive words."
+        "(summarized turns, aged or cleared tool results, the cut middle of long results, "
+        "files attached earlier that are now a stub naming them) and get the original text "
+        "back, cited by node. Use it when a summary or a stub mentions something you need "
+        "exactly, or the user asks about something said, read or attached long ago. The "
+        "query is a few distinctive words (a file's name finds the file)."
     )
 
     def __init__(self, search: RecallSearch) -> None:

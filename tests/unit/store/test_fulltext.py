@@ -155,3 +155,35 @@ def test_the_index_files_are_this_users_only(store: Store) -> None:
     assert index.path in files
     for path in files:  # the index and its -wal / -shm
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+
+
+def test_attachment_texts_are_kept_by_hash_apart_from_the_messages(tmp_path: Path) -> None:
+    path = tmp_path / "chats.duckdb"
+    notes, page = "a" * 64, "b" * 64
+    filler = "".join(f"line {i} of a long file\n" for i in range(200))
+    with Store.open(path) as store:
+        store.call(lambda r: r.create_session(Session("s", "one", None, "m", 1.0)))
+        add(store, "u1", "Here are my notes about the heron.")
+        index = FullTextIndex(index_path(path))
+        store.call(index.sync)
+        index.add_files({notes: "File: notes.txt\nthe heron nests by the river",
+                         page: filler + "the kingfisher dives\n" + filler})
+        index.add_files({notes: "a second text for the same bytes is ignored"})
+        assert index.files_indexed([notes, page, "c" * 64]) == {notes, page}
+        found = index.search_files(any_terms_query("kingfisher"), shas=[notes, page])
+        (hit,) = found
+        assert hit.sha256 == page and "the kingfisher dives" in hit.text
+        assert hit.offset > 0 and hit.length == len(filler) * 2 + len("the kingfisher dives\n")
+        assert [f.sha256 for f in index.search_files(any_terms_query("heron"), shas=[notes])
+                ] == [notes]
+        assert index.search_files(any_terms_query("heron"), shas=[page]) == []
+        assert index.search_files(any_terms_query("ignored"), shas=[notes]) == []
+        # message search never sees a file's text
+        assert ids(index, "heron") == ["u1"] and ids(index, "kingfisher") == []
+        index.close()
+        reopened = FullTextIndex(index_path(path))
+        assert store.call(reopened.sync) == 0
+        assert reopened.files_indexed([notes]) == {notes}  # kept with the index
+        store.call(reopened.rebuild)
+        assert reopened.files_indexed([notes]) == set()  # derived data: refilled on demand
+        reopened.close()
