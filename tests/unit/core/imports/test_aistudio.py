@@ -52,3 +52,16 @@ def test_a_file_without_chunks_is_skipped() -> None:
     parsed = aistudio.parse({"chunkedPrompt": {"chunks": []}})
     assert parsed.conversations == ()
     assert parsed.skipped[0].reason == "prompt has no messages to import"
+
+
+def test_an_inline_image_carries_its_bytes_to_the_importer() -> None:
+    data = fixture()
+    data["chunkedPrompt"]["chunks"].insert(0, {"role": "user", "text": "And this one?",
+                                               "inlineImage": {"mimeType": "image/png",
+                                                               "data": "iVBORw0KGgo="}})
+    (conv,) = aistudio.parse(data).conversations
+    first = next(n for n in conv.nodes if n.role == "user")
+    (inline, _drive) = first.metadata["attachments"]
+    assert (inline["placeholder"], inline["kind"], inline["data"]) == (True, "image",
+                                                                      "iVBORw0KGgo=")
+    assert "data" not in inline["source"]  # the bytes are carried once, not in the source
