@@ -96,7 +96,7 @@ def test_a_message_too_big_for_the_window_is_cut_only_when_asked(
         type_and_send(desk, paste)
         await aio.until(lambda: not desk.window.banner.isHidden(), what="the choice")
         shoot(desk, "too-long-choice")
-        assert desk.window.banner.action_keys() == ["cut_to_fit", "cancel"]
+        assert desk.window.banner.action_keys() == ["cut_to_fit", "send_as_file", "cancel"]
         assert desk.requests() == 1  # nothing sent yet
         assert desk.composer.text() == paste  # and nothing lost
         # cancel keeps it in the composer, unsent

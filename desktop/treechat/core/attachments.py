@@ -40,6 +40,9 @@ class AttachmentRef:
     tokens: int = 0
     # A PDF whose pages also go as images, at the user's request.
     page_images: bool = False
+    # A text file the model reads only the start and end of, within this many tokens (a
+    # message too long for the window, sent as a file: kept whole, read as far as it fits).
+    cut_to: int = 0
 
     def as_meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sha256": self.sha256, "name": self.name,
@@ -48,6 +51,8 @@ class AttachmentRef:
             out["tokens"] = self.tokens
         if self.page_images:
             out["page_images"] = True
+        if self.cut_to:
+            out["cut_to"] = self.cut_to
         return out
 
     @property
@@ -63,12 +68,13 @@ def node_attachments(metadata: Mapping[str, Any]) -> tuple[AttachmentRef, ...]:
             continue
         sha, name = entry.get("sha256"), entry.get("name")
         media, size = entry.get("media_type"), entry.get("size")
-        tokens = entry.get("tokens")
+        tokens, cut = entry.get("tokens"), entry.get("cut_to")
         if isinstance(sha, str) and sha and isinstance(media, str):
             out.append(AttachmentRef(sha, safe_name(str(name or "attachment")), media,
                                      int(size) if isinstance(size, int | float) else 0,
                                      int(tokens) if isinstance(tokens, int | float) else 0,
-                                     bool(entry.get("page_images"))))
+                                     bool(entry.get("page_images")),
+                                     int(cut) if isinstance(cut, int | float) else 0))
     return tuple(out)
 
 

@@ -39,7 +39,7 @@ from ..core.attachments import (
     safe_name,
     sniff,
 )
-from ..core.tokens import TokenCounter
+from ..core.tokens import TokenCounter, truncate_to_tokens
 from ..store.database import Store
 from .clock import SYSTEM_CLOCK, Clock
 
@@ -350,7 +350,8 @@ class AttachmentService:
         self.counter = counter
         self.limits = limits or AttachmentLimits()
         self.clock = clock
-        self._payloads: OrderedDict[tuple[str, str, bool], AttachmentPayload] = OrderedDict()
+        self._payloads: OrderedDict[tuple[str, str, bool, int], AttachmentPayload] = \
+            OrderedDict()
         self._cache_size = cache_size
 
     async def prepare(self, paths: Sequence[str | os.PathLike[str]], *,
@@ -362,6 +363,19 @@ class AttachmentService:
     async def prepare_data(self, data: bytes, name: str) -> PreparedFile:
         """Bytes from a paste or a drop of data, checked and described, off the event loop."""
         return await asyncio.to_thread(prepare_bytes, data, name, self.limits)
+
+    async def as_file(self, text: str, name: str, room: int) -> PreparedFile:
+        """`text` (a message too long for the window) as a text file kept whole, which the
+        model reads only as far as `room` tokens go: its start and end, the cut marked."""
+        def work() -> PreparedFile:
+            whole = prepare_bytes(text.encode("utf-8"), name, self.limits)
+            cut = truncate_to_tokens(text, max(1, room), self.counter)
+            if cut == text:
+                return whole
+            return replace(whole, ref=replace(whole.ref, cut_to=max(1, room)),
+                           text=fenced_text(whole.ref.name, cut))
+
+        return await asyncio.to_thread(work)
 
     async def tokens(self, prepared: PreparedFile, provider: Provider = "openai") -> int:
         return await asyncio.to_thread(prepared.tokens, self.counter, provider)
@@ -406,7 +420,7 @@ class AttachmentService:
         out: dict[str, AttachmentPayload] = {}
         missing: dict[str, AttachmentRef] = {}
         for ref in refs:
-            key = (ref.sha256, provider, ref.page_images)
+            key = (ref.sha256, provider, ref.page_images, ref.cut_to)
             hit = self._payloads.get(key)
             if hit is not None:
                 self._payloads.move_to_end(key)
@@ -419,7 +433,7 @@ class AttachmentService:
         blobs = await self.store.run(lambda r: {s: r.attachment_bytes(s) for s in shas})
         for sha, ref in missing.items():
             payload = await asyncio.to_thread(self._build, ref, blobs.get(sha), provider)
-            self._payloads[(sha, provider, ref.page_images)] = payload
+            self._payloads[(sha, provider, ref.page_images, ref.cut_to)] = payload
             out[sha] = payload
             while len(self._payloads) > self._cache_size:
                 self._payloads.popitem(last=False)
@@ -461,6 +475,8 @@ class AttachmentService:
                     blocks.append({"type": "image_url",
                                    "image_url": {"url": data_url(kind, png)}})
             return AttachmentPayload(sha, tuple(blocks), self.counter.count(text), cost)
-        decoded = decode_text(data)
-        text = fenced_text(name, decoded if decoded is not None else "")
+        decoded = decode_text(data) or ""
+        if ref.cut_to:
+            decoded = truncate_to_tokens(decoded, ref.cut_to, self.counter)
+        text = fenced_text(name, decoded)
         return AttachmentPayload(sha, ({"type": "text", "text": text},), self.counter.count(text))

@@ -206,7 +206,8 @@ class ChatService:
             # The bytes are stored before the node that names them, and before the request.
             await self.attachments.save(prepared)
             refs = await asyncio.to_thread(self.attachments.refs, prepared)
-            user = await self._commit_user(session_id, text, attachments, refs)
+            user = await self._commit_user(session_id, text, attachments, refs,
+                                           [f.meta() for f in prepared])
             return user.id, user
 
         return await self._guarded(session_id, commit, model, api_base, on_event)
@@ -433,7 +434,10 @@ class ChatService:
     async def _commit_user(
         self, session_id: str, text: str, attachments: Sequence[Attachment],
         files: Sequence[AttachmentRef] = (),
+        details: Sequence[Mapping[str, Any]] = (),
     ) -> Node:
+        """`details` (per file, in order) add what the chat shows of each: pages, size in
+        pixels."""
         if not attachments and not files:
             return await self.sessions.append_message(session_id, text)
         now = self.clock.now()
@@ -472,7 +476,7 @@ class ChatService:
                 role="user",
                 output=text,
                 predecessor=parent,
-                metadata=with_attachments({}, files),
+                metadata=_with_details(with_attachments({}, files), details),
             )
             nodes.append(user)
             stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
@@ -938,6 +942,12 @@ class ChatService:
                 window_estimated=known is None, choice=name,
             )
 
+    async def sees_images(self, model: str | None = None) -> bool:
+        """Whether `model` (the default when None) takes images, asked before a message with
+        images is sent so the user can choose what to do."""
+        endpoint = await self._endpoint_for_estimate(model, None)
+        return await asyncio.to_thread(llm_supports_vision, endpoint.model)
+
     async def model_endpoint(self, model: str | None = None) -> Endpoint:
         """How `model` (the default when None) would be reached, without starting anything:
         its display name, its window and whether that window is estimated (the /context
@@ -1087,6 +1097,13 @@ def _model_meta(endpoint: Endpoint) -> dict[str, Any]:
 
 def _appender(node: Node) -> Callable[[Repository], tuple[Node, ...]]:
     return lambda repo: repo.append_nodes([node])
+
+
+def _with_details(metadata: dict[str, Any], details: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, Any]:
+    for entry, more in zip(metadata.get("attachments") or (), details, strict=False):
+        entry.update({k: more[k] for k in ("pages", "width", "height") if k in more})
+    return metadata
 
 
 def _ignore(_: Any) -> None:

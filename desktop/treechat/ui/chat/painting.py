@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QLinearGradient, QPainter, QPai
 
 from ..common.icons import draw_icon
 from ..richtext.theme import mix
+from .attachment_views import ThumbnailCache, paint_tiles
 from .hit_testing import RowInteraction
 from .model import THINKING_KEY, ChatRow, RowKind
 from .row_layout import RowLayout, RowLayouter
@@ -25,6 +26,7 @@ class RowPainter:
         self._layouter = layouter
         self._state = interaction
         self.colors = colors
+        self.thumbnails: ThumbnailCache | None = None  # sent images' thumbnails
 
     def paint(self, p: QPainter, row: ChatRow, layout: RowLayout, clip: QRectF, *,
               hovered: bool, focused: bool) -> None:
@@ -39,6 +41,12 @@ class RowPainter:
             self._paint_error(p, row, layout)
         else:
             self._paint_note(p, row, layout)
+        if layout.tiles:
+            hover = self._state.hover
+            tile = (int(hover[1][5:]) if hover is not None and hover[0] == row.key
+                    and hover[1].startswith("file:") else None)
+            paint_tiles(p, layout.tiles, self.colors, self.thumbnails, self._layouter.small,
+                        self._layouter.label_font, tile)
         self._paint_buttons(p, row, layout, hovered)
         if focused:
             x, col = self._layouter.column()
@@ -243,8 +251,8 @@ class RowPainter:
     def _paint_buttons(self, p: QPainter, row: ChatRow, layout: RowLayout, hovered: bool) -> None:
         c = self.colors
         for b in layout.buttons:
-            if b.id == "toggle":
-                continue  # the card itself is the button
+            if b.id == "toggle" or b.id.startswith("file:"):
+                continue  # the card (or the attachment's tile) itself is the button
             if b.hover_only and not hovered:
                 continue
             enabled = self._state.button_enabled(b)

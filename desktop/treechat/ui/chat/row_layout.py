@@ -16,6 +16,7 @@ from ..richtext.document_cache import DocumentCache
 from ..richtext.markdown import render_markdown, render_plain
 from ..richtext.rendered import RenderedText
 from ..richtext.theme import MarkdownTheme
+from .attachment_views import Tile, lay_out_tiles, shown_attachments
 from .model import ChatRow, RowKind
 from .style import (
     BUBBLE_PAD_X,
@@ -76,6 +77,7 @@ class RowLayout:
     footer: QRectF | None = None
     badge: QRectF | None = None
     buttons: list[Button] = field(default_factory=list)
+    tiles: list[Tile] = field(default_factory=list)  # the message's files (thumbnails, cards)
 
 
 
@@ -191,7 +193,16 @@ class RowLayouter:
         top = ROW_GAP + 4
         inner = shown + (MORE_H if fold else 0)
         bubble = QRectF(x + col - bubble_w, top, bubble_w, inner + 2 * BUBBLE_PAD_Y)
-        footer = QRectF(x, bubble.bottom() + 2, col, FOOTER_H)
+        files = shown_attachments(row.node.metadata) if row.node is not None else ()
+        tiles: list[Tile] = []
+        below = bubble.bottom()
+        if files:
+            if not row.text.strip():  # only files: no empty bubble above them
+                bubble = QRectF(x + col, top, 0, 0)
+                below = top - 6
+            tiles, tiles_h = lay_out_tiles(files, x, col, below + 6, align_right=True)
+            below += 6 + tiles_h
+        footer = QRectF(x, below + 2, col, FOOTER_H)
         out = RowLayout(
             height=footer.bottom() + 2,
             body=body,
@@ -206,6 +217,9 @@ class RowLayouter:
         if fold:
             buttons.append(self._more_button(fold, QRectF(
                 bubble.left() + BUBBLE_PAD_X - 6, bubble.top() + BUBBLE_PAD_Y + shown, 0, MORE_H)))
+        buttons.extend(Button(f"file:{t.index}", t.rect, t.item.tooltip, hover_only=False,
+                              enabled=t.item.kind != "placeholder") for t in tiles)
+        out.tiles = tiles
         out.buttons = buttons
         return out
 

@@ -56,6 +56,7 @@ class ChatView(QWidget):
     versionRequested = Signal(str, int)
     settingsRequested = Signal()
     menuRequested = Signal(str, object)  # row key, the QMenu about to show: add to it
+    attachmentOpened = Signal(str, int)  # node id, the index of the file in its message
 
     _built = False  # theme changes arrive while __init__ runs: nothing to restyle yet
 
@@ -282,6 +283,8 @@ class ChatView(QWidget):
             url = QUrl(action[5:])
             if url.scheme() in ("http", "https", "mailto"):
                 QDesktopServices.openUrl(url)
+        elif action.startswith("file:") and node_id:
+            self.attachmentOpened.emit(node_id, int(action[5:]))
         elif action == "edit":
             self.start_edit(key)
         elif action == "read":

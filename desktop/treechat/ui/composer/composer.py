@@ -7,7 +7,7 @@ are commands, not messages."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..occupancy.ring import OccupancyRing
+from .file_chips import PaperclipButton
 from .input import ComposerInput
 from .model_picker import DETAIL_ROLE, GROUP_ROLE, ModelPicker, detail_text, group_text
 
@@ -54,6 +55,7 @@ class Composer(QWidget):
         super().__init__(parent)
         self.setObjectName("Composer")
         self._running = False
+        self._files_staged: Callable[[], bool] = lambda: False
 
         self.card = QFrame()
         self.card.setObjectName("ComposerCard")
@@ -92,6 +94,8 @@ class Composer(QWidget):
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
         footer.setSpacing(6)
+        self.attach_button = PaperclipButton()  # files for the next message
+        footer.addWidget(self.attach_button)
         footer.addWidget(self.picker)
         footer.addWidget(self.ring)
         footer.addWidget(self.hint, 1)
@@ -136,7 +140,7 @@ class Composer(QWidget):
     def submit(self) -> None:
         raw = self.text()
         text = raw.strip()
-        if not text:
+        if not text and not self.files_staged():
             return
         command = COMMANDS.get(text.lower())
         if command is not None:
@@ -153,6 +157,14 @@ class Composer(QWidget):
         self.sendRequested.emit(raw)
 
     # --- state ---------------------------------------------------------------------
+
+    def set_files_staged(self, staged: Callable[[], bool]) -> None:
+        """Whether files wait for the next message: one of files alone can be sent."""
+        self._files_staged = staged
+        self._update_send()
+
+    def files_staged(self) -> bool:
+        return self._files_staged()
 
     @property
     def running(self) -> bool:
@@ -244,7 +256,7 @@ class Composer(QWidget):
             self.send_button.setText("Send")
             self.send_button.setAccessibleName("Send")
             self.send_button.setToolTip("Send (Enter)")
-            self.send_button.setEnabled(bool(self.text().strip()))
+            self.send_button.setEnabled(bool(self.text().strip()) or self.files_staged())
         self.hint.setVisible(not self._running and not self.text())
 
     def resizeEvent(self, event: QResizeEvent) -> None:

@@ -23,6 +23,7 @@ from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
 from ..shell.parts import WindowParts
+from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
 from .dialogs import DialogsController
 from .graph_ops import GraphOperations
@@ -95,6 +96,7 @@ class ConversationController(QObject):
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)
+        self.attachments = AttachmentsController(self)  # files in a message
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
         self.backups: BackupsController | None = None  # with the window's menus
@@ -277,5 +279,7 @@ class ConversationController(QObject):
             self.new_chat()
         elif key == "cut_to_fit":
             self.turns.send_cut()
+        elif key == "send_as_file":
+            self.turns.send_as_file()
         elif key == "cancel":
             self.turns.cancel_too_long()

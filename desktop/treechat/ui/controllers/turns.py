@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import dag
 from ...core.model import Node
+from ...services.attachments import PreparedFile
 from ...services.chat import Attachment
 from ...services.events import (
     NodeAdded,
@@ -36,12 +37,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AttachmentSource = Callable[[str], Sequence[Attachment]]
+# The files staged for a chat's next message, taken (and cleared) by its send.
+FileSource = Callable[[str], list[PreparedFile]]
+# Asked before a message is sent (text, model): False keeps it unsent (the check says why).
+Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
 EventSink = Callable[[TurnEvent], None]
 
 PENDING_PREFIX = "pending-"
 # Shorter than this, a message fits any window a model has (a token is at least a character
 # in practice), and the send skips counting it.
 QUICK_FIT_CHARS = 1000
+# A message too long for the window, sent as a file: its name, and what the message says.
+AS_FILE_NAME = "message.txt"
+AS_FILE_TEXT = "My message is in the attached file message.txt."
+# The message's own text and the file's name and fence, within the room the window leaves.
+AS_FILE_FRAMING = 48
 
 
 def is_pending(node_id: str) -> bool:
@@ -74,6 +84,9 @@ class TurnController:
         self._preview_base: dict[str, SessionView] = {}  # the view before a shown preview
         self._sending = False  # between Enter and the turn being registered
         self._attachments: AttachmentSource | None = None
+        self._files: FileSource | None = None
+        self._preflight: Preflight | None = None
+        self._has_files: Callable[[], bool] | None = None
         self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
         self._turn_heads: dict[str, str | None] = {}  # session -> the head its turn showed
         parts = conversation.parts
@@ -85,6 +98,18 @@ class TurnController:
     def take_attachments_from(self, source: AttachmentSource) -> None:
         """Where a send gets the staged attachments of its chat (the attach chips)."""
         self._attachments = source
+
+    def take_files_from(self, take: FileSource, preflight: Preflight,
+                        has_files: Callable[[], bool]) -> None:
+        """Where a send gets the files staged for its chat (the file chips), the check a
+        message passes before it is sent (a model that cannot see its images), and whether
+        files are staged (a message of files alone can be sent)."""
+        self._files = take
+        self._preflight = preflight
+        self._has_files = has_files
+
+    def _staged_files(self) -> bool:
+        return self._has_files is not None and self._has_files()
 
     def is_running(self) -> bool:
         sid = self._c.current_session_id
@@ -102,7 +127,8 @@ class TurnController:
     def send(self, text: str) -> None:
         """Send what was typed. The field is emptied now and refilled if the turn fails
         before the model answered, so what was typed is never lost."""
-        if not text.strip() or self.is_running() or self._sending:
+        if (not text.strip() and not self._staged_files()) or self.is_running() \
+                or self._sending:
             return
         health = StoreHealth.of(self._c)
         if health is not None and health.refuse_send():
@@ -132,6 +158,28 @@ class TurnController:
 
         self._c.spawn(work(), name="send-cut")
 
+    def send_as_file(self) -> None:
+        """Send the message that did not fit as an attached text file: kept whole in the
+        chat, read by the model as far as the window's room goes (its start and end)."""
+        held, self._too_long = self._too_long, None
+        if held is None or self.is_running() or self._sending:
+            return
+        text, fit = held
+        self._sending = True
+        self._c.parts.composer.clear_if(text)
+
+        async def work() -> None:
+            try:
+                room = max(1, fit.room - AS_FILE_FRAMING)
+                prepared = await self._chat.attachments.as_file(text, AS_FILE_NAME, room)
+            except Exception:
+                self._sending = False
+                self._c.parts.composer.restore(text)
+                raise
+            await self._send(AS_FILE_TEXT, checked=True, extra=[prepared], shown=text)
+
+        self._c.spawn(work(), name="send-as-file")
+
     def cancel_too_long(self) -> None:
         """Keep the message that did not fit in the composer, unsent."""
         self._too_long = None
@@ -153,16 +201,24 @@ class TurnController:
             f"This message is {tokens(fit.tokens)} tokens; the model's "
             f"{tokens(fit.window)}-token window leaves room for {tokens(fit.room)} once the "
             "reply's share is kept. Cut it to fit (its start and end are kept, the cut is "
-            "marked) or cancel and shorten it.",
-            actions=("cut_to_fit", "cancel"),
+            "marked), send it as an attached file (kept whole in the chat; the model reads "
+            "its start and end as far as they fit), or cancel and shorten it.",
+            actions=("cut_to_fit", "send_as_file", "cancel"),
         )
         return False
 
-    async def _send(self, text: str, *, checked: bool = False) -> None:
+    async def _send(self, text: str, *, checked: bool = False,
+                    extra: Sequence[PreparedFile] = (), shown: str | None = None) -> None:
+        """`extra` files go with the message besides the staged ones; `shown` is what the
+        composer gets back if it never starts (the text typed, when that became a file)."""
         c = self._c
         view = c.current_view
         model = c.models.selected()
         try:
+            if self._preflight is not None and not await self._preflight(text, model):
+                self._sending = False
+                c.parts.composer.restore(shown if shown is not None else text)
+                return
             if not checked and not await self._fits(view, text, model):
                 self._sending = False
                 return
@@ -175,10 +231,11 @@ class TurnController:
             session_id = view.session.id
         except Exception as exc:
             self._sending = False
-            c.parts.composer.restore(text)
+            c.parts.composer.restore(shown if shown is not None else text)
             c.parts.banner.show_error(TurnError("internal", f"Could not start: {exc}"))
             return
-        self._pending[session_id] = text
+        files = [*(self._files(session_id) if self._files is not None else ()), *extra]
+        self._pending[session_id] = shown if shown is not None else text
         c.last_errors.pop(session_id, None)
         head = view.graph.find(view.head)
         unanswered = (
@@ -186,7 +243,13 @@ class TurnController:
                 head.id)
         )
         sink = self.sink(session_id)
-        if unanswered and head is not None and head.text == text.strip():
+        if files:
+            # a message with files is always a new message: an edit or retry would drop them
+            self._preview(view, text)
+            staged = self._attachments(session_id) if self._attachments is not None else ()
+            run = self._chat.send(session_id, text, model=model, attachments=staged,
+                                  on_event=sink, files=files)
+        elif unanswered and head is not None and head.text == text.strip():
             # the same message again after a failure: answer it rather than repeat it
             run = self._chat.retry(session_id, head.id, model=model, on_event=sink)
         elif unanswered and head is not None:

@@ -16,7 +16,7 @@ CATEGORY_LABELS = {
     "summaries": "Summaries",
     "messages": "Messages",
     "tool_results": "Tool calls and results",
-    "attachments": "Attached context",
+    "attachments": "Attachments",
     "free": "Free space",
 }
 

@@ -31,6 +31,9 @@ ACTION_LABELS = {
     "undo": "Undo",
     "new_chat": "New chat",
     "cut_to_fit": "Cut to fit and send",
+    "send_as_file": "Send as a file",
+    "switch_to_vision": "Switch model and send",
+    "send_without_images": "Send without the images",
     "cancel": "Cancel",
 }
 
