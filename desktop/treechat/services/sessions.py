@@ -165,6 +165,24 @@ class SessionService:
 
         return await self.store.run(work)
 
+    async def show_branch_of(self, session_id: str, node_id: str) -> SessionView:
+        """The session showing the branch that holds `node_id` (display only: nothing runs).
+        HEAD stays put when the node is on the active path already; otherwise it moves to
+        that branch's newest message below the node, as switching to its version does."""
+        now = self.clock.now()
+
+        def work(repo: Repository) -> SessionView:
+            view = load_view(repo, session_id)
+            target = view.graph.get(node_id)
+            if target.role == "tool" and target.caller is not None:
+                target = view.graph.get(target.caller)
+            if any(node.id == target.id for node in view.path):
+                return view
+            repo.set_head(session_id, dag.branch_tip(view.graph, target.id, view.hidden), now)
+            return load_view(repo, session_id)
+
+        return await self.store.run(work)
+
     async def branch(self, session_id: str, node_id: str, title: str | None = None) -> Session:
         """A new session whose HEAD is `node_id`; the history is shared, not copied."""
         now = self.clock.now()

@@ -102,6 +102,25 @@ async def test_checkout_is_display_only(service: SessionService) -> None:
 
 
 @pytest.mark.asyncio
+async def test_show_branch_of_moves_head_only_off_the_path(service: SessionService) -> None:
+    s = await service.create()
+    u1 = await service.append_message(s.id, "q")
+    a1 = await reply(service, s.id, "first")
+    follow = await service.append_message(s.id, "more")
+    tip = await reply(service, s.id, "the first branch's end")
+    a2 = await service.append_message(s.id, "second", role="assistant", parent=u1.id,
+                                      use_parent=True)
+    assert (await service.view(s.id)).head == a2.id
+    on_path = await service.show_branch_of(s.id, u1.id)
+    assert on_path.head == a2.id  # already shown: HEAD stays
+    view = await service.show_branch_of(s.id, a1.id)
+    assert view.head == tip.id  # the branch's newest message, not the hit itself
+    assert [n.id for n in view.path] == [u1.id, a1.id, follow.id, tip.id]
+    with pytest.raises(GraphError):
+        await service.show_branch_of(s.id, "no-such-node")
+
+
+@pytest.mark.asyncio
 async def test_pin_and_unpin(service: SessionService) -> None:
     s = await service.create()
     u1 = await service.append_message(s.id, "q")

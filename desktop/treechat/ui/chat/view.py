@@ -465,21 +465,30 @@ class ChatView(QWidget):
 
     def reveal(self, key: str, needle: str = "") -> bool:
         """Scroll message `key` into view, make it the current one and select the first
-        place its text holds `needle` (any case); False when the message is not shown."""
+        place its text holds `needle` (any case), a third of the way down the screen;
+        False when the message is not shown."""
         index = self.model.index_of(key)
         if index < 0:
             return False
-        row = self.model.row_at(index)
-        model_index = self.model.index(index)
-        self.scroller.stick = False
-        self.list.setCurrentIndex(model_index)
-        self.list.scrollTo(model_index, QAbstractItemView.ScrollHint.PositionAtCenter)
         self.selector.clear()
+        row = self.model.row_at(index)
         part = part_named(row, self.delegate.layout(row), "body")
-        if part is not None and needle:
-            found = part.text.document.find(needle)
-            if not found.isNull():
-                self.selector.select(key, "body", found.selectionStart(), found.selectionEnd())
+        found = part.text.document.find(needle) if part is not None and needle else None
+        within = 0.0  # how far below the row's top the match is
+        if part is not None and found is not None and not found.isNull():
+            block = found.block()
+            text_layout = block.layout()
+            line = text_layout.lineForTextPosition(found.selectionStart() - block.position())
+            within = (part.origin.y() + part.text.top + text_layout.position().y()
+                      + (line.y() if line.isValid() else 0.0))
+            if within > part.origin.y() + part.shown and not row.expanded:
+                with self.scroller.guard():  # the match is below the fold: unfold it
+                    self.model.toggle_expanded(key)
+            self.selector.select(key, "body", found.selectionStart(), found.selectionEnd())
+        self.list.setCurrentIndex(self.model.index(index))
+        self.scroller.stick = False
+        offset = self.list.viewport().height() // 3 - int(within)
+        self.scroller.settle(Anchor(row=index, offset=offset))
         return True
 
     def at_bottom(self) -> bool:

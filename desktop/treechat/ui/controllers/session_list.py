@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ...core.model import Session
+from ...core.model import GraphError, Session
 from ...services.search import SearchService
 from ...services.turn_queue import TurnActivity
 
@@ -22,6 +22,7 @@ class SessionListController:
         self._deleted: list[str] = []
         sessions = conversation.parts.sessions
         sessions.sessionSelected.connect(conversation.open_session)
+        sessions.hitSelected.connect(self.open_hit)
         sessions.sessionActivated.connect(lambda _id: conversation.parts.composer.focus_input())
         sessions.newChatRequested.connect(conversation.new_chat)
         sessions.renameRequested.connect(self.rename)
@@ -113,6 +114,37 @@ class SessionListController:
 
         async def work() -> None:
             hits = await self._search.sessions(query)
-            c.parts.sessions.show_results(query, [(h.session, h.snippet) for h in hits])
+            c.parts.sessions.show_results(query, [(h.session, h.snippet) for h in hits],
+                                          [h.node_id for h in hits])
 
         c.spawn(work(), name="search")
+
+    def open_hit(self, session_id: str, node_id: str) -> None:
+        """Open a search hit at its message: the branch holding it is shown (HEAD moves to
+        it only when it is not on the path already; display only, nothing runs), scrolled to
+        the message with the first place it matches selected."""
+        c = self._c
+        needle = c.parts.sessions.query
+
+        async def work() -> None:
+            try:
+                view = await c.sessions.show_branch_of(session_id, node_id)
+            except GraphError as exc:  # the message went away since the search
+                c.parts.status(str(exc))
+                c.open_session(session_id)
+                return
+            if c.current_session_id == session_id:
+                c.show_updated(view)
+            else:
+                c.forget_view(session_id)  # HEAD may have moved: read it afresh
+                await c.load_session(session_id)
+            if c.current_session_id == session_id:
+                c.parts.chat.reveal(node_id, _longest_word(needle))
+
+        c.spawn(work(), name="open-hit")
+
+
+def _longest_word(query: str) -> str:
+    """The word of a search to mark in the message (the index matches words in any order)."""
+    words = query.split()
+    return max(words, key=len) if words else ""

@@ -45,6 +45,7 @@ class SessionList(QFrame):
     """Shows sessions and search results; tells the window what the user picked or asked."""
 
     sessionSelected = Signal(str)
+    hitSelected = Signal(str, str)  # session id, the message a search hit matched in
     sessionActivated = Signal(str)  # Enter on a row: go to the composer
     newChatRequested = Signal()
     renameRequested = Signal(str, str)
@@ -58,6 +59,7 @@ class SessionList(QFrame):
         self.setAccessibleName("Chats")
         self._quiet = False
         self._query = ""
+        self._hit_sent: tuple[str, str] | None = None
 
         title = QLabel("Chats")
         title.setObjectName("SidebarTitle")
@@ -153,6 +155,7 @@ class SessionList(QFrame):
         view.customContextMenuRequested.connect(self._context_menu)
         view.selectionModel().currentChanged.connect(self._current_changed)
         view.activated.connect(self._activated)
+        view.clicked.connect(self._clicked)
         view.installEventFilter(self)
         self._model, self._delegate, self._view = model, delegate, view
         self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
@@ -169,14 +172,16 @@ class SessionList(QFrame):
         self.delegate.with_snippets = False
         self._restore(keep)
 
-    def show_results(self, query: str, hits: Sequence[tuple[Session, str]]) -> None:
-        """Show search hits for `query` (ignored if the field has moved on since)."""
+    def show_results(self, query: str, hits: Sequence[tuple[Session, str]],
+                     nodes: Sequence[str | None] = ()) -> None:
+        """Show search hits for `query` (ignored if the field has moved on since); `nodes`
+        are the messages they matched in, which picking a hit opens the chat at."""
         if query != self._normalized(self.search.text()):
             return
         keep = self.current_session_id()
         self._query = query
         self.delegate.with_snippets = True
-        self.model.set_results(hits)
+        self.model.set_results(hits, nodes)
         self._restore(keep)
         self.empty.setText(f"No chats match “{query}”.")
 
@@ -234,12 +239,36 @@ class SessionList(QFrame):
             self._quiet = False
         self._update_empty()
 
+    @property
+    def query(self) -> str:
+        """The search the list shows the hits of ("" when it shows every chat)."""
+        return self._query if self.model.searching else ""
+
     def _current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._hit_sent = None
         if self._quiet or not current.isValid():
             return
         session_id = current.data(SESSION_ID_ROLE)
-        if session_id:
+        if not session_id:
+            return
+        node_id = self.model.hit_node(current)
+        if node_id:
+            self._hit_sent = (str(session_id), node_id)
+            self.hitSelected.emit(str(session_id), node_id)
+        else:
             self.sessionSelected.emit(str(session_id))
+
+    def _clicked(self, index: QModelIndex) -> None:
+        """A click on the hit that is already current opens it again (at its match)."""
+        session_id = index.data(SESSION_ID_ROLE)
+        node_id = self.model.hit_node(index)
+        if not session_id or not node_id:
+            return
+        hit = (str(session_id), node_id)
+        if self._hit_sent == hit:  # the click that just made it current
+            self._hit_sent = None
+            return
+        self.hitSelected.emit(*hit)
 
     def _activated(self, index: QModelIndex) -> None:
         session_id = index.data(SESSION_ID_ROLE)

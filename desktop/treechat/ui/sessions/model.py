@@ -56,6 +56,7 @@ class Header:
 class Entry:
     session: Session
     snippet: str = ""
+    hit_node: str | None = None  # a search hit's matching message
 
 
 Row = Header | Entry
@@ -174,10 +175,14 @@ class SessionListModel(QAbstractListModel):
         self._searching = False
         self._reset(self._grouped())
 
-    def set_results(self, hits: Sequence[tuple[Session, str]]) -> None:
-        """Show search hits (session, snippet) in the order given, without headers."""
+    def set_results(self, hits: Sequence[tuple[Session, str]],
+                    nodes: Sequence[str | None] = ()) -> None:
+        """Show search hits (session, snippet) in the order given, without headers;
+        `nodes`, when given, are the matching messages, one per hit."""
         self._searching = True
-        self._reset([Entry(s, snippet) for s, snippet in hits])
+        found = list(nodes) + [None] * (len(hits) - len(nodes))
+        self._reset([Entry(s, snippet, node) for (s, snippet), node in zip(hits, found,
+                                                                           strict=False)])
 
     def show_all(self, now: float | None = None) -> None:
         if now is not None:
@@ -199,7 +204,7 @@ class SessionListModel(QAbstractListModel):
             if row is not None:
                 current = self._rows[row]
                 assert isinstance(current, Entry)
-                self._rows[row] = Entry(session, current.snippet)
+                self._rows[row] = replace(current, session=session)
                 idx = self.index(row)
                 self.dataChanged.emit(idx, idx)
             return
@@ -279,6 +284,13 @@ class SessionListModel(QAbstractListModel):
     def index_of(self, session_id: str) -> QModelIndex:
         row = self._row_of.get(session_id)
         return QModelIndex() if row is None else self.index(row)
+
+    def hit_node(self, index: Index) -> str | None:
+        """The message a search hit matched in (None for a title match or no hit)."""
+        if not self._searching or not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        return row.hit_node if isinstance(row, Entry) else None
 
     def session_at(self, index: Index) -> Session | None:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
@@ -379,7 +391,7 @@ class SessionListModel(QAbstractListModel):
         self._sessions[session.id] = renamed
         row = self._rows[index.row()]
         assert isinstance(row, Entry)
-        self._rows[index.row()] = Entry(renamed, row.snippet)
+        self._rows[index.row()] = replace(row, session=renamed)
         self.dataChanged.emit(index, index)
         self.renameRequested.emit(session.id, title)
         return True

@@ -1,0 +1,118 @@
+"""Opening a search hit in the window (real store, full-text index and services): the chat
+opens at the matching message, on its branch, with the match selected."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtTest import QTest
+
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
+from treechat.store.database import Store
+
+from .conftest import MODEL, Aio, Desk, Seed, chat_session
+
+NOW = time.time()
+
+
+def birds(store: Store) -> None:
+    """"Birds" has two branches after its first answer; HEAD is on the penguin one, and only
+    the other one (long, so its match is far above its end) says "pelican"."""
+    chat_session(store, "other", "Other chat", NOW - 50, ["hello", "hi"])
+    store.call(lambda r: r.create_session(Session("birds", "Birds", None, MODEL, NOW - 40,
+                                                   updated_at=NOW - 40)))
+    u1 = Node("u1", 0, NOW, "birds", "user", output="Name a seabird that dives for fish.")
+    a1 = Node("a1", 0, NOW, "birds", "assistant",
+              output="The gannet dives from thirty metres.", predecessor="u1")
+    u2 = Node("u2", 0, NOW, "birds", "user", output="Which one has a pouch under its beak?",
+              predecessor="a1")
+    hit = Node("hit", 0, NOW, "birds", "assistant",
+               output="That is the brown pelican: its pouch holds eleven litres.",
+               predecessor="u2")
+    nodes = [u1, a1, u2, hit]
+    previous = "hit"
+    for i in range(12):  # the pelican branch goes on well past a screen
+        for role, text in (("user", f"Tell me more, part {i}."),
+                           ("assistant", f"Part {i}: " + "Seabirds nest on cliffs. " * 12)):
+            node = Node(f"p{i}-{role}", 0, NOW, "birds", role, output=text,  # type: ignore[arg-type]
+                        predecessor=previous)
+            nodes.append(node)
+            previous = node.id
+    store.call(lambda r: r.apply_change("birds", Change(tuple(nodes), previous), NOW - 40))
+    u3 = Node("u3", 0, NOW, "birds", "user", output="And one that walks on the ice?",
+              predecessor="a1")
+    a3 = Node("a3", 0, NOW, "birds", "assistant",
+              output="Penguins walk and slide on the ice.", predecessor="u3")
+    store.call(lambda r: r.apply_change("birds", Change((u3, a3), "a3"), NOW - 30))
+
+
+def search(desk: Desk, aio: Aio, word: str) -> Callable[[], object]:
+    sessions = desk.window.sessions
+    sessions.focus_search()
+    sessions.search.clear()
+    QTest.keyClicks(sessions.search, word)
+    sessions.flush_search()
+    return lambda: [sessions.model.index(r).data(Qt.ItemDataRole.DisplayRole)
+                    for r in range(sessions.model.rowCount())] == ["Birds"]
+
+
+def on_screen(desk: Desk, key: str) -> bool:
+    chat = desk.chat
+    rect = chat.row_rect(key)
+    viewport = QRectF(chat.list.viewport().rect())
+    return not rect.isEmpty() and viewport.intersects(rect)
+
+
+def test_a_hit_on_another_branch_opens_that_branch_at_the_match(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(birds)
+    sessions = desk.window.sessions
+
+    async def scenario() -> None:
+        await aio.until(search(desk, aio, "pelican"), what="the pelican hit")
+        QTest.keyClick(sessions.search, Qt.Key.Key_Return)  # into the results: opens it
+        await aio.until(lambda: "hit" in desk.chat.row_keys(), what="the hit's branch shown")
+        await aio.until(lambda: desk.chat.selector.selected_text() == "pelican",
+                        what="the match selected")
+        await aio.settle(0.3)  # rows measured in the background must not move it away
+
+    requests = desk.requests()
+    aio.run(scenario())
+    chat = desk.chat
+    assert desk.controller.current_session_id == "birds"
+    assert on_screen(desk, "hit")
+    assert not on_screen(desk, "p11-assistant")  # the branch's end is further down
+    assert chat.list.currentIndex().row() == chat.model.index_of("hit")
+    # the branch is checked out (display only: HEAD moved to its newest message, nothing ran)
+    stored = desk.services.store.call(lambda r: r.get_session("birds"))
+    assert stored is not None and stored.head == "p11-assistant"
+    assert desk.requests() == requests
+    assert "a3" not in chat.row_keys()
+
+
+def test_a_hit_on_the_open_branch_scrolls_to_it_without_moving_head(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(birds)
+    sessions = desk.window.sessions
+
+    async def scenario() -> None:
+        desk.controller.open_session("birds")
+        await aio.until(lambda: "a3" in desk.chat.row_keys(), what="birds open")
+        await aio.until(search(desk, aio, "gannet"), what="the gannet hit")
+        # the open chat stays the current row of the results: a click opens the hit
+        index = sessions.model.index(0)
+        rect = sessions.view.visualRect(index)
+        QTest.mouseClick(sessions.view.viewport(), Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.NoModifier, rect.center())
+        await aio.until(lambda: desk.chat.selector.selected_text() == "gannet",
+                        what="the match selected")
+
+    aio.run(scenario())
+    stored = desk.services.store.call(lambda r: r.get_session("birds"))
+    assert stored is not None and stored.head == "a3"
+    assert on_screen(desk, "a1")
