@@ -17,7 +17,8 @@ from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
+from tests.support.attachment_files import pdf
 from tests.support.loopback_server import Reply
 
 from treechat.core.attachments import human_size, image_tokens, node_attachments
@@ -31,10 +32,24 @@ from .conftest import BIG_MODEL, MODEL, Aio, Desk
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-def shoot(desk: Desk, name: str) -> None:
-    """With TREECHAT_SCREENSHOTS=1 (on a real display), docs/screenshots/attachments-*.png."""
+SCHEME = os.environ.get("TREECHAT_SCREENSHOT_SCHEME", "")  # "light" or "dark"
+
+
+def shoot(desk: Desk, name: str, widget: QWidget | None = None) -> None:
+    """With TREECHAT_SCREENSHOTS=1 (on a real display), docs/screenshots/attachments-*.png,
+    in the scheme TREECHAT_SCREENSHOT_SCHEME names."""
     if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
-        desk.window.grab().save(str(SHOTS / f"attachments-{name}.png"))
+        QApplication.processEvents()
+        suffix = f"-{SCHEME}" if SCHEME else ""
+        (widget or desk.window).grab().save(str(SHOTS / f"attachments-{name}{suffix}.png"))
+
+
+def themed(desk: Desk) -> None:
+    """The scheme and the laptop-sized window the screenshots are taken in."""
+    if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
+        if SCHEME:
+            desk.theme.set_mode(SCHEME)
+        desk.window.resize(1366, 740)
 
 
 def png(path: Path, size: tuple[int, int] = (300, 200), color: str = "#3a7bd5") -> Path:
@@ -117,6 +132,7 @@ def test_paperclip_chip_shows_name_size_and_cost_and_the_image_reaches_the_serve
                         staticmethod(lambda *a, **k: ([str(picture), str(notes)], "")))
     desk.provider.queue(Reply(text="a blue chart"), Reply(text="again"))
 
+    themed(desk)
     async def scenario() -> None:
         choose_model(desk, BIG_MODEL)  # litellm says GPT-4o can see
         QTest.mouseClick(desk.composer.attach_button, Qt.MouseButton.LeftButton)
@@ -242,25 +258,29 @@ def test_the_thumbnail_shows_and_opens_full_size_and_a_card_opens_the_text(
     picture = png(tmp_path / "photo.png", (900, 600), "#d53a5b")
     doc = tmp_path / "report.txt"
     doc.write_text("Quarterly report\nAll is well.\n", "utf-8")
+    paper = tmp_path / "paper.pdf"
+    paper.write_bytes(pdf(["First page of the paper", "Second page, the results"]))
     desk.provider.queue(Reply(text="nice"))
     controller = desk.controller.attachments
 
+    themed(desk)
     async def scenario() -> None:
         choose_model(desk, BIG_MODEL)
-        controller.add_paths([picture, doc])
-        await chips_ready(desk, aio, 2)
+        controller.add_paths([picture, doc, paper])
+        await chips_ready(desk, aio, 3)
         send(desk, "Look")
         await turn_done(desk, aio, 1)
         view = desk.controller.current_view
         assert view is not None
         user = [n for n in view.path if n.role == "user"][-1]
         shown = shown_attachments(user.metadata)
-        assert [s.kind for s in shown] == ["image", "text"]
+        assert [s.kind for s in shown] == ["image", "text", "pdf"]
         assert shown[0].width == 900 and shown[0].height == 600
+        assert shown[2].detail.startswith("PDF · 2 pages · ")
         # the row lays out a thumbnail and a card, and paints the thumbnail once decoded
         row = next(r for r in desk.chat.model.rows if r.node_id == user.id)
         layout = desk.chat.delegate.layouter.layout(row)
-        assert [t.item.kind for t in layout.tiles] == ["image", "text"]
+        assert [t.item.kind for t in layout.tiles] == ["image", "text", "pdf"]
         desk.chat.list.viewport().repaint()
         await aio.until(lambda: controller.thumbnails.get(shown[0].sha256) is not None,
                         what="the thumbnail")
@@ -278,7 +298,7 @@ def test_the_thumbnail_shows_and_opens_full_size_and_a_card_opens_the_text(
                         ._image.isNull(), what="the full image")
         viewer = controller.viewers[-1]
         assert (viewer._image.width(), viewer._image.height()) == (900, 600)
-        shoot(desk, "viewer-image")
+        shoot(desk, "viewer-image", viewer)
         viewer.close()
         # the card opens the text, and Save… writes the bytes back under a safe name
         card = controller.open_attachment(user.id, 1)
@@ -291,6 +311,14 @@ def test_the_thumbnail_shows_and_opens_full_size_and_a_card_opens_the_text(
         await aio.until(target.exists, what="the saved file")
         assert target.read_bytes() == doc.read_bytes()
         card.close()
+        # a PDF's card opens its text page by page
+        reader = controller.open_attachment(user.id, 2)
+        assert reader is not None
+        await aio.until(lambda: "Second page, the results" in reader.text.toPlainText(),
+                        what="the PDF's text")
+        assert "--- page 2 of 2 ---" in reader.text.toPlainText()
+        shoot(desk, "viewer-text", reader)
+        reader.close()
 
     aio.run(scenario())
 
@@ -303,6 +331,7 @@ def test_a_model_that_cannot_see_offers_a_choice_before_anything_is_sent(
     desk.provider.queue(Reply(text="seen"), Reply(text="text only"))
     controller = desk.controller.attachments
 
+    themed(desk)
     async def scenario() -> None:
         choose_model(desk, MODEL)  # litellm does not know it: it cannot see
         controller.add_paths([picture])
@@ -377,3 +406,32 @@ def test_an_imported_placeholder_is_a_greyed_card_not_an_error() -> None:
     (item,) = shown_attachments(meta)
     assert item == ShownAttachment("placeholder", "chart.png", 2048, "image")
     assert "did not carry" in item.tooltip
+
+
+def test_many_chips_with_long_names_never_widen_the_window(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    """Issue 14's laptop: 1280×720 with the dock open, a row of chips wraps instead."""
+    window = desk.window
+    window.dock.show()
+    window.resize(1280, 720)
+    paths = []
+    for i in range(8):
+        path = tmp_path / (f"a rather long file name for a quarterly report, part {i} " * 2
+                           + ".txt")
+        path.write_text(f"part {i}\n", "utf-8")
+        paths.append(path)
+
+    async def scenario() -> None:
+        await aio.settle(0.2)
+        before = window.width()
+        desk.controller.attachments.add_paths(paths)
+        await chips_ready(desk, aio, 8)
+        await aio.settle(0.2)
+        assert window.width() == before <= 1280
+        assert window.minimumSizeHint().width() <= 1280
+        bar = desk.controller.attachments.chips
+        assert all(c.geometry().right() <= bar.width() for c in bar.chips)
+        assert bar.height() >= bar.heightForWidth(bar.width()) > bar.chips[0].height()
+
+    aio.run(scenario())
