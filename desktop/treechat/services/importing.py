@@ -605,7 +605,7 @@ async def import_file(
         conversations=conversations,
         cancelled=cancelled,
         kept_head=tuple(kept),
-        notes=(*notes, *_attachment_notes(found, archive is not None)),
+        notes=(*notes, *_attachment_notes(found, zipped=archive is not None, fmt=fmt)),
         attachments=found.imported,
         placeholders=found.placeholders,
     )
@@ -626,14 +626,21 @@ def _counter(given: TokenCounter | None) -> TokenCounter:
     return CachedTiktokenCounter()
 
 
-def _attachment_notes(found: AssetCounts, zipped: bool) -> tuple[str, ...]:
+# The apps whose export zip carries the files its chats name.
+_ZIPS_CARRY_FILES = frozenset({"chatgpt", "grok"})
+
+
+def _attachment_notes(found: AssetCounts, *, zipped: bool, fmt: str) -> tuple[str, ...]:
     out: list[str] = []
     if found.imported:
         out.append(f"Images and files imported as attachments: {found.imported:,}.")
     if found.placeholders:
-        why = ("the export does not carry them, or they could not be read" if zipped else
-               "this file does not carry them; importing the export's zip brings in those "
-               "it holds")
+        why = "the export does not carry them"
+        if zipped:
+            why += ", or they could not be read"
+        elif fmt in _ZIPS_CARRY_FILES:
+            why = ("this file does not carry them; importing the export's zip brings in those "
+                   "it holds")
         out.append(f"Images and files kept as named placeholders: {found.placeholders:,} "
                    f"({why}).")
     return tuple(out)

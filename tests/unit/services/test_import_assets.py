@@ -277,3 +277,48 @@ def test_the_cli_counts_attachments_and_placeholders(
     assert (out["attachments"], out["placeholders"]) == (1, 1)
     assert cli.main(["--data-dir", data_dir, "import", str(archive)]) == 0
     assert "Nothing new" in capsys.readouterr().out
+
+
+@pytest.mark.asyncio
+async def test_todays_sediment_pointer_and_a_generated_image_in_a_tool_message(
+    store: Store, tmp_path: Path
+) -> None:
+    def entry(key: str, parent: str | None, role: str, content: dict[str, Any],
+              **extra: Any) -> dict[str, Any]:
+        message = {"id": key, "author": {"role": role, **extra}, "create_time": 1.7e9,
+                   "content": content, "status": "finished_successfully", "metadata": {}}
+        return {"id": key, "parent": parent, "children": [], "message": message}
+
+    photo = png(30, 20, (0, 120, 0))
+    drawn = png(40, 40, (250, 200, 0))
+    mapping = {
+        "u": entry("u", None, "user", {"content_type": "multimodal_text", "parts": [
+            {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_0000aa11"},
+            "Make this yellow."]}),
+        "t": entry("t", "u", "tool", {"content_type": "multimodal_text", "parts": [
+            {"content_type": "image_asset_pointer",
+             "asset_pointer": "file-service://file-DRAWN9"}]}, name="dalle.text2im"),
+    }
+    conversation = {"title": "Colours", "conversation_id": "c-sediment", "create_time": 1.7e9,
+                    "mapping": mapping, "current_node": "t"}
+    archive = chatgpt_zip(tmp_path / "export.zip", {
+        "file_0000aa11-7f3e-photo.png": photo,
+        "dalle-generations/file-DRAWN9-5b1c.webp": drawn}, [conversation])
+    summary = await import_file(store, archive)
+    assert (summary.attachments, summary.placeholders) == (2, 0)
+    nodes = by_source(store)
+    (mine,) = node_attachments(nodes["u"].metadata)
+    (made,) = node_attachments(nodes["t"].metadata)
+    assert (mine.sha256, mine.name) == (sha(photo), "file_0000aa11-7f3e-photo.png")
+    # named by the zip, typed by its bytes: a PNG kept under a .webp name is still a PNG
+    assert (made.sha256, made.name, made.media_type) == (sha(drawn), "5b1c.webp", "image/png")
+    assert nodes["u"].text == "Make this yellow."
+
+
+@pytest.mark.asyncio
+async def test_the_zip_hint_is_given_only_for_apps_whose_zip_carries_files(
+    store: Store,
+) -> None:
+    claude = await import_file(store, DATA / "claude-tools-thinking.json")
+    assert "Images and files kept as named placeholders: 1 (the export does not carry them)." \
+        in claude.notes
