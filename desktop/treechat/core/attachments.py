@@ -212,9 +212,10 @@ def pdf_text(name: str, pages: Sequence[str]) -> str:
 
 
 def stub_text(ref: AttachmentRef) -> str:
-    """What an aged attachment leaves in the request: which file it was."""
+    """What an aged attachment leaves in the request: which file it was, and that `recall`
+    finds it (by its name or its text) when it is needed again."""
     return (f"[attachment {ref.name} ({ref.media_type}, {human_size(ref.size)}) is no longer "
-            "shown; it is kept in the conversation]")
+            "shown; it is kept in the conversation, and recall finds it by its name]")
 
 
 # --- image limits and prices ---------------------------------------------------------------

@@ -80,3 +80,4 @@ def test_metadata_round_trips_and_the_stub_names_the_file() -> None:
     assert node_attachments({"attachments": [{"name": "x"}, 3]}) == ()
     stub = stub_text(ref)
     assert "photo.png" in stub and "image/png" in stub and "2.0 KB" in stub
+    assert "recall finds it by its name" in stub
