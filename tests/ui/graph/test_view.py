@@ -3,7 +3,8 @@ moves HEAD without sending anything."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtTest import QTest
 from tests.support.loopback_server import Reply
 
@@ -13,6 +14,7 @@ from treechat.ui.controllers.history import HistoryPanels
 from treechat.ui.graph.items import (
     HEAD,
     HIDDEN,
+    LABEL_LOD,
     MERGED,
     ON_PATH,
     PINNED,
@@ -276,3 +278,84 @@ def test_new_nodes_are_added_without_moving_or_remaking_items(qapp: object) -> N
     # hit-testing goes through the layout grid, at any zoom
     assert scene.node_at(scene.point_of(scene.head)) == scene.head
     assert scene.node_at(scene.point_of(scene.head) + QPointF(R * 2, 0)) is None
+
+
+def branches(desk: Desk, aio: Aio, title: str, count: int) -> str:
+    """A chat whose first question was answered `count` times (one column each), every
+    message long enough that its label runs far to the right."""
+    session = aio.run(desk.services.chat.sessions.create(title))
+    sid: str = session.id
+    words = "the reply goes on about caches, hashes and the eviction order of old entries"
+
+    def n(i: str, role: str, **kw: object) -> Node:
+        return Node(id=i, seq=0, created_at=1.0, session_id=sid, role=role,  # type: ignore[arg-type]
+                    output=f"{i}: {words}", **kw)  # type: ignore[arg-type]
+
+    nodes = [n("q", "user")]
+    for k in range(count):
+        nodes += [n(f"a{k}", "assistant", predecessor="q"),
+                  n(f"u{k}", "user", predecessor=f"a{k}")]
+    write(desk, sid, nodes, f"u{count - 1}")
+    return sid
+
+
+def open_in_dock(desk: Desk, aio: Aio, sid: str, count: int) -> HistoryPanels:
+    async def scenario() -> None:
+        desk.window.dock.show()
+        await desk.controller.session_list.reload()
+        desk.controller.open_session(sid)
+        await aio.until(lambda: len(panels(desk).graph.view.graph_scene.nodes) == count)
+        await desk.controller.tasks.idle()
+
+    aio.run(scenario())
+    return panels(desk)
+
+
+def labels_in_view(found: HistoryPanels) -> list[tuple[str, bool]]:
+    """(node, whether its label's scene rect maps inside the viewport) for every label."""
+    view = found.graph.view
+    view.graph_scene.ensure_items()
+    viewport = QRectF(view.viewport().rect())
+    out = []
+    metrics = QFontMetricsF(view.graph_scene.graph_style.font)
+    for node_id, item in view.graph_scene.items_by_id.items():
+        text = item.label_text()
+        if not text:
+            continue
+        # drawn at (R + 6, 4) from the node's centre, on the baseline
+        box = item.mapRectToScene(QRectF(R + 6, 4 - metrics.ascent(),
+                                         metrics.horizontalAdvance(text),
+                                         metrics.ascent() + metrics.descent()))
+        assert box == item.mapRectToScene(item.label_rect())
+        on_screen = QRectF(view.mapFromScene(box).boundingRect())
+        out.append((node_id, viewport.contains(on_screen)))
+    return out
+
+
+def test_fit_shows_every_label_inside_the_dock(desk: Desk, aio: Aio) -> None:
+    found = open_in_dock(desk, aio, branches(desk, aio, "Labels", 2), 5)
+    view = found.graph.view
+    view.center_on_node("q", 1.0)
+    QTest.mouseClick(found.graph.fit_button, Qt.MouseButton.LeftButton)
+    assert view.zoom >= LABEL_LOD  # labels are drawn at this zoom
+    shown = labels_in_view(found)
+    assert {node_id for node_id, _inside in shown} == {"q", "a1", "u1"}  # a0, u0: no room
+    assert all(inside for _id, inside in shown), shown
+    assert view.graph_scene.label_limit is None  # none was cut to fit: all of it shows
+
+
+def test_fit_of_a_wide_graph_keeps_labels_drawn_and_cuts_them_at_the_edge(
+    desk: Desk, aio: Aio
+) -> None:
+    found = open_in_dock(desk, aio, branches(desk, aio, "Wide", 6), 13)
+    view = found.graph.view
+    QTest.keyClick(view, Qt.Key.Key_0)  # the Fit shortcut
+    assert view.zoom >= LABEL_LOD  # not zoomed out past the labels
+    shown = labels_in_view(found)
+    assert shown and all(inside for _id, inside in shown), shown
+    assert view.graph_scene.label_limit is not None
+    widths = {node_id: item.label_rect().width()
+              for node_id, item in view.graph_scene.items_by_id.items()}
+    # zooming in again gives the labels their whole room back
+    view.zoom_by(1.5)
+    assert view.graph_scene.items_by_id["u5"].label_rect().width() > widths["u5"]

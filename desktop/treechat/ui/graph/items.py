@@ -67,6 +67,27 @@ def label_for(node: Node) -> str:
     return text
 
 
+LABEL_X = R + 6  # a label's left edge, right of its node's centre
+LABEL_BASELINE = 4.0
+
+
+def elided_label(node: Node, room: float, font: QFont) -> str:
+    """The label as drawn in `room` scene units ("" when there is no room for it)."""
+    text = label_for(node)
+    if room < 14 or not text:
+        return ""
+    return QFontMetricsF(font).elidedText(text, Qt.TextElideMode.ElideRight, room - 4)
+
+
+def label_box(text: str, font: QFont) -> QRectF:
+    """Where a label drawn by `NodeItem` goes, relative to its node's centre."""
+    if not text:
+        return QRectF()
+    metrics = QFontMetricsF(font)
+    return QRectF(LABEL_X, LABEL_BASELINE - metrics.ascent(), metrics.horizontalAdvance(text),
+                  metrics.ascent() + metrics.descent())
+
+
 def cell_point(column: int, row: int) -> QPointF:
     return QPointF(column * DX, row * DY)
 
@@ -213,14 +234,13 @@ class NodeItem(QGraphicsItem):
 
     def label_text(self) -> str:
         if self._elided is None:
-            room = self._label_room(self.node_id)
-            text = label_for(self.node)
-            if room < 14 or not text:
-                self._elided = ""
-            else:
-                metrics = QFontMetricsF(self.style.font)
-                self._elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room - 4)
+            self._elided = elided_label(self.node, self._label_room(self.node_id),
+                                        self.style.font)
         return self._elided
+
+    def label_rect(self) -> QRectF:
+        """The label's extent in item coordinates (empty when it has none)."""
+        return label_box(self.label_text(), self.style.font)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
               widget: QWidget | None = None) -> None:
@@ -263,7 +283,7 @@ class NodeItem(QGraphicsItem):
             if text:
                 painter.setFont(style.font)
                 painter.setPen(style.muted if not state & ON_PATH else style.text)
-                painter.drawText(QPointF(R + 6, 4), text)
+                painter.drawText(QPointF(LABEL_X, LABEL_BASELINE), text)
         if state & HIDDEN:
             painter.setOpacity(1.0)
 

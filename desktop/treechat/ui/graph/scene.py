@@ -32,6 +32,7 @@ from .items import (
     HIDDEN,
     INTERRUPTED,
     LABEL_COLUMNS,
+    LABEL_X,
     MERGED,
     ON_PATH,
     PINNED,
@@ -44,6 +45,8 @@ from .items import (
     OverviewItem,
     R,
     cell_point,
+    elided_label,
+    label_box,
     node_kind,
 )
 
@@ -77,6 +80,8 @@ class HistoryScene(QGraphicsScene):
         self.selected: list[str] = []  # picked for a merge, in the order picked
         self._pending: dict[int, list[str]] = {}  # band -> nodes without items yet
         self._detail = True
+        self.label_limit: float | None = None  # labels end before this x (set by a fit)
+        self._reach = QRectF()  # what a fit showed: the scene rect keeps room for it
         self._chunk_timer = QTimer(self)
         self._chunk_timer.setSingleShot(True)
         self._chunk_timer.timeout.connect(self._create_chunk)
@@ -103,6 +108,8 @@ class HistoryScene(QGraphicsScene):
         self.items_by_id = {}
         self.band_items: dict[int, BandItem] = {}
         self._pending = {}
+        self.label_limit = None
+        self._reach = QRectF()
         self._apply_detail()
 
     # --- mirroring the model -------------------------------------------------------
@@ -183,7 +190,7 @@ class HistoryScene(QGraphicsScene):
         for kind, points in by_kind.items():
             self.overview.add_nodes(kind, points)
         self.overview.set_bounds(self.graph_rect())
-        self.setSceneRect(self.graph_rect().adjusted(-DX * 3, -DY * 2, DX * 3, DY * 3))
+        self._update_scene_rect()
         if had_items:
             self._refresh_label_room(fresh)
         if len(fresh) <= SYNC_ITEMS:
@@ -260,7 +267,45 @@ class HistoryScene(QGraphicsScene):
             free += 1
         if free == LABEL_COLUMNS:
             free += 2  # nothing to the right: the label may run on
-        return max(0.0, free * DX + DX - 2 * R - 10)
+        room = free * DX + DX - 2 * R - 10
+        if self.label_limit is not None:  # elided where the fitted view ends
+            room = min(room, self.label_limit - column * DX - LABEL_X + 4)
+        return max(0.0, room)
+
+    def set_label_limit(self, limit: float | None) -> None:
+        """Labels end before scene x `limit` (None: only their neighbours cut them)."""
+        if limit == self.label_limit:
+            return
+        self.label_limit = limit
+        for item in self.items_by_id.values():
+            item.invalidate_label()
+
+    def label_rect(self, node_id: str) -> QRectF:
+        """A node's label in scene coordinates, as it is (or would be) drawn."""
+        item = self.items_by_id.get(node_id)
+        if item is not None:
+            return item.mapRectToScene(item.label_rect())
+        text = elided_label(self.nodes[node_id], self._room(node_id), self.graph_style.font)
+        return label_box(text, self.graph_style.font).translated(self.point_of(node_id))
+
+    def labels_rect(self) -> QRectF:
+        """The nodes' extent with every label drawn in full (what a fit must show)."""
+        rect = self.nodes_rect()
+        for node_id in self.nodes:
+            box = self.label_rect(node_id)
+            if not box.isEmpty():
+                rect = rect.united(box)
+        return rect
+
+    def reach(self, rect: QRectF) -> None:
+        """Keep room for `rect` in the scene rect (a fitted view that shows labels in full
+        must not be pulled back to the nodes' centre)."""
+        self._reach = rect
+        self._update_scene_rect()
+
+    def _update_scene_rect(self) -> None:
+        rect = self.graph_rect().adjusted(-DX * 3, -DY * 2, DX * 3, DY * 3)
+        self.setSceneRect(rect.united(self._reach) if not self._reach.isEmpty() else rect)
 
     def _materialize(self, bands: Iterable[int]) -> None:
         """Make the node items and edge paths of these bands of rows."""
@@ -447,6 +492,14 @@ class HistoryScene(QGraphicsScene):
     def point_of(self, node_id: str) -> QPointF:
         column, row = self.layout.cell(node_id)
         return cell_point(column, row)
+
+    def nodes_rect(self) -> QRectF:
+        """The nodes' extent, their labels left out."""
+        if not self.layout.placements:
+            return QRectF(-DX, -DY, 2 * DX, 2 * DY)
+        w = (self.layout.width - 1) * DX
+        h = (self.layout.depth - 1) * DY
+        return QRectF(-R * 2, -R * 2, w + R * 4, h + R * 4)
 
     def graph_rect(self) -> QRectF:
         """The nodes' extent, with room on the right for the last column's labels."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QContextMenuEvent,
     QHelpEvent,
@@ -36,6 +36,7 @@ from .items import (
     DETAIL_SCALE,
     DX,
     DY,
+    LABEL_LOD,
     GraphStyle,
 )
 from .minimap import GraphMinimap
@@ -43,6 +44,8 @@ from .scene import HistoryScene
 
 MIN_SCALE = 0.004
 MAX_SCALE = 3.0
+FIT_MARGIN = 10.0  # pixels kept between a fitted graph, labels included, and the edges
+LABEL_ZOOM = LABEL_LOD * 1.001  # the least zoom labels are drawn at, with room for rounding
 
 
 class HistoryGraphView(QGraphicsView):
@@ -132,6 +135,7 @@ class HistoryGraphView(QGraphicsView):
         return self.transform().m11()
 
     def set_zoom(self, scale: float, anchor: QPointF | None = None) -> None:
+        self.graph_scene.set_label_limit(None)
         scale = min(MAX_SCALE, max(MIN_SCALE, scale))
         centre = anchor if anchor is not None else self.mapToScene(
             self.viewport().rect().center())
@@ -145,6 +149,7 @@ class HistoryGraphView(QGraphicsView):
         self._sync_detail()
 
     def zoom_by(self, factor: float) -> None:
+        self.graph_scene.set_label_limit(None)
         old = self.transformationAnchor()
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         target = min(MAX_SCALE, max(MIN_SCALE, self.zoom * factor))
@@ -153,13 +158,53 @@ class HistoryGraphView(QGraphicsView):
         self._sync_detail()
 
     def fit_all(self) -> None:
-        rect = self.graph_scene.graph_rect().adjusted(-DX, -DY, DX, DY)
+        """The whole graph in view. When it can be shown at a zoom that draws labels, every
+        label shows in full inside the view; when only the nodes fit at that zoom, labels
+        are drawn at it and cut where the view ends, rather than zooming out past them."""
+        scene = self.graph_scene
+        scene.set_label_limit(None)
+        nodes = scene.nodes_rect()
+        if scene.nodes and self._fit_scale(nodes) >= LABEL_LOD:
+            labels = scene.labels_rect()
+            scale = self._fit_scale(labels)
+            if scale >= LABEL_LOD:
+                self._show_rect(labels, scale)
+                return
+            width = (self.viewport().width() - 2 * FIT_MARGIN) / LABEL_ZOOM
+            shown = QRectF(nodes.left(), labels.top(), width, labels.height())
+            self._show_rect(shown, LABEL_ZOOM)
+            scene.set_label_limit(shown.right())
+            return
+        rect = scene.graph_rect().adjusted(-DX, -DY, DX, DY)
         self._navigating = True
         try:
             self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
             if self.zoom > 1.0:
                 self.resetTransform()
                 self.centerOn(rect.center())
+        finally:
+            self._navigating = False
+        self._sync_detail()
+
+    def _fit_scale(self, rect: QRectF) -> float:
+        """The zoom that shows `rect` inside the viewport's margins (at most 100%)."""
+        vp = self.viewport().rect()
+        if rect.isEmpty():
+            return 1.0
+        return min(1.0, (vp.width() - 2 * FIT_MARGIN) / rect.width(),
+                   (vp.height() - 2 * FIT_MARGIN) / rect.height())
+
+    def _show_rect(self, rect: QRectF, scale: float) -> None:
+        vp = self.viewport().rect()
+        centre = rect.center()
+        visible = QRectF(0, 0, vp.width() / scale, vp.height() / scale)
+        visible.moveCenter(centre)
+        self.graph_scene.reach(visible)  # or the view would centre the smaller scene rect
+        self._navigating = True
+        try:
+            self.resetTransform()
+            self.scale(scale, scale)
+            self.centerOn(centre)
         finally:
             self._navigating = False
         self._sync_detail()
@@ -212,6 +257,7 @@ class HistoryGraphView(QGraphicsView):
         if not steps:
             return
         factor = 1.18 ** steps
+        self.graph_scene.set_label_limit(None)
         target = min(MAX_SCALE, max(MIN_SCALE, self.zoom * factor))
         self.scale(target / self.zoom, target / self.zoom)
         self._sync_detail()
