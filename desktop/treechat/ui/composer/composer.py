@@ -16,21 +16,18 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QPushButton,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
 from ..occupancy.ring import OccupancyRing
 from .file_chips import PaperclipButton
+from .hint import ComposerHint
 from .input import ComposerInput
 from .model_picker import DETAIL_ROLE, GROUP_ROLE, ModelPicker, detail_text, group_text
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QResizeEvent, QShowEvent
-
     from ...core.occupancy import Occupancy
     from ...services.models import ModelChoice
 
@@ -79,10 +76,7 @@ class Composer(QWidget):
         self.ring = OccupancyRing()
         self.ring.clicked.connect(self.contextRequested)
 
-        self.hint = QLabel(HINT)
-        self.hint.setObjectName("ComposerHint")
-        self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.hint = ComposerHint((HINT, SHORT_HINT))  # fits itself to the room it gets
 
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("SendButton")
@@ -257,25 +251,9 @@ class Composer(QWidget):
             self.send_button.setAccessibleName("Send")
             self.send_button.setToolTip("Send (Enter)")
             self.send_button.setEnabled(bool(self.text().strip()) or self.files_staged())
-        self.hint.setVisible(not self._running and not self.text())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._fit_hint()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self._fit_hint()
-
-    def _fit_hint(self) -> None:
-        """The long hint where it fits, a short one where it does not, none when cramped."""
-        room = self.hint.width()
-        fm = self.hint.fontMetrics()
-        for text in (HINT, SHORT_HINT, ""):
-            if fm.horizontalAdvance(text) <= room:
-                if self.hint.text() != text:
-                    self.hint.setText(text)
-                return
+        # quiet rather than hidden: the hint keeps the footer's spare room, so Send keeps
+        # its size
+        self.hint.set_shown(not self._running and not self.text())
 
     def _focus_changed(self, focused: bool) -> None:
         self.card.setProperty("focused", focused)

@@ -1,5 +1,6 @@
 """The composer's text field: Enter sends, Shift+Enter starts a new line, and the field grows
-with its text up to a limit before it scrolls."""
+with its text up to a limit before it scrolls. Where the window is short it gives up height
+first (down to a few lines, scrolling inside its own box) rather than push on the footer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 
 MIN_LINES = 1
 MAX_LINES = 10
+SQUEEZED_LINES = 3  # the least a long message keeps on screen when the window is short
 
 
 class ComposerInput(QPlainTextEdit):
@@ -30,7 +32,9 @@ class ComposerInput(QPlainTextEdit):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setTabChangesFocus(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        # Maximum: never taller than its text asks, shorter when the layout is short of room
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
+        self._fitted = 0
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.document().setDocumentMargin(4)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
@@ -80,8 +84,19 @@ class ComposerInput(QPlainTextEdit):
             block = block.next()
         lines = min(MAX_LINES, max(MIN_LINES, lines))
         height = lines * self._line_height() + frame + 2
-        if self.height() != height:
-            self.setFixedHeight(height)
+        if height != self._fitted:
+            self._fitted = height
+            squeezed = min(lines, SQUEEZED_LINES) * self._line_height() + frame + 2
+            self.setMinimumHeight(squeezed)
+            self.setMaximumHeight(height)
+            self.updateGeometry()
+
+    def fitted_height(self) -> int:
+        """The height its text asks for (up to the limit); it may be given less."""
+        return self._fitted
 
     def sizeHint(self) -> QSize:
-        return QSize(400, self.height())
+        return QSize(400, self._fitted)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(100, self.minimumHeight())

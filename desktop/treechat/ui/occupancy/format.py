@@ -150,9 +150,24 @@ def calibration_text(occ: Occupancy) -> str:
     )
 
 
+def carried_text(occ: Occupancy) -> str:
+    """What every request carries before any message (the figure an empty chat shows):
+    "System prompt 32 · tool definitions 447, sent with every request"."""
+    parts = dict(occ.breakdown)
+    system, tool_specs = parts.get("system", 0), parts.get("tools", 0)
+    if not system and not tool_specs:
+        return ""
+    named = [f"System prompt {tokens(system)}"]
+    if tool_specs:
+        named.append(f"tool definitions {tokens(tool_specs)}")
+    return " · ".join(named) + ", sent with every request"
+
+
 def tooltip(occ: Occupancy) -> str:
+    carried = carried_text(occ)
     lines = [
         f"Context: {headline(occ)}",
+        *([carried] if carried else []),
         f"Basis: {occ.basis}" + (
             f" (calibration ×{occ.calibration:.2f})" if occ.calibration is not None else ""
         ),
