@@ -146,7 +146,10 @@ def test_dragging_over_a_reply_selects_part_of_it_and_ctrl_c_copies_that_part(
     drag(chat, start, end)
     assert chat.list.hasFocus()
     assert chat.selector.selected_text() == "keeps its files under ~/.cache/app, one file"
+    QTest.keyPress(chat.list, Qt.Key.Key_Control)  # on its way to Ctrl+C
+    QTest.keyRelease(chat.list, Qt.Key.Key_Control)
     assert copy(chat) == "keeps its files under ~/.cache/app, one file"
+    assert not chat.delegate.keyboard_focus  # no focus ring around the message for it
     # the part's Markdown travels with it
     markdown = bytes(QGuiApplication.clipboard().mimeData().data("text/markdown").data())
     assert b"`~/.cache/app`" in markdown

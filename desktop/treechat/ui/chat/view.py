@@ -39,6 +39,7 @@ from .shortcuts import key_action, menu_actions
 # out the reply gets slow, so a long reply never starves the event loop).
 STREAM_INTERVAL_MS = 33
 STREAM_INTERVAL_MAX_MS = 120
+MODIFIER_KEYS = (Qt.Key.Key_Control, Qt.Key.Key_Shift, Qt.Key.Key_Alt, Qt.Key.Key_Meta)
 
 
 class ChatView(QWidget):
@@ -400,6 +401,8 @@ class ChatView(QWidget):
         """A key on the focused message (see `shortcuts`); True when it was one."""
         if event.matches(QKeySequence.StandardKey.Copy) and self.selector.copy():
             return True  # part of a message is selected: that part, not the whole message
+        if event.key() in MODIFIER_KEYS:
+            return False  # Ctrl on its way to Ctrl+C is not a move of the keyboard focus
         if not self.delegate.keyboard_focus:
             self.delegate.keyboard_focus = True
             self.list.viewport().update()
