@@ -48,7 +48,7 @@ def menu_actions(row: ChatRow, delegate: ChatDelegate) -> list[tuple[str, str, s
     """(action id, label, shortcut hint) for the row's context menu."""
     items: list[tuple[str, str, str]] = [("copy", "Copy", "Ctrl+C")]
     if delegate.action_enabled(row, "read"):
-        items.append(("read", "Select text…", "Ctrl+Shift+C"))
+        items.append(("read", "Open in a window…", "Ctrl+Shift+C"))
     body = delegate.layout(row).body
     if body is not None:
         for i, _block in enumerate(body.code_blocks):
