@@ -85,6 +85,7 @@ def connect_services(
 ) -> ConversationController:
     """Hand the services to the controllers that drive the window's widgets."""
     from .services.search import SearchService
+    from .ui.controllers.command_replies import connect_command_replies
     from .ui.controllers.conversation import ConversationController
     from .ui.controllers.store_health import connect_store_health
     from .ui.controllers.window_actions import connect_window_actions
@@ -95,6 +96,7 @@ def connect_services(
     )
     connect_window_actions(window, controller)
     connect_store_health(window, controller)  # a damaged store's banner, from the start
+    connect_command_replies(controller)  # replies `treechat send` could not write meanwhile
     return controller
 
 

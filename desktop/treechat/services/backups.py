@@ -19,6 +19,7 @@ from ..store import backup as backups
 from ..store.backup import Backup, BackupError
 from ..store.database import Store, StoreError, StoreLockedError
 from ..store.integrity import IntegrityReport
+from .drafts import replies_in_flight
 from .recovery import recover_drafts
 
 if TYPE_CHECKING:
@@ -70,7 +71,16 @@ class BackupService:
             if isinstance(backup, Backup)
             else await asyncio.to_thread(backups.find_backup, self.store_path, backup)
         )
+        await self._refuse_while_replying()
         return await asyncio.to_thread(backups.restore_backup, chosen.path, self.store_path)
+
+    async def _refuse_while_replying(self) -> None:
+        busy = await asyncio.to_thread(replies_in_flight, self.store_path)
+        if busy:
+            raise BackupError(
+                f"{busy} `treechat send` command(s) are waiting for a reply with the store "
+                "released; let them finish (or stop them), then restore"
+            )
 
     async def restore_in_place(self, store: Store, backup: Backup) -> Path | None:
         """Put `backup` in the place of the open `store` and open it again: the same `Store`
@@ -78,8 +88,10 @@ class BackupService:
 
         A restore that fails (a damaged backup, the file in use by another process) leaves
         the store as it was, opened again, and raises `BackupError` saying why."""
+        await self._refuse_while_replying()
         await store.arelease()
         try:
+            await self._refuse_while_replying()
             kept = await asyncio.to_thread(backups.restore_backup, backup.path, self.store_path)
         except (BackupError, OSError) as exc:
             await _reopen(store)

@@ -30,7 +30,7 @@ from ..store.database import (
     make_private_dir,
     make_private_file,
 )
-from ..store.repository import Draft
+from ..store.repository import Draft, Repository
 from .clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
@@ -116,11 +116,14 @@ def journals(store_path: Path) -> list[ReplyJournal]:
     folder = journal_dir(store_path)
     if not folder.is_dir():
         return []
-    return [
-        ReplyJournal(store_path, entry.name[: -len(JOURNAL_SUFFIX)])
-        for entry in sorted(folder.iterdir())
-        if entry.name.endswith(JOURNAL_SUFFIX)
-    ]
+    # A lock alone: its process claimed the journal and has not written it yet (or died then).
+    ids = {
+        entry.name[: -len(suffix)]
+        for entry in folder.iterdir()
+        for suffix in (JOURNAL_SUFFIX, LOCK_SUFFIX)
+        if entry.name.endswith(suffix)
+    }
+    return [ReplyJournal(store_path, draft_id) for draft_id in sorted(ids)]
 
 
 class ReplyKeptError(StoreError):
@@ -267,6 +270,12 @@ async def store_released(draft: DraftWriter, policy: StoreRelease) -> AsyncItera
         await draft.settle()
         await draft.flush(force=True)  # the whole text, in the journal first
         await _reopen(store, draft, journal, policy)
+        if not await store.run(lambda r: _still_there(r, draft)):
+            await asyncio.to_thread(journal.let_go)
+            raise ReplyKeptError(
+                "the conversation store was replaced while the reply was awaited (a backup "
+                "restored?), and it no longer holds the message this reply answers. "
+                f"{_kept_message(store, draft, journal, '')}", journal.path)
         draft.journal = None
         await draft.flush(force=True)
         await asyncio.to_thread(journal.discard)
@@ -299,12 +308,31 @@ async def _reopen(
                                  journal.path) from None
 
 
+def _still_there(repo: Repository, draft: DraftWriter) -> bool:
+    """Whether the store still holds the session and the message the reply answers."""
+    if repo.get_session(draft.session_id) is None:
+        return False
+    return draft.parent_id is None or repo.get_node(draft.parent_id) is not None
+
+
+def replies_in_flight(store_path: Path) -> int:
+    """How many replies live processes are writing with the store released (their journals
+    locked): a restore waits for them rather than pull the store from under them."""
+    busy = 0
+    for journal in journals(store_path):
+        if journal.claim():
+            journal.let_go()
+        else:
+            busy += 1
+    return busy
+
+
 def _kept_message(store: Store, draft: DraftWriter, journal: ReplyJournal, holder: str) -> str:
     held = f"is still in use by {holder}, so " if holder else ""
     return (
         f"The conversation store {store.path} {held}the reply "
         f"({len(draft.text):,} characters) could not be written to it. It is kept in "
-        f"{journal.path}; the next Treechat to open the store adds it to session "
-        f"{draft.session_id[:12]} as a recovered reply (close the other Treechat window or "
-        "let its command finish, then run `treechat sessions`)."
+        f"{journal.path} and is added to session {draft.session_id[:12]} as a recovered "
+        "reply by the Treechat window within a few seconds if that is what holds the store, "
+        "else by the next `treechat` command (e.g. `treechat sessions`) once it is free."
     )

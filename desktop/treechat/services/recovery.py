@@ -38,6 +38,26 @@ def recover_drafts(
     """Each leftover draft becomes an interrupted reply. A journal whose process is gone is
     taken into the store first; a reply still being written by a live process (its journal
     locked) is left alone, its draft as well."""
+    return _recover(store, clock=clock, make_id=make_id, journals_only=False)
+
+
+def has_journals(store: Store) -> bool:
+    """Whether replies of other processes are journaled beside the store (cheap: a listing)."""
+    return bool(journals(store.path))
+
+
+def adopt_journals(
+    store: Store, *, clock: Clock = SYSTEM_CLOCK, make_id: Callable[[], str] = new_id
+) -> tuple[Node, ...]:
+    """For a process that holds the store for long (the window): take in the replies a
+    command left journaled because it could not open the store to write them (their process
+    has ended or given up). Drafts of this process's own turns are not touched."""
+    return _recover(store, clock=clock, make_id=make_id, journals_only=True)
+
+
+def _recover(
+    store: Store, *, clock: Clock, make_id: Callable[[], str], journals_only: bool
+) -> tuple[Node, ...]:
     now = clock.now()
     in_flight: set[str] = set()
     adopted: list[ReplyJournal] = []
@@ -65,9 +85,15 @@ def recover_drafts(
     # Once its draft row is written the journal goes; the row becomes the node below.
     for journal in adopted:
         journal.discard()
-    if store.read_only:
+    if store.read_only or (journals_only and not adopted):
         return ()
-    return store.call(lambda r: r.recover_drafts(make_id, now, keep=frozenset(in_flight)))
+    taken = {j.path.name.removesuffix(".json") for j in adopted}
+
+    def recover(repo: Repository) -> tuple[Node, ...]:
+        keep = {d.id for d in repo.drafts()} - taken if journals_only else in_flight
+        return repo.recover_drafts(make_id, now, keep=frozenset(keep))
+
+    return store.call(recover)
 
 
 def _place(repo: Repository, draft: Draft) -> bool:

@@ -4,6 +4,7 @@ and a crash leaves what was flushed: on a real DuckDB file, with a clock the tes
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -197,3 +198,21 @@ async def test_a_store_held_too_long_keeps_the_reply_for_the_next_open(store: St
         assert not kept.value.journal.exists()
     finally:
         again.close()
+
+
+@pytest.mark.asyncio
+async def test_a_store_replaced_meanwhile_is_not_written_an_orphan_reply(store: Store) -> None:
+    """A backup restored while the reply was awaited, no longer holding the question: the
+    reply is not hung on a missing message; it stays in its journal."""
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    with pytest.raises(ReplyKeptError, match="was replaced") as kept:
+        async with store_released(draft, StoreRelease()):
+            draft.add("an answer to a question that is gone")
+            other = Store.open(store.path.with_name("other.duckdb"))
+            other.close()
+            os.replace(other.path, store.path)
+    assert kept.value.journal.exists()
+    assert store.call(lambda r: r.drafts()) == ()
+    assert store.call(lambda r: r.list_sessions()) == ()

@@ -14,7 +14,12 @@ from tests.support.clock import FakeClock
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.services.drafts import ReplyJournal
-from treechat.services.recovery import open_and_recover, recover_drafts
+from treechat.services.recovery import (
+    adopt_journals,
+    has_journals,
+    open_and_recover,
+    recover_drafts,
+)
 from treechat.store.database import Store, StoreCorruptError
 from treechat.store.repository import Draft
 
@@ -120,5 +125,29 @@ def test_a_reply_another_process_is_writing_is_left_alone_until_it_dies(
         assert not ReplyJournal(path, "d1").path.exists()
         assert stray.path.exists()
         assert recover_drafts(store, clock=FakeClock()) == ()  # nothing twice
+    finally:
+        store.close()
+
+
+def test_the_window_takes_in_a_commands_journal_but_not_its_own_drafts(tmp_path: Path) -> None:
+    """A long-lived holder (the window) adopts what a command left journaled; the draft of a
+    reply it is streaming itself stays a draft."""
+    path = tmp_path / "t.duckdb"
+    store = Store.open(path)
+    try:
+        store.call(lambda r: r.create_session(Session("s1", "Chat", None, "m", 1.0)))
+        store.call(lambda r: r.apply_change("s1", Change((user("u1"),), "u1"), 1.0))
+        store.call(lambda r: r.apply_change("s1", Change((user("u2", "u1"),), "u2"), 1.0))
+        store.call(lambda r: r.write_draft(Draft("mine", "s1", "u2", "m", "streaming", 2.0,
+                                                 2.0, {})))
+        store.call(lambda r: r.write_draft(Draft("cli", "s1", "u1", "m", "", 2.0, 2.0, {})))
+        ReplyJournal(path, "cli").write(Draft("cli", "s1", "u1", "m", "the command's reply",
+                                              2.0, 4.0, {}))
+        assert has_journals(store)
+        (reply,) = adopt_journals(store, clock=FakeClock(), make_id=lambda: "r1")
+        assert (reply.output, reply.predecessor) == ("the command's reply", "u1")
+        assert [d.id for d in store.call(lambda r: r.drafts())] == ["mine"]
+        assert not has_journals(store)
+        assert adopt_journals(store, clock=FakeClock()) == ()
     finally:
         store.close()
