@@ -195,8 +195,8 @@ class ExportAssets:
             if expected is not None and prepared.kind != expected:
                 # A detector finds "text" in nearly any few bytes; a file the export calls
                 # an image or a PDF that is not one is broken, not text.
-                what = "an image" if expected == "image" else "a PDF"
-                raise AttachmentError(f"{safe_name(name)} is not a readable {expected}: the "
+                kind, what = ("image", "an image") if expected == "image" else ("PDF", "a PDF")
+                raise AttachmentError(f"{safe_name(name)} is not a readable {kind}: the "
                                       f"export calls it {what}, but its bytes are not one")
         except _TooLarge:
             return _Outcome(None, f"it is larger than {human_size(self.limits.max_file_bytes)}, "

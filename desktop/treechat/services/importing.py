@@ -61,6 +61,9 @@ __all__ = [
 # Generous: a decade of heavy ChatGPT use exports to a few hundred MB. The cap is on what the
 # file (or every member read from a zip) unpacks to, counted while reading.
 MAX_EXPORT_BYTES = 2 * 1024**3
+# What the files an export carries for its messages (images, uploads) may unpack to together,
+# counted apart from its conversations, each file within the attachment cap as well.
+MAX_EXPORT_FILES_BYTES = MAX_EXPORT_BYTES
 # One conversation's JSON text; a whole file that is one object (Treechat, LibreChat, AI
 # Studio) counts as one conversation.
 MAX_CONVERSATION_BYTES = 128 * 1024**2
@@ -529,7 +532,7 @@ async def import_file(
     archive = Path(path) if await asyncio.to_thread(_is_zip, Path(path)) else None
     assets = ExportAssets(store, archive, counter=functools.partial(_counter, counter),
                           now=clock.now, limits=attachment_limits,
-                          max_total_bytes=MAX_EXPORT_BYTES)
+                          max_total_bytes=MAX_EXPORT_FILES_BYTES)
     try:
         cache_limit = await store.run(hold_cache)
         while not cancelled:

@@ -322,3 +322,32 @@ async def test_the_zip_hint_is_given_only_for_apps_whose_zip_carries_files(
     claude = await import_file(store, DATA / "claude-tools-thinking.json")
     assert "Images and files kept as named placeholders: 1 (the export does not carry them)." \
         in claude.notes
+
+
+@pytest.mark.asyncio
+async def test_the_files_of_one_export_are_capped_together(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import random
+
+    from PIL import Image
+
+    from treechat.services import importing
+
+    def noise(seed: int) -> bytes:  # incompressible: its PNG is as large as its pixels
+        rng = random.Random(seed)
+        im = Image.frombytes("RGB", (100, 100), bytes(rng.randrange(256) for _ in range(30000)))
+        out = io.BytesIO()
+        im.save(out, "PNG")
+        return out.getvalue()
+
+    first, second = noise(1), noise(2)
+    archive = chatgpt_zip(tmp_path / "export.zip", {
+        "file-PLOT123-sine.png": first, "file-REPORT-report.pdf": second})
+    monkeypatch.setattr(importing, "MAX_EXPORT_FILES_BYTES", len(first) + 1000)
+    summary = await import_file(store, archive)
+    assert (summary.attachments, summary.placeholders) == (1, 1)
+    (skip,) = [s for s in summary.skipped if s.source_id == "q1"]
+    assert "the export's files unpack to more than" in skip.reason
+    assert store.call(lambda r: r.attachment_count()) == 1
