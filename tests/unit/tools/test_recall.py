@@ -42,3 +42,9 @@ def test_recall_bad_input_comes_back_as_an_error() -> None:
     assert not over.ok and "at most" in over.text
     huge = asyncio.run(box.call("recall", {"query": "word " * 2000}))  # 10,000 characters
     assert huge.ok and len(seen[-1][0]) == MAX_QUERY_CHARS
+
+
+def test_the_model_is_told_recall_finds_files_by_name() -> None:
+    box, _ = _box()
+    description = box.specs()[0]["function"]["description"]
+    assert "files attached earlier" in description and "a file's name finds the file" in description
