@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ...core.model import GraphError, Session
 from ...services.search import SearchService
+from ...services.sessions import SessionView
 from ...services.turn_queue import TurnActivity
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class SessionListController:
         sessions.deleteRequested.connect(self.delete)
         sessions.searchRequested.connect(self.search)
         self._stop_following = conversation.chat_service.queue.subscribe(self._activity)
+        conversation.sessionOpened.connect(self._opened)
 
     def close(self) -> None:
         """Stop following the turns' activity (the window is going away)."""
@@ -43,6 +45,16 @@ class SessionListController:
             from ..sessions.model import activity_tip  # the list's module, loaded after paint
 
             c.parts.status(activity_tip(mine) if mine.queued else "Writing a reply…")
+
+    def _opened(self, view: SessionView | None) -> None:
+        """A chat opened while it waits for its server says so at once."""
+        if view is None:
+            return
+        mine = self._c.chat_service.queue.activity().get(view.session.id)
+        if mine is not None and mine.queued:
+            from ..sessions.model import activity_tip
+
+            self._c.parts.status(activity_tip(mine))
 
     async def reload(self) -> None:
         c = self._c
