@@ -1,6 +1,7 @@
-"""Every combo box and spin box of Settings and the chat's parameters, drawn in both schemes:
-the current item reads in the closed box, the popup's current row is a solid accent that
-stands out from the popup, and spin boxes have both arrows."""
+"""Every combo box, spin box and check box of Settings and the chat's parameters, drawn in both
+schemes: the current item reads in the closed box, the popup's current row is a solid accent
+that stands out from the popup, spin boxes have both arrows, and a check box's box shows
+whether it is ticked or not (it was a faint outline on the dark dialog)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QRect
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
+    QCheckBox,
     QComboBox,
     QDialog,
     QStyle,
+    QStyleOptionButton,
     QStyleOptionSpinBox,
     QTabWidget,
 )
@@ -104,6 +108,18 @@ def check_spin(spin: QAbstractSpinBox) -> None:
             spin.accessibleName(), part)
 
 
+def check_box(box: QCheckBox, colors: Colors) -> None:
+    option = QStyleOptionButton()
+    option.initFrom(box)
+    rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    image = box.grab().toImage()
+    if box.isChecked():
+        assert fill_of(image, rect.adjusted(1, 1, -1, -1)).name() == colors.accent
+        assert marks_in(image, rect.adjusted(2, 2, -2, -2), QColor(colors.accent), 2.5) > 4
+    else:  # the empty box's edge stands out from the dialog
+        assert marks_in(image, rect, QColor(colors.window), 2.0) > 8, box.accessibleName()
+
+
 def test_settings_combo_and_spin_boxes_draw_their_current_item_and_arrows(
     scheme: Colors,
 ) -> None:
@@ -135,5 +151,14 @@ def test_chat_parameters_spin_boxes_have_arrows_and_the_effort_reads(
             check_spin(spin)
         (combo,) = dialog.findChildren(QComboBox)
         check_combo(combo, scheme)
+        boxes = dialog.findChildren(QCheckBox)
+        assert len(boxes) == 5 and all(b.isChecked() for b in boxes)
+        boxes[0].setChecked(False)  # the model's own default: an empty box
+        QApplication.processEvents()
+        for box in boxes:
+            check_box(box, scheme)
+        if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
+            name = "dark" if scheme.dark else "light"
+            dialog.grab().save(str(SHOTS / f"first-hour-parameters-{name}.png"))
     finally:
         dialog.deleteLater()

@@ -138,11 +138,19 @@ def palette_for(colors: Colors) -> QPalette:
     return p
 
 
+def _check_mark() -> str:
+    """The tick drawn on a checked box: white, the accent's text colour in both schemes."""
+    from ... import paths
+
+    return paths.resource("icons", "ui", "check-on-accent.svg").as_posix()
+
+
 def style_sheet(c: Colors) -> str:
     """Polish that the palette cannot express: radii, spacing, the composer card. Combo and
     spin boxes keep Fusion's own frames and arrows (drawn from the palette); only their
     popups are styled, so the row under the pointer or the keyboard is solid accent in both
     schemes."""
+    check = _check_mark()
     return f"""
 QToolTip {{
     color: {c.text}; background: {c.raised}; border: 1px solid {c.border};
@@ -260,6 +268,16 @@ QComboBox QAbstractItemView::item {{ min-height: 24px; padding: 0 8px; }}
 QComboBox QAbstractItemView::item:selected {{
     background: {c.accent}; color: {c.accent_text};
 }}
+QCheckBox::indicator {{
+    width: 14px; height: 14px; border: 1px solid {c.muted}; border-radius: 3px;
+    background: {c.base};
+}}
+QCheckBox::indicator:hover {{ border: 1px solid {c.accent}; }}
+QCheckBox::indicator:checked {{
+    background: {c.accent}; border: 1px solid {c.accent}; image: url("{check}");
+}}
+QCheckBox::indicator:disabled {{ border: 1px solid {c.border}; }}
+QCheckBox::indicator:checked:disabled {{ background: {c.border}; border: 1px solid {c.border}; }}
 QPushButton {{
     background: {c.raised}; border: 1px solid {c.border}; border-radius: 7px;
     padding: 5px 14px; color: {c.text};
