@@ -263,3 +263,20 @@ def test_the_context_menu_copies_the_selection_first(chat: ChatView, shown: Chat
     menu.actions()[0].trigger()
     assert QGuiApplication.clipboard().text() == "64 MB"
     menu.close()
+
+
+def test_shift_click_extends_and_a_drag_past_the_message_stops_at_its_end(
+    chat: ChatView, shown: Chat
+) -> None:
+    viewport = chat.list.viewport()
+    drag(chat, point_at(chat, shown.reply, "Each file"),
+         point_at(chat, shown.reply, "Each file", offset=len("Each")))
+    end = point_at(chat, shown.reply, "64 MB", offset=len("64 MB"))
+    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier,
+                     end)
+    assert copy(chat) == "Each file is capped at 64 MB"
+    # from the question down into the reply: the selection stays in the question
+    below = QPoint(int(chat.row_rect(shown.reply).center().x()),
+                   int(chat.row_rect(shown.reply).bottom()) - 4)
+    drag(chat, point_at(chat, shown.question, "how big"), below)
+    assert copy(chat) == "how big may they get?"

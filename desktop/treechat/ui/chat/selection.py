@@ -331,7 +331,9 @@ class TextSelector(QObject):
             return True  # no hovering while selecting
         self._dragging = False
         self._edge_timer.stop()
-        under = None if event.buttons() else self._row_under(pos)
+        if event.buttons():
+            return False  # a button held down elsewhere: the pointer stays as it is
+        under = self._row_under(pos)
         on_action = under is not None and bool(self._delegate.hit(under[0], under[2]))
         on_text = (under is not None and not on_action
                    and spot_at(under[0], under[1], under[2]) is not None)
