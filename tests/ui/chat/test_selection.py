@@ -7,6 +7,7 @@ import asyncio
 import gc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import shiboken6
@@ -111,7 +112,7 @@ def point_at(chat: ChatView, key: str, needle: str, offset: int = 0) -> QPoint:
     block = cursor.block()
     text_layout = block.layout()
     line = text_layout.lineForTextPosition(position - block.position())
-    x = line.cursorToX(position - block.position())[0]
+    x = cast(tuple[float, int], line.cursorToX(position - block.position()))[0]
     y = text_layout.position().y() + line.y() + line.height() / 2
     local = layout.body_origin + QPointF(x + 1, y + body.top)
     return (chat.row_rect(key).topLeft() + local).toPoint()
