@@ -60,6 +60,8 @@ def test_a_chat_waiting_for_the_local_server_says_queued_then_replying(
         tip = str(model.index_of("two").data(Qt.ItemDataRole.ToolTipRole))
         assert "one chat at a time" in tip and "1 chat before this one" in tip
         assert "Waiting for its turn" in desk.window.statusBar().currentMessage()
+        stream = desk.chat.model.rows[-1]
+        assert stream.streaming and stream.waiting == "queued · next"  # not "writing…"
         await desk.controller.load_session("one")
         desk.window.statusBar().clearMessage()
         await desk.controller.load_session("two")  # opened again while it waits

@@ -63,6 +63,7 @@ class ChatRow(NamedTuple):
     streaming: bool = False
     error: TurnError | None = None
     retry_target: str | None = None  # the node an error row's retry re-runs
+    waiting: str = ""  # a reply not started yet says why ("queued · next"), not "writing…"
 
     def marked(self, starts_turn: bool, ends_turn: bool, is_last: bool, at_end: bool
                ) -> ChatRow:
@@ -70,7 +71,7 @@ class ChatRow(NamedTuple):
         return ChatRow(self.kind, self.key, self.node, self.text, self.label, self.model,
                        self.version, self.pinned, self.interrupted, starts_turn, ends_turn,
                        self.expanded, is_last, at_end, self.revision, self.streaming,
-                       self.error, self.retry_target)
+                       self.error, self.retry_target, self.waiting)
 
     @property
     def layout_key(self) -> tuple[Any, ...]:
@@ -257,6 +258,7 @@ class _Stream:
     text: str = ""
     active: bool = True
     revision: int = 0
+    waiting: str = ""
 
 
 class ChatModel(QAbstractListModel):
@@ -368,6 +370,15 @@ class ChatModel(QAbstractListModel):
     def stream_text(self) -> str:
         return self._stream.text if self._stream is not None else ""
 
+    def set_stream_waiting(self, note: str) -> None:
+        """What the reply's header says while it waits to start ("" once it is written)."""
+        if self._stream is not None and self._stream.waiting != note:
+            self._stream.waiting = note
+            self._refresh_stream()
+
+    def stream_waiting(self) -> str:
+        return self._stream.waiting if self._stream is not None else ""
+
     def set_error(self, error: TurnError | None) -> None:
         self._error = error
         self._error_revision += 1  # a different error is a different row to lay out
@@ -393,6 +404,7 @@ class ChatModel(QAbstractListModel):
             text=self._stream.text,
             revision=self._stream.revision,
             streaming=self._stream.active,
+            waiting=self._stream.waiting,
         )
         if announce:
             self.dataChanged.emit(self.index(index), self.index(index), CONTENT_ROLES)
@@ -416,6 +428,7 @@ class ChatModel(QAbstractListModel):
                     model=stream.label,
                     revision=stream.revision,
                     streaming=stream.active,
+                    waiting=stream.waiting,
                 )
             )
         rows = with_turn_marks(rows)

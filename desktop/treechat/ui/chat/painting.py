@@ -134,7 +134,7 @@ class RowPainter:
         if row.node is not None and row.node.created_at > 0:
             stamp = datetime.fromtimestamp(row.node.created_at).strftime("%H:%M")
         elif row.streaming:
-            stamp = "writing…"
+            stamp = row.waiting or "writing…"
         if stamp:
             p.setFont(self._layouter.small)
             p.setPen(c.muted)

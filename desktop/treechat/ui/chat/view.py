@@ -206,6 +206,10 @@ class ChatView(QWidget):
 
     # --- streaming -----------------------------------------------------------------------
 
+    def set_stream_waiting(self, note: str) -> None:
+        """The reply has not started: its header says `note` ("queued · next")."""
+        self.model.set_stream_waiting(note)
+
     def _flush_stream(self) -> None:
         self._flush_timer.stop()
         if not self._stream_parts:

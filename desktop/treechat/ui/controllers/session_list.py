@@ -42,9 +42,11 @@ class SessionListController:
         c.parts.sessions.set_activity(activity)
         mine = activity.get(c.current_session_id or "")
         if mine is not None:
-            from ..sessions.model import activity_tip  # the list's module, loaded after paint
+            from ..sessions.model import activity_text, activity_tip  # loaded after paint
 
             c.parts.status(activity_tip(mine) if mine.queued else "Writing a reply…")
+            # the reply's header says "queued · next" rather than "writing…" until it starts
+            c.parts.chat.set_stream_waiting(activity_text(mine) if mine.queued else "")
 
     def _opened(self, view: SessionView | None) -> None:
         """A chat opened while it waits for its server says so at once."""
@@ -139,6 +141,16 @@ class SessionListController:
         needle = c.parts.sessions.query
 
         async def work() -> None:
+            if c.chat_service.is_running(session_id):
+                # a reply is being written on HEAD's branch: HEAD stays, the hit is shown
+                # if that branch holds it
+                if c.current_session_id != session_id:
+                    await c.load_session(session_id)
+                if (c.current_session_id == session_id
+                        and not c.parts.chat.reveal(node_id, _longest_word(needle))):
+                    c.parts.status("That message is on another branch: it opens there once "
+                                   "the reply is written.")
+                return
             try:
                 view = await c.sessions.show_branch_of(session_id, node_id)
             except GraphError as exc:  # the message went away since the search
