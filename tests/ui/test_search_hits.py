@@ -3,11 +3,13 @@ opens at the matching message, on its branch, with the match selected."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtTest import QTest
+from tests.support.loopback_server import Reply
 
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
@@ -116,3 +118,37 @@ def test_a_hit_on_the_open_branch_scrolls_to_it_without_moving_head(
     stored = desk.services.store.call(lambda r: r.get_session("birds"))
     assert stored is not None and stored.head == "a3"
     assert on_screen(desk, "a1")
+
+
+def test_a_hit_off_the_branch_a_reply_is_being_written_on_leaves_head_alone(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(birds)
+    sessions = desk.window.sessions
+    release = threading.Event()
+    desk.provider.queue(Reply(text="Emperor penguins huddle through the winter.", hold=release))
+
+    async def scenario() -> None:
+        desk.controller.open_session("birds")
+        await aio.until(lambda: "a3" in desk.chat.row_keys(), what="birds open")
+        desk.composer.input.setFocus()
+        desk.composer.set_text("Which penguin is the largest?")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.controller.turns.is_running(), what="the reply running")
+        await aio.until(search(desk, aio, "pelican"), what="the pelican hit")
+        QTest.keyClick(sessions.search, Qt.Key.Key_Return)
+        await aio.until(lambda: "another branch" in desk.window.statusBar().currentMessage(),
+                        what="the hit's branch waits for the reply")
+        assert "hit" not in desk.chat.row_keys()
+        release.set()
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the reply done")
+        await desk.controller.tasks.idle()
+
+    try:
+        aio.run(scenario())
+    finally:
+        release.set()
+    stored = desk.services.store.call(lambda r: r.get_session("birds"))
+    view = aio.run(desk.services.chat.sessions.view("birds"))
+    assert stored is not None and view.path[-1].text.startswith("Emperor penguins")
+    assert "a3" in [n.id for n in view.path]  # the reply went on the branch it was sent on
