@@ -1017,11 +1017,14 @@ class ChatService:
                 return None
 
         async def complete(messages: list[dict[str, Any]]) -> str:
-            result = await self.provider.stream_turn(provider_stream.TurnRequest(
-                model=target.model, messages=messages, api_base=target.api_base,
-                api_key=target.api_key, max_tokens=min(2048, target.max_output),
-                session_id=session_id, phase="summary", lineage=f"{session_id}:summary",
-            ))
+            # a summary is a request like any other: it waits its turn at the server
+            async with self.queue.slot(session_id, target.api_base, target.model):
+                result = await self.provider.stream_turn(provider_stream.TurnRequest(
+                    model=target.model, messages=messages, api_base=target.api_base,
+                    api_key=target.api_key, max_tokens=min(2048, target.max_output),
+                    session_id=session_id, phase="summary",
+                    lineage=f"{session_id}:summary",
+                ))
             if result.error is not None:
                 raise RuntimeError(result.error.message)
             return result.text

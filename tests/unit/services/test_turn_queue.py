@@ -1,7 +1,8 @@
 """Turns to one local server wait their turn: through the real chat service, a DuckDB file and
 litellm over HTTP to a loopback server that holds its answers until the test lets them go.
 Each chat says whether it is queued (and its place) or being answered; stopping a queued
-chat takes it out of line; hosted providers take several at once."""
+chat takes it out of line; a summary by the chat's model waits like a reply; hosted providers
+take several at once."""
 
 from __future__ import annotations
 
@@ -110,6 +111,51 @@ async def test_stopping_a_queued_chat_takes_it_out_of_line(
     done = await third
     assert done is not None and done.output == "the third"
     assert len(loopback.requests) == 2  # the stopped chat never reached the server
+
+
+def long_history(services: Services, session_id: str, turns: int = 16) -> None:
+    """A chat long enough that its next request folds old turns into a summary."""
+    from treechat.core.dag import Change
+    from treechat.core.model import Node
+
+    now = services.clock.now()
+    nodes, prev = [], None
+    for i in range(turns):
+        text = f"turn {i}: " + " ".join(f"word{i}x{j}" for j in range(160))
+        node = Node(f"{session_id}-{i}", 0, now, session_id,
+                    "user" if i % 2 == 0 else "assistant", output=text, predecessor=prev)
+        nodes.append(node)
+        prev = node.id
+    services.store.call(lambda r: r.apply_change(session_id, Change(tuple(nodes), prev), now))
+
+
+@pytest.mark.asyncio
+async def test_a_summary_by_the_chat_model_waits_its_turn_too(
+    services: Services, loopback: LoopbackProvider
+) -> None:
+    hold = threading.Event()
+    loopback.queue(Reply(text="the long one", hold=hold), Reply(text="A short summary."),
+                   Reply(text="after the fold"))
+    chat = services.chat
+    chat.config.summarizer = "session"  # the chat's own model writes the summary
+    a, b = await chat.sessions.create(), await chat.sessions.create()
+    long_history(services, b.id)
+    first = asyncio.ensure_future(chat.send(a.id, "first"))
+    await until(lambda: len(loopback.requests) == 1, "the first request")
+    second = asyncio.ensure_future(chat.send(b.id, "go on"))
+    await until(lambda: b.id in chat.queue.activity(), "the summary to queue")
+    assert states(chat.queue.activity())[b.id] == ("queued", 1)
+    await asyncio.sleep(0.3)
+    assert len(loopback.requests) == 1  # the summary did not jump the line
+
+    hold.set()
+    await first
+    reply = await second
+    assert reply is not None and reply.output == "after the fold"
+    summary, request = loopback.requests[1], loopback.requests[2]
+    folded = str(summary.body["messages"])
+    assert "word2x0" in folded and "A short summary." not in folded  # old turns, to summarize
+    assert "A short summary." in str(request.body["messages"])
 
 
 @pytest.mark.asyncio
