@@ -40,6 +40,7 @@ REOPEN_WAIT_S = 20.0  # how long a finished reply waits for a store another proc
 REOPEN_POLL_S = 0.25
 JOURNAL_SUFFIX = ".json"
 LOCK_SUFFIX = ".lock"
+COMPLETE_KEY = "stream_complete"  # in a draft's metadata: the provider's stream ended whole
 
 
 def journal_dir(store_path: Path) -> Path:
@@ -196,6 +197,13 @@ class DraftWriter:
         apart from the text), so a crash recovers it as the reply's reasoning."""
         self._reasoning.append(delta)
         self._schedule()
+
+    def mark_complete(self, finish_reason: str | None) -> None:
+        """The stream ended whole: written with the draft, so a reply recovered from it (its
+        process died, or could not open the store to write it) is not marked interrupted."""
+        self.metadata[COMPLETE_KEY] = True
+        if finish_reason:
+            self.metadata["finish_reason"] = finish_reason
 
     def add(self, delta: str) -> None:
         self._parts.append(delta)

@@ -481,7 +481,8 @@ class Repository:
     def recover_drafts(
         self, new_id: Callable[[], str], now: float, keep: Collection[str] = ()
     ) -> tuple[Node, ...]:
-        """After a crash: each leftover draft becomes an assistant node marked interrupted;
+        """After a crash: each leftover draft becomes an assistant node marked interrupted
+        (unless its stream had ended whole: `stream_complete` in its metadata);
         HEAD follows it when HEAD was still at the draft's parent. Drafts named in `keep`
         (replies another live process is still writing) are left as they are."""
         recovered: list[Node] = []
@@ -499,7 +500,8 @@ class Repository:
                 predecessor=draft.parent_id,
                 metadata={
                     **draft.metadata,
-                    "interrupted": True,
+                    # a draft whose stream had ended whole was only not written yet
+                    "interrupted": not draft.metadata.get("stream_complete"),
                     "recovered": True,
                     "model": draft.model,
                 },

@@ -176,6 +176,7 @@ async def test_a_store_held_too_long_keeps_the_reply_for_the_next_open(store: St
     with pytest.raises(ReplyKeptError) as kept:
         async with store_released(draft, StoreRelease(notify=heard.append, wait_s=0.6)):
             draft.add("the whole answer")
+            draft.mark_complete("stop")  # the stream ended whole; only the write is missing
             holder = subprocess.Popen([sys.executable, "-c", HOLD_STORE, str(store.path)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             assert holder.stdout is not None
@@ -193,7 +194,8 @@ async def test_a_store_held_too_long_keeps_the_reply_for_the_next_open(store: St
     again = Store.open(store.path)
     try:
         (reply,) = recover_drafts(again, clock=clock, make_id=lambda: "r1")
-        assert reply.output == "the whole answer" and reply.interrupted
+        assert reply.output == "the whole answer" and not reply.interrupted
+        assert reply.metadata["recovered"] and reply.metadata["finish_reason"] == "stop"
         assert again.call(lambda r: r.drafts()) == ()
         assert not kept.value.journal.exists()
     finally:
