@@ -100,9 +100,6 @@ class ChatConfig:
     # Set by a command-line turn: the store is let go of while the provider is awaited (the
     # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
     release_store: StoreRelease | None = None
-    # Set by a command-line turn: the store is let go of while the provider is awaited (the
-    # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
-    release_store: StoreRelease | None = None
 
 
 @dataclass
@@ -836,13 +833,6 @@ class ChatService:
             )
         )
         return _StepContinue(stored)
-
-    def _network_wait(self, draft: DraftWriter) -> contextlib.AbstractAsyncContextManager[None]:
-        """Around the provider's wait and stream: the store released when so configured."""
-        release = self.config.release_store
-        if release is None:
-            return contextlib.nullcontext()
-        return store_released(draft, release)
 
     def _network_wait(self, draft: DraftWriter) -> contextlib.AbstractAsyncContextManager[None]:
         """Around the provider's wait and stream: the store released when so configured."""
