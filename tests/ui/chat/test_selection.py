@@ -266,9 +266,7 @@ def test_the_context_menu_copies_the_selection_first(chat: ChatView, shown: Chat
     menu.close()
 
 
-def test_shift_click_extends_and_a_drag_past_the_message_stops_at_its_end(
-    chat: ChatView, shown: Chat
-) -> None:
+def test_shift_click_extends_a_selection(chat: ChatView, shown: Chat) -> None:
     viewport = chat.list.viewport()
     drag(chat, point_at(chat, shown.reply, "Each file"),
          point_at(chat, shown.reply, "Each file", offset=len("Each")))
@@ -276,8 +274,22 @@ def test_shift_click_extends_and_a_drag_past_the_message_stops_at_its_end(
     QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier,
                      end)
     assert copy(chat) == "Each file is capped at 64 MB"
-    # from the question down into the reply: the selection stays in the question
-    below = QPoint(int(chat.row_rect(shown.reply).center().x()),
-                   int(chat.row_rect(shown.reply).bottom()) - 4)
-    drag(chat, point_at(chat, shown.question, "how big"), below)
-    assert copy(chat) == "how big may they get?"
+
+
+def test_a_drag_runs_on_from_one_message_into_the_next(chat: ChatView, shown: Chat) -> None:
+    drag(chat, point_at(chat, shown.question, "how big"),
+         point_at(chat, shown.reply, "keeps its", offset=len("keeps")))
+    assert copy(chat) == "how big may they get?\n\nThe cache keeps"
+    markdown = bytes(QGuiApplication.clipboard().mimeData().data("text/markdown").data())
+    assert markdown.decode().startswith("how big may they get?\n\nThe cache keeps")
+    # both messages show their part selected
+    highlight = chat.palette().color(QPalette.ColorRole.Highlight)
+    image = chat.list.viewport().grab().toImage()
+    for key, needle in ((shown.question, "may they"), (shown.reply, "cache keeps")):
+        space = point_at(chat, key, needle, offset=needle.index(" ")) + QPoint(1, 0)
+        assert image.pixelColor(space) == highlight, key
+    # past the end of the list: to the last message's last character
+    bottom = QPoint(int(chat.row_rect(shown.reply).center().x()),
+                    chat.list.viewport().height() - 2)
+    drag(chat, point_at(chat, shown.reply, "the eviction order"), bottom)
+    assert copy(chat) == "the eviction order."

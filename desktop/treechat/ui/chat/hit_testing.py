@@ -11,7 +11,7 @@ from PySide6.QtCore import QPointF
 
 from .model import ChatRow, RowKind
 from .row_layout import Button, RowLayout
-from .selection import TextSelection
+from .selection import SelectedSpans
 
 BUSY_LOCKED = ("edit", "retry")
 READABLE = (RowKind.USER, RowKind.ASSISTANT, RowKind.STREAM, RowKind.TOOL, RowKind.SYSTEM)
@@ -56,17 +56,13 @@ class RowInteraction:
         self.hover_row: str | None = None
         self.keyboard_focus = False  # the focus ring shows once the keyboard is used
         self.pressed: tuple[str, str] | None = None
-        self.selection: TextSelection | None = None  # selected text (see selection.py)
+        self.selected = SelectedSpans()  # what is selected, as the painter draws it
         self.over_text = False  # the pointer is over selectable text: the I-beam shows
         self._copied: dict[tuple[str, str], float] = {}
 
     def selected_span(self, key: str, part: str) -> tuple[int, int] | None:
         """The characters selected in part `part` of row `key`, if any."""
-        selection = self.selection
-        if selection is None or selection.empty or (selection.key, selection.part) != (
-                key, part):
-            return None
-        return selection.span
+        return self.selected.span(key, part)
 
     def set_hover(self, row_key: str | None, action: str = "") -> bool:
         """Hover `action` of row `row_key`; False when that was already so."""

@@ -1,7 +1,8 @@
-"""Selecting part of a message with the mouse: press and drag over a message's text, double
-click for a word, triple click for a paragraph; Ctrl+C copies what is selected. Rows are
-painted, not widgets, so the selection is a pair of character positions in the row's laid-out
-document, found with the document's own hit-test and painted by the row painter."""
+"""Selecting text in the conversation with the mouse: press and drag over a message's text
+(on into the messages below or above it), double click for a word, triple click for a
+paragraph; Ctrl+C copies what is selected. Rows are painted, not widgets, so the selection's
+ends are character positions in rows' laid-out documents, found with the documents' own
+hit-test, and the row painter draws the spans it is given."""
 
 from __future__ import annotations
 
@@ -35,22 +36,47 @@ class TextPart:
     shown: float  # how much of it is on screen (a folded message shows its top)
 
 
+PART_ORDER = {"body": 0, "args": 1, "result": 2}
+WHOLE = 1 << 30  # "to the end of the part": painting and copying clamp it to the text
+
+
 @dataclass(frozen=True, slots=True)
-class TextSelection:
-    """Characters `anchor`..`cursor` (either order) of part `part` of row `key`."""
+class TextPoint:
+    """A place in the text of a row: character `position` of part `part` of row `key`."""
 
     key: str
     part: str
-    anchor: int
-    cursor: int
+    position: int
 
-    @property
-    def span(self) -> tuple[int, int]:
-        return min(self.anchor, self.cursor), max(self.anchor, self.cursor)
+
+@dataclass(frozen=True, slots=True)
+class TextSelection:
+    """The text from `anchor` (where the press was) to `cursor` (where the pointer went),
+    possibly over several rows."""
+
+    anchor: TextPoint
+    cursor: TextPoint
 
     @property
     def empty(self) -> bool:
         return self.anchor == self.cursor
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedSpans:
+    """What the painter draws selected: every part of the rows strictly inside the
+    selection, and the spans of the rows at its two ends."""
+
+    inside: frozenset[str] = frozenset()
+    ends: tuple[tuple[str, str, int, int], ...] = ()  # key, part, start, end
+
+    def span(self, key: str, part: str) -> tuple[int, int] | None:
+        if key in self.inside:
+            return 0, WHOLE
+        for k, p, start, end in self.ends:
+            if k == key and p == part:
+                return start, end
+        return None
 
 
 def text_parts(row: ChatRow, layout: RowLayout) -> list[TextPart]:
@@ -133,6 +159,35 @@ def _cursor(part: TextPart, span: tuple[int, int]) -> QTextCursor:
     return cursor
 
 
+def _point_order(point: TextPoint, index: int) -> tuple[int, int, int]:
+    return index, PART_ORDER.get(point.part, 0), point.position
+
+
+def row_spans(row: ChatRow, layout: RowLayout, first: TextPoint | None,
+              last: TextPoint | None) -> list[tuple[TextPart, tuple[int, int]]]:
+    """The selected span of each part of `row`, from `first` (None: the row's start) to
+    `last` (None: its end)."""
+    out: list[tuple[TextPart, tuple[int, int]]] = []
+    for part in text_parts(row, layout):
+        order = PART_ORDER.get(part.name, 0)
+        start, end = 0, WHOLE
+        if first is not None:
+            first_order = PART_ORDER.get(first.part, 0)
+            if order < first_order:
+                continue
+            if order == first_order:
+                start = first.position
+        if last is not None:
+            last_order = PART_ORDER.get(last.part, 0)
+            if order > last_order:
+                continue
+            if order == last_order:
+                end = last.position
+        if start < end:
+            out.append((part, (start, end)))
+    return out
+
+
 def selected_text(part: TextPart, span: tuple[int, int]) -> str:
     """The selected characters as plain text, paragraphs on lines of their own."""
     return _cursor(part, span).selection().toPlainText()
@@ -161,6 +216,7 @@ class TextSelector(QObject):
         self._delegate = delegate
         self._rows = rows
         self._index_of = index_of
+        self._selection: TextSelection | None = None
         self._dragging = False
         self._last_pos = QPoint()
         self._double_at: tuple[float, QPoint] | None = None
@@ -168,17 +224,57 @@ class TextSelector(QObject):
         self._edge_timer.setInterval(EDGE_SCROLL_MS)
         self._edge_timer.timeout.connect(self._edge_scroll)
         view.viewport().installEventFilter(self)
+        model = view.model()
+        for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved,
+                       model.dataChanged, model.layoutChanged):
+            signal.connect(self._resolve)  # rows moved or changed: the spans follow them
 
     # --- state ---------------------------------------------------------------------
 
     @property
     def selection(self) -> TextSelection | None:
-        return self._delegate.interaction.selection
+        return self._selection
 
     def _set(self, selection: TextSelection | None) -> None:
-        if selection != self._delegate.interaction.selection:
-            self._delegate.interaction.selection = selection
+        if selection != self._selection:
+            self._selection = selection
+            self._resolve()
+
+    def _resolve(self) -> None:
+        """Work out the spans the painter draws (after the selection or the rows change)."""
+        spans = SelectedSpans()
+        ordered = self._ordered()
+        if ordered is not None:
+            (first, first_index), (last, last_index) = ordered
+            rows = self._rows()
+            bounds: list[tuple[int, TextPoint | None, TextPoint | None]]
+            if first_index == last_index:
+                bounds = [(first_index, first, last)]
+            else:
+                bounds = [(first_index, first, None), (last_index, None, last)]
+            ends: list[tuple[str, str, int, int]] = []
+            for index, lo, hi in bounds:
+                row = rows[index]
+                for part, (start, end) in row_spans(row, self._delegate.layout(row), lo, hi):
+                    ends.append((row.key, part.name, start, end))
+            inside = frozenset(r.key for r in rows[first_index + 1:last_index])
+            spans = SelectedSpans(inside, tuple(ends))
+        if spans != self._delegate.interaction.selected:
+            self._delegate.interaction.selected = spans
             self._view.viewport().update()
+
+    def _ordered(self) -> tuple[tuple[TextPoint, int], tuple[TextPoint, int]] | None:
+        """The selection's ends in reading order, with their rows' indexes (None when
+        nothing is selected or a row of it is gone)."""
+        selection = self._selection
+        if selection is None or selection.empty:
+            return None
+        a, c = self._index_of(selection.anchor.key), self._index_of(selection.cursor.key)
+        if a < 0 or c < 0:
+            return None
+        ends = sorted(((selection.anchor, a), (selection.cursor, c)),
+                      key=lambda end: _point_order(end[0], end[1]))
+        return ends[0], ends[1]
 
     def clear(self) -> None:
         self._dragging = False
@@ -187,45 +283,50 @@ class TextSelector(QObject):
 
     def select(self, key: str, part: str, start: int, end: int) -> None:
         """Select characters `start`..`end` of a row's part (a search match, a test)."""
-        self._set(TextSelection(key, part, start, end))
+        self._set(TextSelection(TextPoint(key, part, start), TextPoint(key, part, end)))
 
-    def _current(self) -> tuple[ChatRow, TextPart, TextSelection] | None:
-        selection = self.selection
-        if selection is None or selection.empty:
-            return None
-        index = self._index_of(selection.key)
-        if index < 0:
-            return None
-        row = self._rows()[index]
-        part = part_named(row, self._delegate.layout(row), selection.part)
-        if part is None:
-            return None
-        return row, part, selection
+    def _pieces(self) -> list[tuple[ChatRow, list[tuple[TextPart, tuple[int, int]]]]]:
+        """Each selected row with its selected parts, in reading order."""
+        ordered = self._ordered()
+        if ordered is None:
+            return []
+        (first, first_index), (last, last_index) = ordered
+        rows = self._rows()
+        out = []
+        for index in range(first_index, last_index + 1):
+            row = rows[index]
+            spans = row_spans(row, self._delegate.layout(row),
+                              first if index == first_index else None,
+                              last if index == last_index else None)
+            if spans:
+                out.append((row, spans))
+        return out
+
+    def _texts(self, markdown: bool) -> str:
+        rows = []
+        for row, spans in self._pieces():
+            parts = [selected_markdown(row, part, span) if markdown
+                     else selected_text(part, span) for part, span in spans]
+            rows.append("\n".join(p for p in parts if p))
+        return "\n\n".join(r for r in rows if r)
 
     def selected_text(self) -> str:
-        """What is selected, as plain text ("" when nothing is)."""
-        current = self._current()
-        if current is None:
-            return ""
-        _row, part, selection = current
-        return selected_text(part, selection.span)
+        """What is selected, as plain text ("" when nothing is): a message's paragraphs on
+        lines of their own, an empty line between messages."""
+        return self._texts(markdown=False)
 
     def has_selection(self) -> bool:
-        return bool(self.selected_text())
+        return self._ordered() is not None
 
     def copy(self) -> bool:
         """Put the selection on the clipboard (plain text and Markdown); False when nothing
         is selected."""
-        current = self._current()
-        if current is None:
-            return False
-        row, part, selection = current
-        text = selected_text(part, selection.span)
+        text = self.selected_text()
         if not text:
             return False
         mime = QMimeData()
         mime.setText(text)
-        mime.setData("text/markdown", selected_markdown(row, part, selection.span).encode())
+        mime.setData("text/markdown", self._texts(markdown=True).encode())
         QGuiApplication.clipboard().setMimeData(mime)
         return True
 
@@ -293,15 +394,15 @@ class TextSelector(QObject):
             part = part_named(row, layout, part_name)
             assert part is not None
             start, end = paragraph_span(part, position)
-            self._set(TextSelection(row.key, part_name, start, end))
+            self.select(row.key, part_name, start, end)
             return
         selection = self.selection
+        point = TextPoint(row.key, part_name, position)
         extend = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        if extend and selection is not None and (selection.key, selection.part) == (
-                row.key, part_name):
-            self._set(TextSelection(row.key, part_name, selection.anchor, position))
+        if extend and selection is not None:
+            self._set(TextSelection(selection.anchor, point))
         else:
-            self._set(TextSelection(row.key, part_name, position, position))
+            self._set(TextSelection(point, point))
         self._dragging = True
         self._last_pos = pos
 
@@ -313,7 +414,7 @@ class TextSelector(QObject):
         part = part_named(row, layout, part_name)
         assert part is not None
         start, end = word_span(part, position)
-        self._set(TextSelection(row.key, part_name, start, end))
+        self.select(row.key, part_name, start, end)
         self._dragging = False
         self._double_at = (self._delegate.interaction.monotonic(), pos)
         return True
@@ -350,19 +451,29 @@ class TextSelector(QObject):
         selection = self.selection
         if selection is None:
             return
-        index = self._index_of(selection.key)
-        if index < 0:
-            self.clear()
-            return
-        row = self._rows()[index]
-        layout = self._delegate.layout(row)
-        part = part_named(row, layout, selection.part)
-        if part is None:
-            return
-        top_left = QPointF(self._view.visualRect(self._view.model().index(index, 0)).topLeft())
-        local = QPointF(pos) - top_left - part.origin
-        self._set(TextSelection(selection.key, selection.part, selection.anchor,
-                                position_in(part, local)))
+        point = self._drag_point(pos)
+        if point is not None:
+            self._set(TextSelection(selection.anchor, point))
+
+    def _drag_point(self, pos: QPoint) -> TextPoint | None:
+        """Where a drag at `pos` reaches: the nearest text of the row under the pointer (the
+        first or last row when the pointer is past them); None over a row with no text."""
+        rows = self._rows()
+        if not rows:
+            return None
+        height = self._view.viewport().height()
+        probe = QPoint(pos.x(), min(max(pos.y(), 0), max(0, height - 1)))
+        index = self._view.indexAt(probe)
+        if not index.isValid():  # the blank below the last row, or above the first
+            top = self._view.visualRect(self._view.model().index(0, 0)).top()
+            index = self._view.model().index(0 if probe.y() < top else len(rows) - 1, 0)
+        row = rows[index.row()]
+        parts = text_parts(row, self._delegate.layout(row))
+        if not parts:
+            return None
+        local = QPointF(pos) - QPointF(self._view.visualRect(index).topLeft())
+        part = next((p for p in parts if local.y() <= p.origin.y() + p.shown), parts[-1])
+        return TextPoint(row.key, part.name, position_in(part, local - part.origin))
 
     def _edge_scroll(self) -> None:
         bar = self._view.verticalScrollBar()
