@@ -10,6 +10,7 @@ import base64
 import io
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,22 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 from tests.support.attachment_files import pdf
-from tests.support.loopback_server import Reply
+from tests.support.loopback_server import LoopbackProvider, Reply
+from tests.ui import conftest as ui_conftest
 
 from treechat.core.attachments import human_size, image_tokens, node_attachments
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
+from treechat.services.models import ModelChoice
+from treechat.store.database import Store
 from treechat.ui.chat.attachment_views import ShownAttachment, shown_attachments
 from treechat.ui.composer.attach_chips import format_tokens
 from treechat.ui.composer.file_chips import FileChip
 from treechat.ui.controllers.turns import AS_FILE_NAME
 
-from .conftest import BIG_MODEL, MODEL, Aio, Desk
+from .conftest import BIG_MODEL, MODEL, Aio, Desk, Seed, choices_for
+
+CLAUDE = "anthropic/claude-3-5-sonnet-20241022"  # litellm knows it sees images
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -233,21 +241,37 @@ def test_a_refused_file_says_why_and_keeps_the_rest(desk: Desk, aio: Aio,
     assert desk.composer.text() == "kept"
 
 
-def test_the_cost_follows_the_model_s_provider(desk: Desk, aio: Aio, tmp_path: Path) -> None:
+def test_the_cost_follows_the_model_s_provider(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Choosing a model of Anthropic's in the picker prices the chip by Anthropic's rule;
+    going back prices it by OpenAI's again."""
+    def with_claude(provider: LoopbackProvider) -> tuple[ModelChoice, ...]:
+        return (*choices_for(provider),
+                ModelChoice(CLAUDE, "Loopback Claude", "anthropic",
+                            api_base=provider.anthropic_base))
+
+    monkeypatch.setattr(ui_conftest, "choices_for", with_claude)
+    desk = desk_with(None)
     picture = png(tmp_path / "wide.png", (2000, 1000))
     controller = desk.controller.attachments
 
     async def scenario() -> None:
+        choose_model(desk, BIG_MODEL)
         controller.add_paths([picture])
         await chips_ready(desk, aio, 1)
-        assert controller.chips.chips[0].cost.text() == \
-            format_tokens(image_tokens(2000, 1000, "openai"))
-        openai = controller.current()[0].tokens
-        controller._provider = "anthropic"  # as a model of Anthropic's would set it
-        controller.current()[0].provider = ""
-        await controller._count(controller.current()[0])
-        assert controller.current()[0].tokens == image_tokens(2000, 1000, "anthropic")
-        assert openai == image_tokens(2000, 1000, "openai")
+        chip = controller.chips.chips[0]
+        assert chip.cost.text() == format_tokens(image_tokens(2000, 1000, "openai"))
+        choose_model(desk, CLAUDE)
+        anthropic = format_tokens(image_tokens(2000, 1000, "anthropic"))
+        assert anthropic != chip.cost.text()
+        await aio.until(lambda: controller.chips.chips[0].cost.text() == anthropic,
+                        what="the chip priced for Anthropic")
+        choose_model(desk, BIG_MODEL)  # and back
+        openai = format_tokens(image_tokens(2000, 1000, "openai"))
+        await aio.until(lambda: controller.chips.chips[0].cost.text() == openai,
+                        what="the chip priced for OpenAI again")
 
     aio.run(scenario())
 
@@ -435,3 +459,41 @@ def test_many_chips_with_long_names_never_widen_the_window(
         assert bar.height() >= bar.heightForWidth(bar.width()) > bar.chips[0].height()
 
     aio.run(scenario())
+
+
+def imported_chat(store: Store) -> None:
+    """A chat as an import leaves it: files the export named but did not carry."""
+    store.call(lambda r: r.create_session(Session("imp", "Imported", None, MODEL, 1.0,
+                                                  updated_at=1.0)))
+    user = Node("imp-0", 0, 1.0, "imp", "user", output="Here is my chart [image: chart.png]",
+                metadata={"attachments": [{"placeholder": True, "kind": "image",
+                                           "name": "chart.png", "size_bytes": 2048}]})
+    reply = Node("imp-1", 0, 1.0, "imp", "assistant", output="I made a drawing",
+                 predecessor="imp-0",
+                 metadata={"attachments": [{"placeholder": True, "kind": "image",
+                                            "name": "drawing.webp"}]})
+    store.call(lambda r: r.apply_change("imp", Change((user, reply), "imp-1"), 1.0))
+
+
+def test_an_imported_chat_s_missing_files_are_greyed_cards(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    desk = desk_with(imported_chat)
+
+    async def scenario() -> None:
+        await desk.controller.load_session("imp")
+        await aio.settle(0.2)
+
+    aio.run(scenario())
+    layouter = desk.chat.delegate.layouter
+    rows = {r.node_id: r for r in desk.chat.model.rows if r.node_id}
+    for node_id, name in (("imp-0", "chart.png"), ("imp-1", "drawing.webp")):
+        (tile,) = layouter.layout(rows[node_id]).tiles
+        assert tile.item.kind == "placeholder" and tile.item.name == name
+        assert "did not carry" in tile.item.tooltip
+        # a click on it opens nothing and fails nothing
+        assert desk.controller.attachments.open_attachment(node_id, 0) is None
+    desk.chat.list.viewport().repaint()
+    assert desk.window.banner.isHidden()
+    no_traceback(caplog)

@@ -217,8 +217,7 @@ class RowLayouter:
         if fold:
             buttons.append(self._more_button(fold, QRectF(
                 bubble.left() + BUBBLE_PAD_X - 6, bubble.top() + BUBBLE_PAD_Y + shown, 0, MORE_H)))
-        buttons.extend(Button(f"file:{t.index}", t.rect, t.item.tooltip, hover_only=False,
-                              enabled=t.item.kind != "placeholder") for t in tiles)
+        buttons.extend(tile_buttons(tiles))
         out.tiles = tiles
         out.buttons = buttons
         return out
@@ -245,6 +244,11 @@ class RowLayouter:
         if fold:
             more = self._more_button(fold, QRectF(x - 4, y + 2, 0, MORE_H))
             y += MORE_H + 2
+        files = (shown_attachments(row.node.metadata)
+                 if row.node is not None and row.kind == RowKind.ASSISTANT else ())
+        if files:  # an imported reply's images and files
+            out.tiles, tiles_h = lay_out_tiles(files, x, col, y + 6, align_right=False)
+            y += 6 + tiles_h + 4
         if row.kind == RowKind.ASSISTANT and row.ends_turn:
             footer = QRectF(x - 6, y + 4, col + 6, FOOTER_H)
             out.footer = footer
@@ -264,6 +268,7 @@ class RowLayouter:
             y += 6
         if more is not None:
             out.buttons.append(more)
+        out.buttons.extend(tile_buttons(out.tiles))
         out.height = y + 2
         return out
 
@@ -395,6 +400,12 @@ def cap(text: str) -> str:
         clipped += f"\n… ({more}; copy the result to see all of it)"
     return clipped
 
+
+
+def tile_buttons(tiles: list[Tile]) -> list[Button]:
+    """Each sent file's tile is a button that opens it (an import's missing file does not)."""
+    return [Button(f"file:{t.index}", t.rect, t.item.tooltip, hover_only=False,
+                   enabled=t.item.kind != "placeholder") for t in tiles]
 
 
 def place_left(buttons: list[Button], area: QRectF) -> None:
