@@ -32,6 +32,8 @@ from treechat.ui.common.theme import DARK, LIGHT, Colors, ThemeManager
 from treechat.ui.dialogs.chat_controls import ParametersDialog, Shown
 from treechat.ui.dialogs.settings import SettingsDialog, SettingsValues
 
+from ..conftest import Aio
+
 SHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 
 
@@ -121,8 +123,9 @@ def check_box(box: QCheckBox, colors: Colors) -> None:
 
 
 def test_settings_combo_and_spin_boxes_draw_their_current_item_and_arrows(
-    scheme: Colors,
+    scheme: Colors, aio: Aio,
 ) -> None:
+    # `aio`: the dialog starts its key checks on the loop (cancelled when the test ends)
     dialog = settings_dialog()
     try:
         (tabs,) = dialog.findChildren(QTabWidget)
