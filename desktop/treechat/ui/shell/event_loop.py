@@ -12,11 +12,14 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from .import_hook import tolerate_lazy_modules
+
 # the hooks each loop replaced, put back when it closes
 _OLD_HOOKS: weakref.WeakKeyDictionary[qasync.QEventLoop, Any] = weakref.WeakKeyDictionary()
 
 
 def create_event_loop(app: QApplication) -> qasync.QEventLoop:
+    tolerate_lazy_modules()  # before anything on this loop starts litellm's import
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     _OLD_HOOKS[loop] = sys.get_asyncgen_hooks()

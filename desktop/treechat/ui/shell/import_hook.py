@@ -1,0 +1,40 @@
+"""PySide6 looks at every module imported after it (its `__feature__` hook reads the module's
+source to see whether it uses PySide). Reading the source asks the module for `__wrapped__`, and
+a module with a lazy `__getattr__` answers by importing: pydantic does, and while pydantic is
+half-initialized that import raises ImportError, which the hook lets through. litellm's import
+then fails for the life of the process ("cannot import name 'import_string' from partially
+initialized module 'pydantic._internal._validators'"), and with it every reply.
+
+The hook's probe is looked up by name at each call, so it is wrapped here: a module whose source
+cannot be read is a module that does not use PySide, whatever the reason. Nothing else of
+PySide's is touched, and a PySide without this probe is left alone."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import cast
+
+_PROBE = "_mod_uses_pyside"
+
+
+def tolerate_lazy_modules() -> bool:
+    """Install the tolerant probe (idempotent); False when this PySide has no such hook."""
+    feature = sys.modules.get("shibokensupport.feature")
+    probe = getattr(feature, _PROBE, None)
+    if feature is None or not callable(probe):
+        return False
+    if getattr(probe, "__treechat_tolerant__", False):
+        return True
+    original = cast(Callable[[ModuleType], bool], probe)
+
+    def uses_pyside(module: ModuleType) -> bool:
+        try:
+            return original(module)
+        except Exception:  # the module's own lazy attributes failed: it is not a Qt module
+            return False
+
+    uses_pyside.__treechat_tolerant__ = True  # type: ignore[attr-defined]
+    setattr(feature, _PROBE, uses_pyside)
+    return True
