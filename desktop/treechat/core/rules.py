@@ -5,7 +5,7 @@ with hysteresis, respecting attach boundaries). Pure: items, clock and config co
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -345,8 +345,11 @@ def compaction_loop(
         texts = list((yield plan))
         if len(texts) != len(plan.runs):
             raise ValueError(f"{len(texts)} summaries for {len(plan.runs)} runs")
-        current = apply_compaction(current, plan, texts, now=now, counter=counter,
+        applied = apply_compaction(current, plan, texts, now=now, counter=counter,
                                    config=config, pinned=pinned)
+        if applied is current:
+            break  # no summary was smaller than what it would fold
+        current = applied
         out.append(current)
         mode = "auto"
     return tuple(out)
@@ -684,6 +687,31 @@ def _entries(items: Sequence[ContextItem], positions: Sequence[int]) -> tuple[Su
     return tuple(out)
 
 
+def kept_from(commit: ContextCommit, config: RuleConfig) -> int:
+    """The position from which the last `keep_recent_turns` exchanges start: they are always
+    sent in full, and nothing from there on is folded."""
+    items = commit.items
+    protect_from = len(items)
+    users = 0
+    for p in reversed(commit.live):
+        it = items[p]
+        if it.role == "user" and not it.is_summary and not it.attached_from:
+            users += 1
+            protect_from = p
+            if users >= config.keep_recent_turns:
+                break
+    return protect_from
+
+
+def foldable_items(commit: ContextCommit, config: RuleConfig,
+                   pinned: frozenset[str] = frozenset()) -> tuple[int, int]:
+    """(items, tokens) a fold could take now: live, unpinned, older than the kept turns."""
+    protect_from = kept_from(commit, config)
+    positions = [p for p in commit.live
+                 if p < protect_from and _foldable(commit.items[p], pinned)]
+    return len(positions), sum(commit.items[p].tokens for p in positions)
+
+
 def plan_compaction(
     commit: ContextCommit,
     request: CompactionRequest,
@@ -710,15 +738,7 @@ def plan_compaction(
         return _plan_rollup(commit, budget, cal, config, instructions)
 
     live = commit.live
-    protect_from = len(items)
-    users = 0
-    for p in reversed(live):
-        it = items[p]
-        if it.role == "user" and not it.is_summary and not it.attached_from:
-            users += 1
-            protect_from = p
-            if users >= config.keep_recent_turns:
-                break
+    protect_from = kept_from(commit, config)
     runs: list[list[int]] = []
     groups: list[str | None] = []
     cur: list[int] = []
@@ -831,18 +851,24 @@ def apply_compaction(
     items = list(commit.items)
     changed: set[int] = set()
     folded = 0
+    applied = 0
     for run, text in zip(plan.runs, texts, strict=True):
-        keys = [items[p].key for p in run.positions]
-        sid = summary_id(keys)
         scope = run.request.scope
         rendered = fence(text, scope=scope, count=_count_covered(items, run.positions))
+        tokens = item_tokens("user", rendered, counter)
+        if not fold_saves(tokens, (items[p] for p in run.positions)):
+            # A summary no smaller than what it would fold only makes the request bigger:
+            # the items stay as they are.
+            continue
+        keys = [items[p].key for p in run.positions]
+        sid = summary_id(keys)
         order = min(items[p].order if items[p].is_summary else p for p in run.positions)
         summary = ContextItem(
             source_node_id=sid,
             role="user",
             state="summary",
             rendered=rendered,
-            tokens=item_tokens("user", rendered, counter),
+            tokens=tokens,
             reason=f"summarized {len(run.positions)} items" if plan.level == 0
             else f"rolled up {len(run.positions)} summaries",
             attached_from=run.group,
@@ -860,7 +886,10 @@ def apply_compaction(
             )
             changed.add(p)
         folded += len(run.positions)
+        applied += 1
         items.append(summary)
+    if not applied:
+        return commit
     aged_through = age_tools(items, changed, start=commit.aged_through, force=True,
                              pinned=pinned, config=config, counter=counter)
     clear_idle(items, changed, commit.live, now=now, pinned=pinned, config=config,
@@ -869,9 +898,15 @@ def apply_compaction(
     return make_commit(
         commit, items, changed, session_id=commit.session_id,
         head_node_id=commit.head_node_id, now=now,
-        summary=f"compaction ({plan.mode}): {verb} {folded} items into {len(plan.runs)}",
+        summary=f"compaction ({plan.mode}): {verb} {folded} items into {applied}",
         max_seq=commit.max_seq, aged_through=aged_through,
     )
+
+
+def fold_saves(summary_tokens: int, folded: Iterable[ContextItem]) -> bool:
+    """The rule every fold obeys: its summary must cost fewer tokens than the live items it
+    replaces, or the fold does not happen (short turns gain nothing from a summary)."""
+    return summary_tokens < sum(it.tokens for it in folded if it.live)
 
 
 def _count_covered(items: Sequence[ContextItem], positions: Sequence[int]) -> int:

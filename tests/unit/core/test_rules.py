@@ -20,8 +20,11 @@ from treechat.core.rules import (
     RuleConfig,
     advance,
     compaction_loop,
+    drive,
+    foldable_items,
     generate_chain,
 )
+from treechat.core.summarize import DeterministicSummarizer
 from treechat.providers.tokenizer import counter_for
 
 COUNTER = counter_for("gpt-4o")
@@ -399,3 +402,47 @@ def test_an_old_attachment_ages_to_a_stub_naming_the_file_and_a_new_one_is_budge
     assert changed == {0} and aged.files == () and aged.state == "aged"
     assert aged.rendered.startswith("Read this\n\n[attachment plan.pdf (application/pdf")
     assert aged.tokens < 900
+
+
+def _manual(commit: ContextCommit, summarize) -> tuple[ContextCommit, ...]:  # type: ignore[no-untyped-def]
+    loop = compaction_loop(commit, CompactionRequest(history_budget=3_000, mode="manual"),
+                           now=1.0, counter=COUNTER, config=DEFAULT_RULES)
+    return drive(loop, summarize)
+
+
+def test_a_fold_whose_summary_is_not_smaller_never_happens() -> None:
+    """Short turns: the fenced summary of three short messages costs more than the messages.
+    /compact then leaves every item full and the request no bigger."""
+    b = ChainBuilder()
+    b.turn("Hi.", "Hello!")
+    b.turn("A dragon?", "Yes, a small one.")
+    b.turn("Name it.", "Ember.")
+    b.turn("Tell me a long story about it.", "Once upon a time...")
+    (commit,) = _run(b, None, b.nodes, config=DEFAULT_RULES)
+    count, tokens = foldable_items(commit, DEFAULT_RULES)
+    assert count >= 3 and tokens > 0  # the older exchanges could be folded...
+    summarizer = DeterministicSummarizer(COUNTER)
+    assert _manual(commit, summarizer.summarize) == ()  # ...but no summary would be smaller
+    assert all(i.state == "full" for i in commit.items)
+
+
+def test_a_fold_happens_exactly_when_its_summary_is_smaller() -> None:
+    """The rule is about tokens, not about any kind of text: the same items fold with a
+    summary one token under their cost and stay full with one at their cost."""
+    b = ChainBuilder()
+    for i in range(4):
+        b.turn(f"Question {i}: " + "detail " * 40, "answer " * 30)
+    (commit,) = _run(b, None, b.nodes, config=DEFAULT_RULES)
+    plan = advance(compaction_loop(commit, CompactionRequest(history_budget=3_000,
+                                                             mode="manual"),
+                                   now=1.0, counter=COUNTER, config=DEFAULT_RULES))
+    assert not isinstance(plan, LoopDone)
+    (run,) = plan.runs
+    cost = sum(commit.items[p].tokens for p in run.positions)
+
+    (folded,) = _manual(commit, lambda _r: "- user: the question was about details.")
+    (summary,) = [i for i in folded.items if i.state == "summary"]
+    assert summary.tokens < cost
+    assert folded.total_tokens < commit.total_tokens
+    too_big = "word " * (cost * 2)
+    assert _manual(commit, lambda _r: too_big) == ()
