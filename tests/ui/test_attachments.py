@@ -497,3 +497,28 @@ def test_an_imported_chat_s_missing_files_are_greyed_cards(
     desk.chat.list.viewport().repaint()
     assert desk.window.banner.isHidden()
     no_traceback(caplog)
+
+
+def test_a_message_of_files_alone_can_be_sent(desk: Desk, aio: Aio, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("only the file speaks\n", "utf-8")
+    desk.provider.queue(Reply(text="read it"))
+
+    async def scenario() -> None:
+        assert not desk.composer.send_button.isEnabled()
+        desk.controller.attachments.add_paths([notes])
+        await chips_ready(desk, aio, 1)
+        assert desk.composer.send_button.isEnabled()  # nothing typed, a file staged
+        QTest.mouseClick(desk.composer.send_button, Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 1)
+
+    aio.run(scenario())
+    assert "only the file speaks" in str(desk.provider.requests[-1].body)
+    view = desk.controller.current_view
+    assert view is not None
+    user = [n for n in view.path if n.role == "user"][-1]
+    assert user.text == "" and [r.name for r in node_attachments(user.metadata)] == ["notes.txt"]
+    row = next(r for r in desk.chat.model.rows if r.node_id == user.id)
+    layout = desk.chat.delegate.layouter.layout(row)
+    assert layout.bubble is not None and layout.bubble.width() == 0  # no empty bubble
+    assert [t.item.name for t in layout.tiles] == ["notes.txt"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetricsF, QImage, QImageReader, QPainter, QPen
+from PySide6.QtGui import QFontMetricsF, QImage, QImageReader, QPainter, QPainterPath, QPen
 
 from ...core.attachments import METADATA_KEY, human_size, kind_of, safe_name
 from ..common.icons import draw_icon
@@ -261,8 +261,6 @@ def _paint_thumb(p: QPainter, tile: Tile, colors: ChatColors,
         target.moveCenter(rect.center())
         p.save()
         clip = rect.adjusted(1, 1, -1, -1)
-        from PySide6.QtGui import QPainterPath
-
         path = QPainterPath()
         path.addRoundedRect(clip, 8, 8)
         p.setClipPath(path, Qt.ClipOperation.IntersectClip)
@@ -301,9 +299,3 @@ def _paint_card(p: QPainter, tile: Tile, colors: ChatColors, hot: bool, small: A
     detail = fm.elidedText(item.detail, Qt.TextElideMode.ElideRight, text_w)
     p.drawText(QRectF(text_left, rect.center().y() + 1, text_w, rect.height() / 2 - 8),
                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), detail)
-
-
-def muted(color: QColor, alpha: float) -> QColor:
-    out = QColor(color)
-    out.setAlphaF(alpha)
-    return out
