@@ -32,6 +32,7 @@ from treechat.ui.chat.attachment_views import ShownAttachment, shown_attachments
 from treechat.ui.composer.attach_chips import format_tokens
 from treechat.ui.composer.file_chips import FileChip
 from treechat.ui.controllers.turns import AS_FILE_NAME
+from treechat.ui.occupancy.format import tokens
 
 from .conftest import BIG_MODEL, MODEL, Aio, Desk, Seed, choices_for
 
@@ -421,6 +422,13 @@ def test_a_message_too_long_is_sent_as_a_file_when_asked(
     ring = desk.composer.ring.occupancy
     assert ring is not None and ring.total_used <= ring.window
     assert dict(ring.breakdown)["attachments"] > 0
+    # the /context dialog names the category and gives the same figure
+    desk.controller.occupancy.open_dialog()
+    dialog = desk.controller.occupancy.context_dialog
+    assert dialog is not None and dialog.occupancy is ring
+    rows = {name: amount for name, amount, _share in dialog.table_rows()}
+    assert rows["Attachments"] == tokens(dict(ring.breakdown)["attachments"])
+    dialog.close()
     no_traceback(caplog)
 
 
