@@ -276,6 +276,18 @@ class ModelCatalog:
     def label_for(self, model_id: str) -> str:
         return self.display_name(model_id)
 
+    def is_local(self, model: str) -> bool:
+        """Whether `model` (an address) runs on this machine: the bundled model, a downloaded
+        one, or one on a local server (Ollama, LM Studio, llama.cpp). Its requests cost
+        nothing, which is not the same as a hosted model litellm has no price for. No I/O."""
+        head, sep, _ = model.strip().partition("/")
+        if not sep:
+            return False
+        if head in (BUNDLED_CONNECTION, LIBRARY_CONNECTION):
+            return True
+        conn = self.connections.find(LEGACY_PREFIXES.get(head, head))
+        return conn is not None and conn.kind in _LOCAL_KINDS
+
     # --- defaults ---------------------------------------------------------------------
 
     def default(self) -> ModelChoice:

@@ -49,6 +49,9 @@ class ChatTotal:
     output_tokens: int
     cost_usd: float
     unpriced_requests: int
+    # the models (addresses) of those requests: a local one costs nothing, a hosted one
+    # has no known price
+    unpriced_models: tuple[str, ...] = ()
 
     @property
     def priced(self) -> bool:
@@ -124,6 +127,7 @@ class SpendingService:
             output_tokens=sum(r.output_tokens for r in rows),
             cost_usd=sum(r.cost_usd for r in rows),
             unpriced_requests=sum(r.unpriced_requests for r in rows),
+            unpriced_models=tuple(r.model for r in rows if r.unpriced_requests),
         )
 
     async def spend(self, by: SpendBy) -> tuple[ledger.SpendRow, ...]:

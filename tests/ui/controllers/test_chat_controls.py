@@ -402,3 +402,56 @@ def test_a_reasoning_model_gets_reasoning_effort_and_loses_what_it_does_not_take
     dialog.show()
     shoot(desk, "parameters-reasoning", dialog)
     dialog.close()
+
+
+def test_the_parameters_dialog_names_the_model_as_the_picker_does(desk: Desk, aio: Aio) -> None:
+    c = controls(desk)
+    desk.provider.queue(Reply(text="one"))
+
+    async def scenario() -> None:
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        c.parameters_button.click()
+        await aio.until(lambda: isinstance(c.dialog, ParametersDialog), what="parameters")
+
+    aio.run(scenario())
+    dialog = c.dialog
+    assert isinstance(dialog, ParametersDialog)
+    shown = desk.composer.picker.currentText()
+    assert shown == "Loopback"
+    assert f"the parameters {shown} takes" in dialog.note.text()
+    assert "openai/loopback-model" not in dialog.note.text()
+    # /context names it the same way, once
+    assert desk.controller.models.selected_label() == shown
+
+
+def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> None:
+    from treechat.services.models import ModelChoice
+
+    local = "openai/loopback-local"
+    catalog = desk.services.models
+    catalog.extra = (*catalog.extra, ModelChoice(local, "Loopback local", "openai",
+                                                 api_base=desk.provider.openai_base,
+                                                 local=True))
+    c = controls(desk)
+    desk.provider.queue(Reply(text="free!"))
+
+    async def scenario() -> None:
+        await desk.controller.models.refresh()
+        desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(local))
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        await aio.until(lambda: bool(c.costs), what="costs")
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        await c.refresh_costs(sid)
+        await c.estimate(sid)
+
+    aio.run(scenario())
+    reply = desk.chat.model.rows[-1].node
+    assert reply is not None
+    tip = c.reply_text(reply.id)
+    assert "free" in tip and "unpriced" not in tip and "Loopback local" in tip
+    assert c.cost_label.text() == "free"
+    assert c.estimate_label.text() == "next: free"
+    shoot(desk, "free")

@@ -99,6 +99,14 @@ async def test_a_detected_server_is_addressed_by_its_connection_and_uses_its_win
         assert (group.label, group.state, group.detected) == ("Ollama", "detected", True)
         (choice,) = group.models
         assert (choice.window, choice.price_in, choice.local) == (16_384, None, True)
+        # its requests are free, like the bundled and downloaded models'; a hosted model
+        # litellm has no price for is not
+        assert catalog.is_local("ollama/llama3.2:3b")
+        assert catalog.is_local("ollama_chat/llama3.2:3b")
+        assert catalog.is_local("local/smollm2-135m-instruct")
+        assert catalog.is_local("library/qwen2.5-0.5b-instruct-q4_k_m")
+        assert not catalog.is_local("openai/gpt-4o")
+        assert not catalog.is_local("openrouter/some-new-model")
     finally:
         ollama.stop()
 

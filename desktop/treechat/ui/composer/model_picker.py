@@ -60,7 +60,11 @@ def tokens_text(n: int) -> str:
     return str(n)
 
 
-def price_text(price_in: float | None, price_out: float | None) -> str:
+def price_text(price_in: float | None, price_out: float | None, local: bool = False) -> str:
+    """The price per million tokens; "free" for a model on this machine, "unpriced" for a
+    hosted one litellm has no price for."""
+    if local:
+        return "free"
     if price_in is None or price_out is None:
         return "unpriced"
     return f"${price_in:.2f} / ${price_out:.2f} per M"
@@ -72,7 +76,7 @@ def detail_text(choice: ModelChoice) -> str:
     if choice.window:
         window = tokens_text(choice.window)
         parts.append(f"~{window} (estimated)" if choice.window_estimated else window)
-    parts.append(price_text(choice.price_in, choice.price_out))
+    parts.append(price_text(choice.price_in, choice.price_out, choice.local))
     return " · ".join(parts)
 
 

@@ -57,14 +57,16 @@ EXPORT_FILTERS = {
 PRESET_FILTER = "Treechat presets (*.json)"
 
 
-def reply_cost_text(cost: ReplyCost) -> str:
-    """A reply's tokens and cost as its tooltip says them."""
+def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str:
+    """A reply's tokens and cost as its tooltip says them; `name` is the model's display
+    name (its address when not given), `local` True for a model on this machine (free)."""
     cached = f", {cost.cache_read:,} of them cached" if cost.cache_read else ""
     price = money(cost.cost_usd, cost.priced)
     if not cost.priced:
-        price = "unpriced (no known price for this model)"
+        price = ("free (runs on this computer)" if local
+                 else "unpriced (no known price for this model)")
     return (f"{cost.input_tokens:,} tokens in{cached} · {cost.output_tokens:,} out · {price}"
-            f"\n{cost.model}")
+            f"\n{name or cost.model}")
 
 
 def find_menu(window: MainWindow, title: str) -> QMenu:
@@ -273,17 +275,22 @@ class ChatControls(QObject):
             self.cost_label.setText("")
         else:
             text = money(total.cost_usd)
+            # requests to a model on this machine cost nothing; only a hosted model with no
+            # known price is "unpriced"
+            free = bool(total.unpriced_models) and all(
+                self._c.models.is_local(m) for m in total.unpriced_models)
             if total.unpriced_requests:
                 text += (" + unpriced" if total.unpriced_requests < total.requests
-                         else "") if total.cost_usd else ""
+                         and not free else "") if total.cost_usd else ""
                 if total.unpriced_requests == total.requests:
-                    text = "unpriced"
+                    text = "free" if free else "unpriced"
             self.cost_label.setText(text)
             self.cost_label.setToolTip(
                 f"This chat, every branch: {total.requests} request"
                 f"{'s' if total.requests != 1 else ''}, {total.input_tokens:,} tokens in "
                 f"({total.cache_read:,} cached), {total.output_tokens:,} out"
-                + (f"; {total.unpriced_requests} to a model with no known price"
+                + (f"; {total.unpriced_requests} to a model on this computer (free)" if free
+                   else f"; {total.unpriced_requests} to a model with no known price"
                    if total.unpriced_requests else ""))
         self.costsShown.emit(session_id)
 
@@ -305,10 +312,15 @@ class ChatControls(QObject):
             tip = (f"The next request: {est.prompt_tokens:,} tokens at the uncached price "
                    f"{money(est.prompt_usd)}; up to {money(est.ceiling_usd)} with a reply of "
                    f"{est.max_reply_tokens:,} tokens. A cache hit is never assumed.")
+        elif self._c.models.is_local(self._c.models.selected()):
+            text = "next: free"
+            tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
+                   f"{self._c.models.selected_label()} runs on this computer and costs "
+                   "nothing.")
         else:
             text = "next: unpriced"
             tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
-                   f"{est.model} has no known price.")
+                   f"{self._c.models.selected_label()} has no known price.")
         if self._c.current_session_id == session_id:
             self.estimate_label.setText(text)
             self.estimate_label.setToolTip(tip)
@@ -335,11 +347,15 @@ class ChatControls(QObject):
             return ""
         return self.reply_text(node.id)
 
+    def _cost_text(self, cost: ReplyCost) -> str:
+        models = self._c.models
+        return reply_cost_text(cost, models.label_for(cost.model), models.is_local(cost.model))
+
     def reply_text(self, node_id: str) -> str:
         cost = self.costs.get(node_id)
         view = self._c.current_view
         node = view.graph.get(node_id) if view is not None and node_id in view.graph else None
-        lines = [reply_cost_text(cost)] if cost is not None else []
+        lines = [self._cost_text(cost)] if cost is not None else []
         if node is not None and reasoning_of(node):
             lines.append("Thinking kept apart from the answer: right-click → Show thinking")
         if node is not None and can_continue(node):
@@ -365,7 +381,7 @@ class ChatControls(QObject):
             extra.append(go)
         cost = self.costs.get(key)
         if cost is not None:
-            info = QAction(reply_cost_text(cost).split("\n")[0], menu)
+            info = QAction(self._cost_text(cost).split("\n")[0], menu)
             info.setEnabled(False)
             extra.append(info)
         if extra:
@@ -469,7 +485,8 @@ class ChatControls(QObject):
         model = self._c.models.selected()
         caps = await self._chat.capabilities(model, session_id=session_id)
         current = await self._chat.settings.current(session_id)
-        dialog = ParametersDialog(model or "", current.parameters, Shown.of(caps),
+        dialog = ParametersDialog(self._c.models.label_for(model) if model else "",
+                                  current.parameters, Shown.of(caps),
                                   parent=self._w)
         dialog.saved.connect(lambda values: self._c.spawn(
             self._save_parameters(session_id, dialog, values), name="save-parameters"))

@@ -106,6 +106,15 @@ class ModelsController:
                 return choice.label
         return self._catalog.display_name(model) if model else model
 
+    def is_local(self, model: str | None) -> bool:
+        """Whether `model` runs on this machine (its requests are free, not unpriced)."""
+        if not model:
+            return False
+        for choice in self.choices:
+            if choice.id == model:
+                return choice.local
+        return self._catalog.is_local(model)
+
     async def context_label(self) -> str:
         """`selected_label()` with the model's window, marked "estimated" when neither its
         server nor litellm knows it (the fallback window is assumed), for the /context
@@ -121,11 +130,7 @@ class ModelsController:
         return f"{label} · {window}" if label else window
 
     def selected_label(self) -> str:
-        """"Label · id" of the picked model, for the context dialog."""
+        """The picked model's one display name (the picker's and the headers'), for the
+        context and parameters dialogs."""
         model = self.selected()
-        if not model:
-            return ""
-        for choice in self.choices:
-            if choice.id == model:
-                return f"{choice.label} · {model}"
-        return model
+        return self.label_for(model) if model else ""

@@ -152,6 +152,7 @@ class ParametersDialog(QDialog):
             "one is not sent: the model uses its own default."
         )
         about.setObjectName("ParametersNote")
+        self.note = about
         about.setWordWrap(True)
         self.error = QLabel("")
         self.error.setObjectName("ParametersError")
