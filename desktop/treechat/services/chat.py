@@ -55,7 +55,7 @@ from .events import (
 from .mcp import McpService
 from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
-from .sessions import SessionService, SessionView, new_id
+from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
 from .turn_queue import TurnQueue
 
@@ -480,6 +480,7 @@ class ChatService:
             )
             nodes.append(user)
             stored = repo.apply_change(session_id, dag.Change(tuple(nodes), user.id), now)
+            title_first(repo, session, text, [f.name for f in files])
             return stored[-1]
 
         return await self.store.run(work)

@@ -4,7 +4,7 @@ hide, pin, purge. Each returns what changed so a view can redraw from it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,8 +118,7 @@ class SessionService:
                 metadata=dict(metadata or {}),
             )
             (stored,) = repo.apply_change(session_id, dag.Change((node,), node.id), now)
-            if session.head is None and session.title in ("", "New chat"):
-                repo.update_session(session_id, title=title_from(text))
+            title_first(repo, session, text)
             return stored
 
         return await self.store.run(work)
@@ -285,3 +284,14 @@ def title_from(text: str, limit: int = 60) -> str:
     if len(line) <= limit:
         return line or "New chat"
     return line[: limit - 1].rstrip() + "…"
+
+
+def title_first(repo: Repository, session: Session, text: str,
+                file_names: Sequence[str] = ()) -> None:
+    """Give a chat that still has the default title the title of its first message: from its
+    text, or from the names of the files it carries when it has no text. `session` is the
+    chat as it was before the message was written (an empty chat has no HEAD)."""
+    if session.head is not None or session.title not in ("", "New chat"):
+        return
+    words = text if text.strip() else ", ".join(n for n in file_names if n.strip())
+    repo.update_session(session.id, title=title_from(words))

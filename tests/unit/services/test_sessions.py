@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from tests.support.attachment_files import png
+from tests.support.chat import Events
+from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.model import GraphError, Node
+from treechat.services.bootstrap import Services, build_services
+from treechat.services.events import TurnFailed
+from treechat.services.models import ModelChoice
 from treechat.services.sessions import SessionService
 from treechat.store.database import Store
 
@@ -126,3 +133,68 @@ async def test_pin_and_unpin(service: SessionService) -> None:
     u1 = await service.append_message(s.id, "q")
     assert u1.id in (await service.annotate(s.id, u1.id, "pin")).pinned
     assert u1.id not in (await service.annotate(s.id, u1.id, "unpin")).pinned
+
+
+# --- a chat whose first message carries files is titled like any other ---------------------
+
+
+@asynccontextmanager
+async def seeing_services(data: Path, loopback: LoopbackProvider) -> AsyncIterator[Services]:
+    """Services whose default model takes images (litellm knows gpt-4o sees), served by
+    the loopback server."""
+    choice = ModelChoice("openai/gpt-4o", "Seer", "openai", api_base=loopback.openai_base)
+    built = build_services(data, bundled=False, detect_local_servers=False,
+                           extra_models=(choice,))
+    built.models.default_model = choice.id
+    try:
+        yield built
+    finally:
+        await built.close()
+        built.close_store()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("text", "files", "title"),
+    [
+        ("What does this chart show?", ["chart.png"], "What does this chart show?"),
+        ("", ["chart.png"], "chart.png"),
+        ("", ["chart.png", "notes.txt"], "chart.png, notes.txt"),
+    ],
+)
+async def test_a_first_message_with_files_titles_the_chat_from_its_text_or_the_files(
+    tmp_path: Path, loopback: LoopbackProvider, text: str, files: list[str], title: str
+) -> None:
+    paths = []
+    for name in files:
+        path = tmp_path / name
+        path.write_bytes(png(8, 8) if name.endswith(".png") else b"some notes\n")
+        paths.append(path)
+    loopback.queue(Reply(text="A reply."), Reply(text="Another."))
+    async with seeing_services(tmp_path / "data", loopback) as services:
+        session = await services.chat.sessions.create()
+        events = Events()
+        await services.chat.send(session.id, text, files=paths, on_event=events)
+        assert not events.of(TurnFailed)
+        await services.chat.send(session.id, "And then?")  # a later message keeps it
+        view = await services.chat.sessions.view(session.id)
+        assert view.session.title == title
+        assert [a["name"] for a in view.path[0].metadata["attachments"]] == files
+    with Store.open(tmp_path / "data" / "treechat.duckdb") as store:  # after a restart
+        (kept,) = store.call(lambda r: r.list_sessions())
+        assert kept.title == title
+
+
+@pytest.mark.asyncio
+async def test_a_chat_the_user_named_keeps_its_name_when_a_file_is_sent(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(png(8, 8))
+    loopback.queue(Reply(text="A reply."))
+    async with seeing_services(tmp_path / "data", loopback) as services:
+        session = await services.chat.sessions.create()
+        await services.chat.sessions.rename(session.id, "Holiday photos")
+        await services.chat.send(session.id, "Look", files=[photo])
+        view = await services.chat.sessions.view(session.id)
+        assert view.session.title == "Holiday photos"
