@@ -36,16 +36,22 @@ def problem_report(info: AppInfo, lines: int = REPORT_LINES) -> str:
     it off the GUI thread)."""
     log = info.log_dir / LOG_FILENAME
     tail: deque[str] = deque(maxlen=lines)
+    problem = ""
     try:
         with log.open(encoding="utf-8", errors="replace") as f:
             tail.extend(line.rstrip("\n") for line in f)
+    except FileNotFoundError:
+        pass  # the log file is made by the first line logged: nothing went wrong yet
     except OSError as exc:
-        tail.append(f"(the log could not be read: {exc.strerror or exc})")
-    body = "\n".join(tail) if tail else "(the log is empty)"
+        problem = f"(the log could not be read: {exc.strerror or exc})"
+    if tail:
+        said = f"Last {len(tail)} log line{'s' if len(tail) != 1 else ''}:\n" + "\n".join(tail)
+    else:
+        said = problem or "No log lines yet."
     return redact(
         f"Treechat {info.version}\n"
         f"Platform: {info.platform_text()}\n"
         f"Data folder: {info.data_dir}\n"
         f"Log: {log}\n\n"
-        f"Last {len(tail)} log lines:\n{body}\n"
+        f"{said}\n"
     )

@@ -25,6 +25,36 @@ from PySide6.QtWidgets import (
 
 from ...services.diagnostics import AppInfo
 
+# Key names as the window's hints write them (Qt's native text says "Return" and "Left").
+_KEY_WORDS = (("Return", "Enter"), ("Left", "←"), ("Right", "→"), ("Up", "↑"), ("Down", "↓"))
+
+
+def key_text(key: str) -> str:
+    """One key combination as the hints write it: "Ctrl+Return" -> "Ctrl+Enter"."""
+    parts = key.split("+")
+    last = parts[-1]
+    for qt, shown in _KEY_WORDS:
+        if last == qt:
+            last = shown
+    return "+".join([*parts[:-1], last])
+
+
+def shortcut_rows(actions: Sequence[tuple[Sequence[str], str]],
+                  hints: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The shortcuts list: first the `hints` exactly as the empty window shows them, then
+    each action (its key combinations, what it does) whose keys the hints do not already
+    name, one row per action with its keys joined by "or" (never a bare "/")."""
+    named = {k.strip() for keys, _ in hints for k in keys.replace(" or ", "\n").split("\n")}
+    rows: list[tuple[str, str]] = list(hints)
+    for keys, what in actions:
+        shown = list(dict.fromkeys(key_text(k) for k in keys if k.strip()))
+        if not shown or set(shown) <= named:
+            continue
+        row = (" or ".join(shown), what)
+        if row not in rows:
+            rows.append(row)
+    return rows
+
 
 class ShortcutsDialog(QDialog):
     """Every shortcut, filtered by what is typed (in the keys or in what they do)."""
@@ -39,7 +69,10 @@ class ShortcutsDialog(QDialog):
         self.search.setPlaceholderText("Search shortcuts…")
         self.search.setClearButtonEnabled(True)
         self.table = QTableWidget(len(shortcuts), 2)
-        self.table.setHorizontalHeaderLabels(["Keys", "Does"])
+        self.table.setHorizontalHeaderLabels(["Keys", "Action"])
+        # the headers sit over their columns' text, which is left-aligned
+        self.table.horizontalHeader().setDefaultAlignment(
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)

@@ -45,13 +45,16 @@ if TYPE_CHECKING:
 
 DEFAULT_SIZE = (1180, 760)
 DOCK_WIDTH = 380
+# The dock's least width, set rather than taken from its tabs' contents: it keeps its width
+# across its tabs, and with it open the window still fits a 1280-px screen.
+DOCK_MIN_WIDTH = 300
 SHORTCUTS_HELP = (
     ("Ctrl+N", "New chat"),
     ("Ctrl+K", "Search all chats"),
     ("Enter", "Send · Shift+Enter for a new line"),
     ("Esc", "Stop the reply"),
     ("Ctrl+R", "Retry the last reply"),
-    ("Alt+← / Alt+→", "Switch versions"),
+    ("Alt+← or Alt+→", "Switch versions"),
     ("/context", "What the model will read"),
 )
 
@@ -230,6 +233,7 @@ class MainWindow(QMainWindow):
             tabs = QTabWidget()
             tabs.setObjectName("InspectorTabs")
             tabs.setDocumentMode(True)
+            tabs.setMinimumWidth(DOCK_MIN_WIDTH)
             tabs.addTab(self._dock_placeholder("The history graph of this chat."), "Graph")
             tabs.addTab(self._dock_placeholder("What the next request will carry."), "Context")
             dock.setWidget(tabs)
@@ -343,19 +347,14 @@ class MainWindow(QMainWindow):
         """Every shortcut the window answers to (its menus' and the composer's), for Help."""
         from PySide6.QtGui import QAction, QKeySequence
 
-        seen: set[tuple[str, str]] = set()
-        out: list[tuple[str, str]] = []
-        for action in self.findChildren(QAction):
-            keys = " / ".join(k.toString(QKeySequence.SequenceFormat.NativeText)
-                              for k in action.shortcuts())
-            entry = (keys, action.text().replace("&", "").rstrip("…"))
-            if keys and entry not in seen:
-                seen.add(entry)
-                out.append(entry)
-        for entry in SHORTCUTS_HELP:
-            if entry not in seen and not any(entry[1] == what for _, what in out):
-                out.append(entry)
-        return out
+        from ..dialogs.help import shortcut_rows
+
+        actions = [
+            ([k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()],
+             action.text().replace("&", "").rstrip("…"))
+            for action in self.findChildren(QAction)
+        ]
+        return shortcut_rows(actions, SHORTCUTS_HELP)
 
     # --- wiring to the controller --------------------------------------------------
 
