@@ -225,3 +225,90 @@ def test_send_lets_go_of_the_store_while_the_provider_is_silent(
     reply = next(n for n in nodes if n.role == "assistant")
     assert reply.text == "Late, but whole." and not reply.interrupted
     assert [n.role for n in nodes] == ["user", "assistant"]
+
+
+def long_chat(data_dir: Path) -> str:
+    """A chat whose next request folds its older turns into a summary written by the chat's
+    own model (the `context.summarizer` setting is "session")."""
+
+    async def build() -> str:
+        store = Store.open(default_store_path(data_dir))
+        try:
+            store.call(lambda r: r.set_setting("context.summarizer", "session"))
+            svc = SessionService(store)
+            s = await svc.create(model="openai/loopback-model")
+            for i in range(16):
+                await svc.append_message(
+                    s.id, f"turn {i}: " + " ".join(f"word{i}x{j}" for j in range(160)),
+                    role="user" if i % 2 == 0 else "assistant",
+                )
+            return s.id
+        finally:
+            store.close()
+
+    return asyncio.run(build())
+
+
+def test_send_lets_go_of_the_store_while_the_summary_is_awaited(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    """A model summary of folded history is a network wait like the reply's: other commands
+    open the store meanwhile; a store held elsewhere when the summary comes back is waited
+    for, with a clear line, then the reply is asked for with the summary in it."""
+    session_id = long_chat(tmp_path)
+    summarized = threading.Event()
+    loopback.queue(Reply(text="A short summary.", hold=summarized), Reply(text="after the fold"))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-test-1"}
+    env.pop("TREECHAT_DATA_DIR", None)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(tmp_path), "send", session_id,
+         "go on", "--model", "openai/loopback-model", "--api-base", loopback.openai_base],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    said: list[str] = []
+    waiting = threading.Event()
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            said.append(line)
+            if "waiting up to" in line:
+                waiting.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        loopback.wait_for_requests(1, timeout=120)
+        assert "word2x0" in str(loopback.requests[0].body["messages"])  # the summary's request
+        # The summary is asked for and unanswered: the store is free for another command.
+        (listed,) = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
+        assert listed["id"] == session_id and listed["nodes"] == 17
+        holder = Store.open(default_store_path(tmp_path))
+        try:
+            summarized.set()
+            assert waiting.wait(timeout=60), "".join(said)
+            assert len(loopback.requests) == 1  # the reply waits for the store
+        finally:
+            holder.close()
+        assert child.stdout is not None
+        out = child.stdout.read()
+        assert child.wait(timeout=120) == 0, "".join(said)
+    finally:
+        summarized.set()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        reader.join(timeout=10)
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert out.strip() == "after the fold"
+    assert f"in use by process {os.getpid()}" in "".join(said)
+    assert "after the summary of older messages" in "".join(said)
+    assert "A short summary." in str(loopback.requests[1].body["messages"])
+    store = Store.open(default_store_path(tmp_path))
+    try:
+        nodes = store.call(lambda r: r.session_nodes(session_id))
+    finally:
+        store.close()
+    assert [n.text for n in nodes][-2:] == ["go on", "after the fold"]

@@ -22,7 +22,7 @@ from ..core.chat_settings import SessionSettings, join_instructions
 from ..core.model import GraphError, Node
 from ..core.occupancy import MeasuredUsage
 from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
-from ..core.summarize import ModelSummarizer
+from ..core.summarize import AsyncSummarizer, ModelSummarizer
 from ..providers import stream as provider_stream
 from ..providers.errors import ErrorKind, ProviderFailure
 from ..providers.llm import supports_vision as llm_supports_vision
@@ -57,6 +57,7 @@ from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
+from .store_release import StoreFreeSummarizer
 from .turn_queue import TurnQueue
 
 log = logging.getLogger(__name__)
@@ -1005,9 +1006,10 @@ class ChatService:
             return ""
         return f"Workspace: {folder}\n\nInstructions from AGENTS.md:\n{found.text}"
 
-    async def _summarizer_for(self, session_id: str, endpoint: Endpoint) -> ModelSummarizer | None:
+    async def _summarizer_for(self, session_id: str, endpoint: Endpoint) -> AsyncSummarizer | None:
         """The model summarizer the `summarizer` setting names (None: the engine's offline
-        one). A failed or empty model reply falls back to the offline summary."""
+        one). A failed or empty model reply falls back to the offline summary. With
+        `release_store` its request is awaited with the store let go of, like the reply's."""
         choice = self.config.summarizer.strip()
         if not choice:
             return None
@@ -1032,7 +1034,11 @@ class ChatService:
                 raise RuntimeError(result.error.message)
             return result.text
 
-        return ModelSummarizer(complete, self.engine.offline_summarizer())
+        summarizer = ModelSummarizer(complete, self.engine.offline_summarizer())
+        release = self.config.release_store
+        if release is None:
+            return summarizer
+        return StoreFreeSummarizer(summarizer, self.store, release, session_id)
 
     def _recaller(self, session_id: str) -> Callable[[str, int], Awaitable[str]]:
         """`recall` for one session: searches what its HEAD's request no longer shows."""
