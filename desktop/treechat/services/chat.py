@@ -649,8 +649,9 @@ class ChatService:
             and endpoint.model == self.models.bundled.model_id,
             summarizer=await self._summarizer_for(session_id, endpoint),
         )
-        if prep.compacted:
-            sink(OccupancyChanged(session_id, prep.occupancy))
+        # The request is what the window now holds: the ring and the Context tab show it
+        # for as long as the reply takes, not the figure of the head before it.
+        sink(OccupancyChanged(session_id, prep.occupancy))
         draft = DraftWriter(
             self.store,
             draft_id=self.make_id(),

@@ -13,6 +13,7 @@ from PySide6.QtGui import QDrag, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
 from ...core.model import GraphError
+from ...core.occupancy import Occupancy
 from ...services.attach import AttachService, StagedAttach
 from ...services.chat import Attachment
 from ...services.sessions import SessionView
@@ -160,7 +161,7 @@ class HistoryPanels(QObject):
         c.sessionOpened.connect(self.show_view)
         c.viewChanged.connect(self.show_view)
         c.busyChanged.connect(self.graph.set_busy)
-        c.occupancyUpdated.connect(self.timeline.set_occupancy)
+        c.occupancyUpdated.connect(self._occupancy_updated)
         c.turns.take_attachments_from(self.take_attachments)
         v = self.graph.view
         v.checkoutRequested.connect(self.checkout)
@@ -213,6 +214,13 @@ class HistoryPanels(QObject):
 
     def restyle(self) -> None:
         self.graph.view.restyle()
+
+    def _occupancy_updated(self, occ: Occupancy | None) -> None:
+        """A new record means HEAD's context may have changed (a compaction, a request
+        sent, a model switch): the Context tab shows the commit it describes at once."""
+        self.timeline.set_occupancy(occ)
+        if self.timeline_visible():
+            self.refresh_timeline()
 
     def timeline_visible(self) -> bool:
         tabs = self.parts.dock_tabs

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...core.occupancy import Occupancy
+from ...core.rules import foldable_items
 from ...services.sessions import SessionView
 from ..dialogs.context_breakdown import ContextBreakdownDialog
 from ..occupancy.format import CompactionState, compaction_report
@@ -136,9 +137,11 @@ class OccupancyController:
         if view.head is None:
             return CompactionState()
         c = self._c
-        commit = await c.services.engine.commit_for(view.session.id, view.head,
-                                                    now=c.clock.now())
-        return CompactionState.from_states(item.state for item in commit.items)
+        engine = c.services.engine
+        commit = await engine.commit_for(view.session.id, view.head, now=c.clock.now())
+        state = CompactionState.from_states(item.state for item in commit.items)
+        count, size = foldable_items(commit, engine.config.rules, frozenset(view.pinned))
+        return replace(state, foldable=count, foldable_tokens=size)
 
     def _set_compacting(self, running: bool) -> None:
         self._compacting = running

@@ -31,6 +31,8 @@ class CompactionState:
     cleared: int = 0
     items: int = 0
     cut: int = 0  # items sent shortened to the per-item cap (long tool results)
+    foldable: int = 0  # live items older than the kept turns that a summary could fold
+    foldable_tokens: int = 0
     trigger: float = 0.8  # share of the history budget where auto-compaction starts
     emergency: float = 0.95  # share of the prompt allowance where it is forced
 
@@ -97,6 +99,12 @@ def compaction_report(before: CompactionState, after: CompactionState, *,
     if parts:
         return "Compacted: " + "; ".join(parts)
     turns = f"{keep_recent} exchange{'s' if keep_recent != 1 else ''}"
+    if before.foldable:
+        n = before.foldable
+        return (f"Nothing to compact yet: the {n} earlier message{'s' if n != 1 else ''} "
+                f"({tokens(before.foldable_tokens)} tokens) {'are' if n != 1 else 'is'} too "
+                "short to gain from a summary, which would not be smaller; the last "
+                f"{turns} are always sent in full")
     if before.summaries:
         return (f"Nothing more to compact yet: older messages are already in summaries and "
                 f"the last {turns} are always sent in full")

@@ -1,0 +1,146 @@
+"""/compact and the figures on screen, through the real services, DuckDB file and loopback
+provider: /compact never makes the request bigger and says why when it does nothing; the
+Context tab follows every new record at once; the ring shows the request a reply is being
+written for while it is written, the figure the Context tab shows."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from tests.support.loopback_server import Reply
+
+from treechat.store.database import Store
+from treechat.ui.controllers.history import CONTEXT_TAB, HistoryPanels
+from treechat.ui.occupancy import format as fmt
+
+from ..conftest import Aio, Desk, Seed, chat_session
+
+SHORT = ["A dragon?", "Yes, a small one.", "Its name?", "Ember.", "Its colour?", "Red.",
+         "Where does it live?", "In a cave.", "Tell me more.", "It sleeps a lot."]
+LONG = ("The history of the river valley is long and full of detail. " * 25).strip()
+
+
+def panels(desk: Desk) -> HistoryPanels:
+    found = desk.controller.history
+    assert isinstance(found, HistoryPanels)
+    return found
+
+
+def short_chat(store: Store) -> None:
+    chat_session(store, "dragon", "Dragon", 1_000.0, SHORT)
+
+
+def middling_chat(store: Store) -> None:
+    chat_session(store, "mid", "A middling conversation", 1_000.0,
+                 [f"{i}: {LONG}" for i in range(4)])
+
+
+def long_chat(store: Store) -> None:
+    chat_session(store, "long", "A long conversation", 1_000.0,
+                 [f"{i}: {LONG}" for i in range(16)])
+
+
+async def open_with_context_tab(desk: Desk, aio: Aio, session_id: str) -> HistoryPanels:
+    desk.window.dock.show()
+    desk.window.dock_tabs.setCurrentIndex(CONTEXT_TAB)
+    desk.window.sessions.select(session_id)
+    await desk.controller.load_session(session_id)
+    await desk.controller.tasks.idle()
+    history = panels(desk)
+    await aio.until(lambda: history.timeline.commit is not None, what="the Context tab")
+    return history
+
+
+def states(history: HistoryPanels) -> list[str]:
+    commit = history.timeline.commit
+    assert commit is not None
+    return [item.state for item in commit.items]
+
+
+def compact(desk: Desk) -> None:
+    desk.composer.set_text("/compact")
+    QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+
+
+def test_compact_on_short_turns_changes_nothing_and_says_why(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(short_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "dragon")
+        before = desk.composer.ring.occupancy
+        assert before is not None
+        compact(desk)
+        status = desk.window.statusBar()
+        await aio.until(lambda: "compact" in status.currentMessage(), what="/compact's reply")
+        await desk.controller.tasks.idle()
+        message = status.currentMessage()
+        assert message.startswith("Nothing to compact yet"), message
+        assert "too short to gain from a summary" in message
+        after = desk.composer.ring.occupancy
+        assert after is not None and after.total_used <= before.total_used
+        assert set(states(history)) == {"full"}
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_the_context_tab_shows_the_compacted_commit_without_a_tab_switch(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(long_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "long")
+        assert "summary" not in states(history)
+        compact(desk)
+        await aio.until(lambda: "Compacted" in desk.window.statusBar().currentMessage(),
+                        what="/compact's reply")
+        await desk.controller.tasks.idle()
+        # no tab switch: the tab is still the Context tab and already shows the summary
+        assert desk.window.dock_tabs.currentIndex() == CONTEXT_TAB
+        await aio.until(lambda: "summary" in states(history), what="the tab refreshed")
+        occ = desk.composer.ring.occupancy
+        assert occ is not None and fmt.headline(occ) in history.timeline.header.text()
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_while_a_reply_is_written_the_ring_shows_its_request(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(middling_chat)
+    release = threading.Event()
+    desk.provider.queue(Reply(text="A short answer.", hold=release))
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "mid")
+        ring = desk.composer.ring
+        before = ring.occupancy
+        assert before is not None
+        desk.composer.set_text("And what came after? " + LONG)
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 1, what="the request sent")
+        await aio.until(lambda: ring.occupancy is not None and ring.occupancy.head
+                        not in (None, before.head), what="the ring on the new request")
+        occ = ring.occupancy
+        assert occ is not None and desk.controller.turns.is_running()
+        # the request's size, not the old head's (nothing was compacted to get there)
+        assert occ.total_used > before.total_used
+        assert "summary" not in states(history)
+        await aio.until(lambda: history.timeline.commit is not None
+                        and history.timeline.commit.head_node_id == occ.head,
+                        what="the Context tab on the request")
+        await aio.until(lambda: fmt.headline(occ) in history.timeline.header.text(),
+                        what="the same figure in the Context tab")
+        release.set()
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the reply")
+        await desk.controller.tasks.idle()
+
+    try:
+        aio.run(scenario(), timeout=120)
+    finally:
+        release.set()
