@@ -530,3 +530,35 @@ def test_a_message_of_files_alone_can_be_sent(desk: Desk, aio: Aio, tmp_path: Pa
     layout = desk.chat.delegate.layouter.layout(row)
     assert layout.bubble is not None and layout.bubble.width() == 0  # no empty bubble
     assert [t.item.name for t in layout.tiles] == ["notes.txt"]
+
+
+def test_a_pdf_s_pages_go_as_images_when_asked_from_its_chip(
+    desk: Desk, aio: Aio, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    paper = tmp_path / "scan.pdf"
+    paper.write_bytes(pdf(["Figure 1: the flow by month", "Table 2: the totals"]))
+    desk.provider.queue(Reply(text="two pages read"))
+
+    async def scenario() -> None:
+        choose_model(desk, BIG_MODEL)
+        drop_files(desk.composer.input, [paper])
+        await chips_ready(desk, aio, 1)
+        (chip,) = ready_chips(desk)
+        text_only = chip.state.tokens
+        assert text_only is not None and not chip.state.page_images
+        chip.pageImagesToggled.emit(chip.key, True)  # the chip menu's "Also send its pages"
+        await aio.until(lambda: ready_chips(desk)[0].state.page_images
+                        and ready_chips(desk)[0].state.tokens != text_only,
+                        what="the chip recounted with its page images")
+        (chip,) = ready_chips(desk)
+        assert chip.state.tokens is not None and chip.state.tokens > text_only
+        assert "its pages as images too" in chip.toolTip()
+        send(desk, "What do the figures show?")
+        await turn_done(desk, aio, 1)
+
+    aio.run(scenario())
+    body = desk.provider.requests[-1].body
+    urls = image_urls(body)
+    assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
+    assert "Figure 1: the flow by month" in str(body)  # the text goes as well
+    no_traceback(caplog)

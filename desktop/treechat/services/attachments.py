@@ -60,6 +60,7 @@ MB = 1024 * 1024
 MAX_PIXELS = 120_000_000
 # PDF pages rendered as images when asked, at most this many (the text covers the rest).
 MAX_PDF_IMAGE_PAGES = 20
+PDF_RENDER_SCALE = 2.0  # page images: 144 dpi
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,9 @@ class PreparedFile:
     height: int = 0
     pages: int = 0
     page_images: bool = False
+    # a PDF's first pages as they are rendered for a model that sees (pixels, before the
+    # provider's downscale): what its page images cost, known without rendering them
+    page_sizes: tuple[tuple[int, int], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -91,7 +95,15 @@ class PreparedFile:
         """What the chip shows: the tokens this file adds to a request to `provider`."""
         if self.kind == "image":
             return image_tokens(self.width, self.height, provider)
-        return counter.count(self.text)
+        text = counter.count(self.text)
+        if not self.page_images:
+            return text
+        return text + sum(image_tokens(*provider_size(w, h, provider), provider)
+                          for w, h in self.page_sizes)
+
+    def with_page_images(self, wanted: bool) -> PreparedFile:
+        """The same PDF, sent with (or without) its first pages as images."""
+        return replace(self, page_images=wanted and self.kind == "pdf")
 
     def meta(self) -> dict[str, Any]:
         out = self.ref.as_meta()
@@ -193,7 +205,8 @@ def prepare_bytes(
         pages = pdf_pages_text(data, shown, limits.max_pdf_pages)
         return PreparedFile(AttachmentRef(sha, shown, PDF_TYPE, len(data)), data,
                             text=pdf_text(shown, pages), pages=len(pages),
-                            page_images=page_images)
+                            page_images=page_images,
+                            page_sizes=pdf_page_sizes(data, shown))
     text = decode_text(data)
     if text is None:
         raise AttachmentError(
@@ -310,6 +323,22 @@ def pdf_pages_text(data: bytes, name: str, max_pages: int) -> list[str]:
         doc.close()
 
 
+def pdf_page_sizes(data: bytes, name: str) -> tuple[tuple[int, int], ...]:
+    """The pixel sizes `pdf_page_images` renders the first pages at, read from the pages'
+    boxes (nothing is rendered)."""
+    doc = _open_pdf(data, name)
+    try:
+        sizes = []
+        for i in range(min(len(doc), MAX_PDF_IMAGE_PAGES)):
+            page = doc[i]
+            width, height = page.get_size()
+            page.close()
+            sizes.append((round(width * PDF_RENDER_SCALE), round(height * PDF_RENDER_SCALE)))
+        return tuple(sizes)
+    finally:
+        doc.close()
+
+
 def pdf_page_images(
     data: bytes, name: str, provider: Provider
 ) -> list[tuple[str, bytes, tuple[int, int]]]:
@@ -319,7 +348,7 @@ def pdf_page_images(
     try:
         for i in range(min(len(doc), MAX_PDF_IMAGE_PAGES)):
             page = doc[i]
-            image = page.render(scale=2.0).to_pil().convert("RGB")
+            image = page.render(scale=PDF_RENDER_SCALE).to_pil().convert("RGB")
             page.close()
             buf = io.BytesIO()
             image.save(buf, "PNG", optimize=False, compress_level=6)
@@ -405,7 +434,7 @@ class AttachmentService:
         image at the dearer of the two providers' prices)."""
         out = []
         for f in files:
-            if f.kind == "image":
+            if f.kind == "image" or f.page_images:
                 tokens = max(f.tokens(self.counter, "openai"), f.tokens(self.counter, "anthropic"))
             else:
                 tokens = f.tokens(self.counter)

@@ -9,8 +9,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRect, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtGui import QColor, QContextMenuEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QSizePolicy,
+    QToolButton,
+    QWidget,
+)
 
 from ...core.attachments import human_size
 from ..common.elided_label import ElidedLabel
@@ -34,6 +42,7 @@ class FileChipState:
     tokens: int | None = None
     busy: bool = False
     note: str = ""  # said in the tooltip (e.g. that this model cannot see it)
+    page_images: bool = False  # a PDF sent with its first pages as images too
 
 
 class _Mark(QWidget):
@@ -59,6 +68,7 @@ class _Mark(QWidget):
 
 class FileChip(QFrame):
     removeRequested = Signal(int)  # the chip's key
+    pageImagesToggled = Signal(int, bool)  # a PDF's key, whether its pages go as images
 
     def __init__(self, state: FileChipState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -101,6 +111,18 @@ class FileChip(QFrame):
         self.state = state
         self.update_state(state)
 
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = QMenu(self)
+        if self.state.kind == "pdf" and not self.state.busy:
+            pages = menu.addAction("Also send its pages as images")
+            pages.setCheckable(True)
+            pages.setChecked(self.state.page_images)
+            pages.setToolTip("For a model that sees: charts, scans and layout the text "
+                             "alone misses. Costs more tokens.")
+            pages.toggled.connect(lambda on: self.pageImagesToggled.emit(self.key, on))
+        menu.addAction("Remove", lambda: self.removeRequested.emit(self.key))
+        menu.exec(event.globalPos())
+
     def update_state(self, state: FileChipState) -> None:
         self.state = state
         self.name.setText(state.name)
@@ -116,6 +138,7 @@ class FileChip(QFrame):
             self._spin.stop()
             self.cost.setText(format_tokens(state.tokens) if state.tokens is not None else "…")
             tip = (f"{state.name}\n{human_size(state.size)}"
+                   + (", its pages as images too" if state.page_images else "")
                    + (f", {format_tokens(state.tokens)} for this model"
                       if state.tokens is not None else "")
                    + " · sent with the next message")
@@ -135,6 +158,7 @@ class FileChipBar(QWidget):
     """The file chips of the next message, wrapped into lines; hidden when empty."""
 
     removeRequested = Signal(int)
+    pageImagesToggled = Signal(int, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -153,6 +177,7 @@ class FileChipBar(QWidget):
             if chip is None:
                 chip = FileChip(state, self)
                 chip.removeRequested.connect(self.removeRequested)
+                chip.pageImagesToggled.connect(self.pageImagesToggled)
                 chip.show()
             elif chip.state != state:
                 chip.update_state(state)

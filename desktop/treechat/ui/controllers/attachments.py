@@ -69,8 +69,9 @@ class Staged:
 
     def chip(self, note: str = "") -> FileChipState:
         kind = self.prepared.kind if self.prepared is not None else ""
+        pages = self.prepared is not None and self.prepared.page_images
         return FileChipState(self.key, self.name, self.size, kind, self.tokens,
-                             self.prepared is None, note)
+                             self.prepared is None, note, pages)
 
 
 def local_files(data: QMimeData) -> list[Path]:
@@ -170,6 +171,7 @@ class AttachmentsController(QObject):
         layout = composer.card_layout
         layout.insertWidget(layout.indexOf(composer.input), self.chips)
         self.chips.removeRequested.connect(self.remove)
+        self.chips.pageImagesToggled.connect(self.set_page_images)
         self.button = composer.attach_button
         self.button.clicked.connect(self.choose_files)
         self.drops = _Drops(self)
@@ -315,6 +317,24 @@ class AttachmentsController(QObject):
             self._show()
 
         self._c.spawn(work(), name="attach-recount")
+
+    def set_page_images(self, chip_key: int, wanted: bool) -> None:
+        """A PDF's chip: send its first pages as images too (for a model that sees), or not;
+        its cost is recounted."""
+        for items in self.staged.values():
+            for staged in items:
+                if staged.key == chip_key and staged.prepared is not None:
+                    staged.prepared = staged.prepared.with_page_images(wanted)
+                    staged.provider = ""  # counted again below
+
+        async def work() -> None:
+            for items in list(self.staged.values()):
+                for staged in items:
+                    if staged.key == chip_key:
+                        await self._count(staged)
+            self._show()
+
+        self._c.spawn(work(), name="attach-pages")
 
     def remove(self, chip_key: int) -> None:
         for items in self.staged.values():
