@@ -130,7 +130,7 @@ async def test_a_corrupt_image_and_a_binary_stay_placeholders_with_the_reason(
     (image,) = nodes["u1"].metadata["attachments"]
     assert image["placeholder"] is True and "not a readable image" in image["unreadable"]
     assert node_attachments(nodes["u1"].metadata) == ()
-    assert "[image: file-PLOT123]" in nodes["u1"].text  # still named in the text
+    assert "[image:" not in nodes["u1"].text  # its card names it, not the text
     assert store.call(lambda r: r.attachment_count()) == 0
 
 
@@ -259,10 +259,16 @@ async def test_an_imported_image_reaches_a_vision_model_on_the_wire(
     await services.chat.send(session.id, "And the plot again?", model=VISION, on_event=events)
     assert not events.of(TurnFailed)
     body = loopback.requests[-1].body
-    urls = [b["image_url"]["url"] for m in body["messages"] if isinstance(m["content"], list)
+    urls = [b["image_url"]["url"] for m in body["messages"] if isinstance(m.get("content"), list)
             for b in m["content"] if b.get("type") == "image_url"]
     assert urls == ["data:image/png;base64," + base64.b64encode(PLOT).decode()]
     assert "Image: sine.png" in json.dumps(body["messages"])
+    # the code sent to python is the call's arguments, never the assistant's words as well
+    (call,) = [m for m in body["messages"] if m["role"] == "assistant" and any(
+        c["function"]["name"] == "python" for c in m.get("tool_calls") or ())]
+    assert not call.get("content")
+    assert call["tool_calls"][0]["function"]["arguments"] == (
+        "import math\nprint(round(math.sin(math.pi/2), 3))")
 
 
 def test_the_cli_counts_attachments_and_placeholders(

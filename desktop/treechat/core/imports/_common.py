@@ -59,8 +59,8 @@ def imported_from(fmt: str, source_id: str) -> dict[str, Any]:
 
 # --- attachments ----------------------------------------------------------------------------
 # A file or image an export mentions is first a placeholder in `metadata["attachments"]`: what
-# it is called and where the source app kept it (`ref`), marked `"placeholder": True`, and named
-# in the message's text so the reader (and the model) see that it was there. When the export
+# it is called and where the source app kept it (`ref`), marked `"placeholder": True`. The
+# message shows it as a card of its own, so its text does not name it as well. When the export
 # carries the file (a member of its zip, text the app extracted from it, bytes inline), the
 # importer turns the placeholder into a real attachment; otherwise it stays as it is.
 
@@ -95,15 +95,9 @@ def attachment(
 
 
 def attachment_line(att: dict[str, Any]) -> str:
-    """How a placeholder reads inside a message: `[image: chart.png]`."""
+    """How a placeholder reads as a line of text (`[image: chart.png]`): what an export's own
+    text may hold for a file, left out of titles and of a message whose file is attached."""
     return f"[{att.get('kind') or 'file'}: {att.get('name') or att.get('ref') or '?'}]"
-
-
-def with_attachment_lines(text: str, attachments: Sequence[dict[str, Any]]) -> str:
-    lines = [attachment_line(a) for a in attachments if attachment_line(a) not in text]
-    if not lines:
-        return text
-    return "\n\n".join(p for p in (text, "\n".join(lines)) if p)
 
 
 # --- times --------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from ._common import (
     conversations_of,
     imported_from,
     mapping_of,
-    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -121,8 +120,7 @@ def _conversation(item: dict[str, Any]) -> tuple[ImportedConversation | None, li
                 meta["model"] = model
             if turn["finish"]:
                 meta["finish_reason"] = turn["finish"]
-        drafts.append(Draft(sid, parent, turn["role"],
-                            with_attachment_lines(text, turn["attachments"]),
+        drafts.append(Draft(sid, parent, turn["role"], text,
                             name=model if turn["role"] == "assistant" else "",
                             metadata=meta))
         parent = sid

@@ -15,12 +15,10 @@ from ._common import (
     Draft,
     assemble,
     attachment,
-    attachment_line,
     conversations_of,
     imported_from,
     mapping_of,
     parse_time,
-    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -150,7 +148,6 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
     ]
     if uploads:
         meta["attachments"] = [*meta.get("attachments", ()), *uploads]
-        text = with_attachment_lines(text, uploads)
 
     hidden = bool(source_meta.get("is_visually_hidden_from_conversation")) or (
         content_type in _CONTEXT_TYPES
@@ -169,8 +166,11 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
             name = slug
             meta["model"] = slug
         if recipient != "all":
+            # A message addressed to a tool is the call itself: its code or JSON arguments
+            # are the call's (shown with the tool's result), never the assistant's prose.
             meta["recipient"] = recipient
             meta["tool_calls"] = [{"id": key, "name": recipient, "arguments": _arguments(text)}]
+            text = ""
     elif source_role == "tool":
         role = "tool"
         name = str(author.get("name") or "")
@@ -230,9 +230,7 @@ def _content_text(content: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
                 if isinstance(part.get("text"), str):
                     pieces.append(part["text"])  # audio transcriptions and the like
                 else:
-                    placeholder = _asset(part)
-                    attachments.append(placeholder)
-                    pieces.append(attachment_line(placeholder))
+                    attachments.append(_asset(part))  # shown as its card, not as text
         if attachments:
             extra["attachments"] = attachments
         return "\n".join(p for p in pieces if p), extra
@@ -375,15 +373,25 @@ def _pair_tool_traffic(drafts: dict[str, Draft], recipients: dict[str, str]) -> 
     index = {key: i for i, key in enumerate(drafts)}
     for caller, keys in results.items():
         keys.sort(key=lambda k: (drafts[k].created_at or 0.0, index[k]))
-        call = drafts[caller]
+        (call,) = drafts[caller].metadata["tool_calls"]
         for number, key in enumerate(keys, start=1):
             tool = drafts[key]
             tool.parent = caller
             tool.edge = "caller"
-            tool.input = call.output
+            tool.input = call["arguments"]
             # One call can return several messages (a page, then quotes); each keeps its
             # own id so none replaces another, and the first answers the call itself.
             tool.metadata["tool_call_id"] = caller if number == 1 else f"{caller}#{number}"
+    for key, draft in drafts.items():
+        if key not in results and recipients.get(key, "all") != "all" and draft.metadata.get(
+            "tool_calls"
+        ):
+            # A call no tool message answers has no card to show what it sent: it says so
+            # itself, as the export wrote it.
+            (call,) = draft.metadata["tool_calls"]
+            arguments = call["arguments"]
+            draft.output = arguments if isinstance(arguments, str) else json.dumps(
+                arguments, ensure_ascii=False, indent=2)
 
     def anchor(key: str) -> str:
         seen: set[str] = set()

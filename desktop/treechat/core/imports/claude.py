@@ -20,7 +20,6 @@ from ._common import (
     expand_segments,
     imported_from,
     parse_time,
-    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -184,7 +183,7 @@ def _message_drafts(
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
         meta[REASONING_KEY] = thinking
-    draft = Draft(sid, parent, role, with_attachment_lines(text, attachments),
+    draft = Draft(sid, parent, role, text,
                   created_at=created, metadata=meta)
     if "text" not in message and "content" not in message and not attachments:
         draft.skip_reason = "message has no content"

@@ -19,7 +19,6 @@ from ._common import (
     imported_from,
     mapping_of,
     parse_time,
-    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -135,5 +134,5 @@ def _drafts(key: str, parent: str | None, message: dict[str, Any]) -> list[Draft
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
     if thinking:
         meta[REASONING_KEY] = thinking
-    return [Draft(key, parent, role, with_attachment_lines(text, attachments), name=name,
+    return [Draft(key, parent, role, text, name=name,
                   created_at=created, metadata=meta)]

@@ -16,7 +16,6 @@ from ._common import (
     imported_from,
     mapping_of,
     parse_time,
-    with_attachment_lines,
 )
 from .model import ImportedConversation, ParsedExport, Skipped
 
@@ -133,6 +132,6 @@ def _draft(sid: str, parent: str | None, response: dict[str, Any]) -> Draft:
     ]
     if attachments:
         meta["attachments"] = attachments
-    text = with_attachment_lines(str(response.get("message") or ""), attachments)
+    text = str(response.get("message") or "")
     return Draft(sid, parent, role, text, name=name,
                  created_at=grok_time(response.get("create_time")), metadata=meta)

@@ -111,6 +111,9 @@ def _node(graph: Graph, node: Node) -> list[str]:
     text = node.text
     if text.strip():
         out.extend([text.rstrip(), ""])
+    files = _files(node)
+    if files:
+        out.extend([f"_Files: {files}_", ""])
     for call in node.metadata.get("tool_calls") or ():
         if isinstance(call, dict):
             name = call.get("name") or "tool"
@@ -123,6 +126,18 @@ def _node(graph: Graph, node: Node) -> list[str]:
             else:
                 out.extend([f"_Calls `{name}`._", ""])
     return out
+
+
+def _files(node: Node) -> str:
+    """The files a message carries, by name (the window shows them as cards, not as text);
+    one the import could only name is marked so."""
+    names = []
+    for entry in node.metadata.get("attachments") or ():
+        if isinstance(entry, dict) and entry.get("name"):
+            name = str(entry["name"]).replace("`", "'")
+            names.append(f"`{name}` (not in the export)" if entry.get("placeholder")
+                         else f"`{name}`")
+    return ", ".join(names)
 
 
 def _label(node: Node) -> str:

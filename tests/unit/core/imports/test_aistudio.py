@@ -25,7 +25,7 @@ def test_turns_thoughts_and_the_image_chunk() -> None:
     assert conv.title == "What bird is this?"
     assert [(n.role, n.output if n.role != "system" else n.input) for n in conv.nodes] == [
         ("system", "Answer in one sentence."),
-        ("user", "What bird is this?\n\n[image: 1AbCdriveImageId]"),
+        ("user", "What bird is this?"),  # the image is its card, not text
         ("assistant", "It is a European robin."),
         ("user", "Where does it live?"),
         ("assistant", "Across Europe, from gardens to woods."),

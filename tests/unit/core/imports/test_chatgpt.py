@@ -91,6 +91,7 @@ def test_tool_traffic_is_paired_with_the_call_that_caused_it(
         assert call.metadata["tool_calls"] == [
             {"id": cid, "name": "browser", "arguments": mapping[cid]["message"]["content"]["text"]}
         ]
+        assert call.output == ""  # what it sent is the call's, shown with its result
     answered: dict[str, list[str]] = {}
     for tid in tool_ids:
         tool = by_id[tid]
@@ -101,7 +102,7 @@ def test_tool_traffic_is_paired_with_the_call_that_caused_it(
         while mapping[up]["message"]["author"]["role"] == "tool":
             up = mapping[up]["parent"]
         assert tool.parent_source_id == up
-        assert tool.input == by_id[up].output
+        assert tool.input == mapping[up]["message"]["content"]["text"]
         answered.setdefault(up, []).append(tool.metadata["tool_call_id"])
     assert set(answered) == set(call_ids)
     for cid, ids in answered.items():
@@ -234,7 +235,7 @@ def test_code_interpreter_reasoning_and_interrupted_messages() -> None:
     by_id = {n.source_id: n for n in parsed.conversations[0].nodes}
     assert by_id["ctx"].role == "system" and by_id["ctx"].metadata["hidden"] is True
     assert by_id["ctx"].input == "An SRE.\n\nBe brief."
-    assert by_id["u1"].output == "[image: file-1]\nWhat is in this plot?"
+    assert by_id["u1"].output == "What is in this plot?"  # the image is its card
     placeholder = by_id["u1"].metadata["attachments"][0]
     assert placeholder["placeholder"] is True and placeholder["kind"] == "image"
     assert (placeholder["name"], placeholder["ref"]) == ("file-1", "file-service://file-1")
@@ -246,6 +247,7 @@ def test_code_interpreter_reasoning_and_interrupted_messages() -> None:
     assert by_id["out"].edge == "caller" and by_id["out"].parent_source_id == "py"
     assert by_id["out"].metadata["tool_call_id"] == "py"
     assert by_id["out"].input == "print(1+1)"
+    assert by_id["py"].output == ""  # the code is the call's, not prose as well
     assert by_id["a1"].parent_source_id == "py"  # the turn continues from its caller
     assert by_id["a1"].metadata["interrupted"] is True
     assert "interrupted" not in by_id["py"].metadata
@@ -387,6 +389,43 @@ def test_code_web_run_and_canvas_calls_are_tool_nodes_with_caller_edges() -> Non
     assert by_id["a1"].parent_source_id == "web"
 
 
+@pytest.mark.parametrize("recipient", ["python", "web.run", "canmore.create_textdoc",
+                                       "myfiles_browser"])
+def test_a_message_to_a_tool_is_its_call_once_never_prose_as_well(recipient: str) -> None:
+    plot, quote = chatgpt.parse(reasoning_fixture()).conversations
+    nodes = {n.source_id: n for n in (*plot.nodes, *quote.nodes)}
+    raw = {k: e["message"] for c in reasoning_fixture() for k, e in c["mapping"].items()
+           if e.get("message")}
+    (key,) = [k for k, m in raw.items() if m.get("recipient") == recipient]
+    sent = raw[key]["content"]["text"]
+    call = nodes[key]
+    assert call.output == ""  # the assistant says nothing of its own here
+    (result,) = [n for n in nodes.values() if n.parent_source_id == key and n.edge == "caller"]
+    # the tool card shows what was sent: the code with its line breaks, JSON as its object
+    shown = result.input if isinstance(result.input, str) else json.dumps(result.input)
+    assert json.loads(shown) == json.loads(sent) if sent.startswith("{") else shown == sent
+    assert result.input == call.metadata["tool_calls"][0]["arguments"]
+    if recipient == "python":
+        assert result.input == "import math\nprint(round(math.sin(math.pi/2), 3))"
+    texts = [str(n.output) for n in nodes.values() if n.role == "assistant"]
+    assert not any(sent in t or (result.input in t if isinstance(result.input, str) else False)
+                   for t in texts)
+
+
+def test_a_call_no_tool_answered_still_says_what_it_sent() -> None:
+    conv = conversation(
+        [("u", None, message("u", "user", text("Run it"), t=1.0)),
+         ("py", "u", message("py", "assistant", {"content_type": "code", "language": "python",
+                                                 "text": "x = 1\nprint(x)"},
+                             t=2.0, recipient="python"))],
+        current="py",
+    )
+    (parsed,) = chatgpt.parse([conv]).conversations
+    call = next(n for n in parsed.nodes if n.source_id == "py")
+    assert call.output == "x = 1\nprint(x)"  # there is no card to show it
+    assert call.metadata["tool_calls"][0]["arguments"] == "x = 1\nprint(x)"
+
+
 def test_active_path_branches_and_head_of_todays_export() -> None:
     conv = chatgpt.parse(reasoning_fixture()).conversations[0]
     assert conv.head_source_id == "a2" and conv.branches == 2
@@ -404,9 +443,10 @@ def test_images_and_uploaded_files_are_named_placeholders() -> None:
     assert image == {"placeholder": True, "kind": "image", "name": "file-PLOT123",
                      "ref": "file-service://file-PLOT123", "size_bytes": 48213,
                      "source": image["source"]}
-    assert u1.output.startswith("[image: file-PLOT123]\n")
+    # the card names them: the text does not say so again
+    assert u1.output == "What does this plot show? Then check tomorrow's weather in Oslo."
     q1 = next(n for n in quote.nodes if n.source_id == "q1")
-    assert q1.output.endswith("[file: report.pdf]")
+    assert q1.output == "What does the report say about revenue?"
     assert q1.metadata["attachments"][0]["ref"] == "file-REPORT"
     tether = next(n for n in quote.nodes if n.source_id == "quote")
     assert (tether.role, tether.edge, tether.parent_source_id) == ("tool", "caller", "q1call")

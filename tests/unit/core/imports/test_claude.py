@@ -108,7 +108,7 @@ def test_attachments_are_named_placeholders_and_empty_messages_drop_quietly() ->
     placeholder = conv.nodes[0].metadata["attachments"][0]
     assert placeholder["placeholder"] is True and placeholder["name"] == "notes.txt"
     assert placeholder["text"] == "milk"  # the text Claude extracted is kept whole
-    assert conv.nodes[0].output == "[file: notes.txt]"
+    assert conv.nodes[0].output == ""  # the file is its card, not a line of text
     assert conv.nodes[1].parent_source_id == "h1"
     assert parsed.skipped == ()
 
@@ -167,8 +167,7 @@ def test_out_of_order_messages_are_put_in_time_order_human_before_its_reply() ->
     conv = parsed.conversations[0]
     # the file lists the follow-up first, and the first reply shares the question's time
     assert [(n.role, n.output) for n in path_to_head(conv)] == [
-        ("user", "What is the weather in Hanoi? My notes are attached.\n\n"
-                 "[file: trip-notes.txt]\n[image: map.png]"),
+        ("user", "What is the weather in Hanoi? My notes are attached."),
         ("assistant", "Let me look that up."),
         ("assistant", "It is 32C and humid in Hanoi."),
         ("user", "And tomorrow?"),

@@ -13,8 +13,8 @@ from treechat.core.imports._common import (
     Draft,
     assemble,
     attachment,
+    attachment_line,
     parse_time,
-    with_attachment_lines,
 )
 from treechat.core.model import Role
 
@@ -35,16 +35,22 @@ def test_what_is_not_a_time_is_none(value: object) -> None:
     assert parse_time(value) is None
 
 
-def test_an_attachment_is_a_placeholder_named_once_in_the_text() -> None:
+def test_an_attachment_is_a_placeholder_its_card_names() -> None:
     chart = attachment("chart.png", kind="image", ref="file-123", size_bytes=2048)
     assert chart == {"placeholder": True, "kind": "image", "name": "chart.png",
                      "ref": "file-123", "size_bytes": 2048}
     assert attachment("", ref="file-9")["name"] == "file-9"
     assert "size_bytes" not in attachment("x", size_bytes=True)  # a flag, not a size
-    text = with_attachment_lines("See the chart.", [chart])
-    assert text == "See the chart.\n\n[image: chart.png]"
-    assert with_attachment_lines(text, [chart]) == text
-    assert with_attachment_lines("", [chart]) == "[image: chart.png]"
+    assert attachment_line(chart) == "[image: chart.png]"
+
+
+def test_a_first_message_that_is_only_a_file_does_not_title_the_chat_with_its_line() -> None:
+    drafts = [Draft("u1", None, "user", "[image: chart.png]", created_at=1.0),
+              Draft("a1", "u1", "assistant", "A chart.", created_at=2.0),
+              Draft("u2", "a1", "user", "Explain the   trend", created_at=3.0)]
+    conv, _ = assemble("x", source_id="c", title="", created_at=None, updated_at=None,
+                       model="", drafts=drafts, head=None)
+    assert conv is not None and conv.title == "Explain the trend"
 
 
 def d(sid: str, parent: str | None, role: Role = "user", text: str = "", at: float = 0.0,

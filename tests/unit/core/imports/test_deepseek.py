@@ -50,7 +50,7 @@ def test_search_fragments_are_a_tool_call_and_files_are_placeholders() -> None:
     assert by_id["5"].parent_source_id == "4"
     (placeholder,) = by_id["3"].metadata["attachments"]
     assert (placeholder["name"], placeholder["ref"]) == ("numbers.csv", "file-ds-1")
-    assert by_id["3"].output.endswith("[file: numbers.csv]")
+    assert by_id["3"].output == "Is 97 prime? Search to be sure."
 
 
 def test_chatgpt_shaped_mapping_is_not_taken_for_deepseek() -> None:

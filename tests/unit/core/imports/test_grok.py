@@ -45,10 +45,10 @@ def test_thinking_traces_are_reasoning_and_images_placeholders() -> None:
     by_id = {n.source_id: n for n in conv.nodes}
     assert by_id["g2"].metadata["reasoning"] == "Average lunar distance is 384,400 km."
     assert by_id["g3"].metadata["reasoning"] == "Convert to light-seconds."
-    # an image reply has no text: its placeholder keeps it (and names the image)
+    # an image reply has no text: its placeholder keeps it (its card names the image)
     (image,) = by_id["g5"].metadata["attachments"]
     assert image["kind"] == "image" and image["ref"].endswith("img-77/image.jpg")
-    assert by_id["g5"].output == "[image: image.jpg]"
+    assert by_id["g5"].output == ""
     assert by_id["g1"].metadata["attachments"][0]["ref"] == "asset-uuid-1"
 
 

@@ -63,3 +63,14 @@ def test_empty_session() -> None:
     text = render_markdown(Session("e", "", None, "", 0.0), Graph([]))
     assert text == ("# Untitled\n\nStarted: 1970-01-01 00:00 UTC · Session: `e`\n\n"
                     "_This session has no messages yet._\n")
+
+
+def test_a_messages_files_are_named_once_and_a_placeholder_says_it_was_not_in_the_export(
+) -> None:
+    asked = Node(id="q", seq=0, created_at=1_700_000_000.0, session_id="s", role="user",
+                 output="What is in these?", metadata={"attachments": [
+                     {"sha256": "ab" * 32, "name": "chart.png", "media_type": "image/png"},
+                     {"placeholder": True, "kind": "file", "name": "report.pdf"}]})
+    text = render_markdown(Session("s", "Files", "q", "", 0.0), Graph([asked]))
+    assert "What is in these?\n\n_Files: `chart.png`, `report.pdf` (not in the export)_" in text
+    assert text.count("report.pdf") == 1
