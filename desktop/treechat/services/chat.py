@@ -400,7 +400,7 @@ class ChatService:
         # The last measurement is of the prompt before the reply it wrote: the local estimate
         # of the branch as it is now may be larger, and a reservation takes the larger one.
         prompt = max(int(occupancy.total_used), int(occupancy.estimated)) + extra
-        reply = settings.parameters.max_tokens or endpoint.max_output
+        reply = settings.parameters.max_tokens or endpoint.reply_cap or endpoint.max_output
         prompt_cost = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, 0)
         ceiling = await asyncio.to_thread(llm.reservation_cost, endpoint.model, prompt, reply)
         return CostEstimate(
@@ -696,7 +696,8 @@ class ChatService:
             tools=prep.tools,
             api_base=endpoint.api_base,
             api_key=endpoint.api_key,
-            max_tokens=max_tokens or prep.max_output_tokens or endpoint.max_output,
+            max_tokens=(max_tokens or endpoint.reply_cap or prep.max_output_tokens
+                        or endpoint.max_output),
             session_id=session_id,
             phase="chat",
             lineage=session_id,

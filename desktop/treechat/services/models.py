@@ -38,6 +38,9 @@ BUNDLED_ID = f"{BUNDLED_CONNECTION}/{BUNDLED_MODEL}"
 # The bundled model's window before its server has started and reported the real one
 # (SmolLM2 was trained with 8,192 tokens of context).
 BUNDLED_WINDOW_HINT = 8192
+# The bundled 135M model often repeats itself until the cap; a reply of its own default
+# length (a quarter of the window) could run for minutes. The user can set another cap.
+BUNDLED_REPLY_CAP = 512
 
 # Hosted models offered once their provider has a key: (provider, litellm id, label).
 CLOUD_MODELS: tuple[tuple[str, str, str], ...] = tuple(
@@ -116,6 +119,8 @@ class Endpoint:
     timeout: float | None = None  # the connection's connect / first-byte timeout
     window_estimated: bool = False  # the fallback window: the server did not say
     connection: str = ""
+    # the reply cap sent when the chat sets none (the bundled model's), else the budget's
+    reply_cap: int | None = None
 
 
 class ModelUnavailable(RuntimeError):
@@ -276,6 +281,15 @@ class ModelCatalog:
     def label_for(self, model_id: str) -> str:
         return self.display_name(model_id)
 
+    def default_reply_cap(self, model: str | None) -> int | None:
+        """The reply cap a chat on `model` gets when it sets none: the bundled model's
+        (`BUNDLED_REPLY_CAP`), None for every other model. No I/O."""
+        if not model:
+            return None
+        chosen = model.strip()
+        bundled_id = self.bundled.model_id if self.bundled is not None else None
+        return BUNDLED_REPLY_CAP if chosen in (BUNDLED_ID, bundled_id) else None
+
     def is_local(self, model: str) -> bool:
         """Whether `model` (an address) runs on this machine: the bundled model, a downloaded
         one, or one on a local server (Ollama, LM Studio, llama.cpp). Its requests cost
@@ -426,6 +440,7 @@ class ModelCatalog:
             api_key=self.bundled.api_key,
             choice=BUNDLED_ID,
             connection=BUNDLED_CONNECTION,
+            reply_cap=BUNDLED_REPLY_CAP,
         )
 
     async def _library_endpoint(self, name: str) -> Endpoint:
@@ -468,6 +483,7 @@ class ModelCatalog:
             max_output=min(512, window // 4),
             choice=BUNDLED_ID,
             connection=BUNDLED_CONNECTION,
+            reply_cap=BUNDLED_REPLY_CAP,
         )
 
     async def close(self) -> None:

@@ -455,3 +455,32 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
     assert c.cost_label.text() == "free"
     assert c.estimate_label.text() == "next: free"
     shoot(desk, "free")
+
+
+def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(
+    desk: Desk, aio: Aio
+) -> None:
+    from treechat.services.models import BUNDLED_ID, BUNDLED_REPLY_CAP
+
+    cap = desk.services.models.default_reply_cap(BUNDLED_ID)
+    assert cap == BUNDLED_REPLY_CAP
+    # the bundled model takes what any llama.cpp server does: the common three
+    caps = aio.run(desk.services.chat.capabilities("openai/loopback-model"))
+    dialog = ParametersDialog(desk.controller.models.label_for(BUNDLED_ID), ChatParameters(),
+                              Shown.of(caps), parent=desk.window, default_max_tokens=cap)
+    row = dialog.rows["max_tokens"]
+    assert row.check.isChecked() and row.editor.value() == BUNDLED_REPLY_CAP  # type: ignore[attr-defined]
+    assert row.editor.isEnabled()
+    # left as it is, nothing is stored: the chat keeps following its model's default
+    assert dialog.values()["max_tokens"] is None
+    row.editor.setValue(2000)  # type: ignore[attr-defined]
+    assert dialog.values()["max_tokens"] == 2000
+    dialog.show()
+    shoot(desk, "parameters-bundled", dialog)
+    dialog.close()
+    # another model: unticked, its own default
+    other = ParametersDialog("Loopback", ChatParameters(), Shown.of(caps), parent=desk.window,
+                             default_max_tokens=desk.services.models.default_reply_cap(
+                                 "openai/loopback-model"))
+    assert not other.rows["max_tokens"].check.isChecked()
+    other.close()

@@ -486,8 +486,8 @@ class ChatControls(QObject):
         caps = await self._chat.capabilities(model, session_id=session_id)
         current = await self._chat.settings.current(session_id)
         dialog = ParametersDialog(self._c.models.label_for(model) if model else "",
-                                  current.parameters, Shown.of(caps),
-                                  parent=self._w)
+                                  current.parameters, Shown.of(caps), parent=self._w,
+                                  default_max_tokens=self._chat.models.default_reply_cap(model))
         dialog.saved.connect(lambda values: self._c.spawn(
             self._save_parameters(session_id, dialog, values), name="save-parameters"))
         self.dialog = dialog

@@ -111,9 +111,13 @@ class ParametersDialog(QDialog):
     saved = Signal(object)  # dict of parameter name -> value (None clears it)
 
     def __init__(self, model: str, current: ChatParameters, shown: Shown,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, default_max_tokens: int | None = None) -> None:
+        """`default_max_tokens`: the reply cap the model gets when the chat sets none (the
+        bundled model's); its row is then shown ticked at that value."""
         super().__init__(parent)
         self.setObjectName("ParametersDialog")
+        self._default_max_tokens = default_max_tokens
+        self._had_max_tokens = current.max_tokens is not None
         self.setWindowTitle("Chat parameters")
         self.rows: dict[str, _Optional] = {}
         form = QFormLayout()
@@ -132,8 +136,12 @@ class ParametersDialog(QDialog):
         if shown.max_tokens:
             ispin = QSpinBox()
             ispin.setRange(1, 1_000_000)
-            ispin.setValue(current.max_tokens or 4096)
-            self._row(form, "max_tokens", "Maximum reply tokens", ispin, current.max_tokens)
+            ispin.setValue(current.max_tokens or default_max_tokens or 4096)
+            label = "Maximum reply tokens"
+            if default_max_tokens is not None:
+                label += f" ({default_max_tokens:,} unless set)"
+            self._row(form, "max_tokens", label, ispin,
+                      current.max_tokens or default_max_tokens)
         if shown.reasoning_effort:
             combo = QComboBox()
             combo.addItems(list(REASONING_EFFORTS))
@@ -194,6 +202,10 @@ class ParametersDialog(QDialog):
                 out[name] = editor.value()
             elif isinstance(editor, QComboBox):
                 out[name] = editor.currentText()
+        if (not self._had_max_tokens and self._default_max_tokens is not None
+                and out.get("max_tokens") == self._default_max_tokens):
+            # left at the model's default cap: not stored, so it follows the chat's model
+            out["max_tokens"] = None
         return out
 
     def show_error(self, message: str) -> None:
