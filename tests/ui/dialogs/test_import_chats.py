@@ -5,6 +5,7 @@ between conversations; an export dropped on the chat list is imported too."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
@@ -147,3 +148,21 @@ def test_dropping_an_export_on_the_chat_list_imports_it(desk: Desk, tmp_path: Pa
                              what="two chats in the list")
 
     desk.aio.run(scenario())
+
+
+def test_the_dialog_names_every_format_it_reads(desk: Desk) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    desk.controller.dialogs.open_import_dialog()
+    dialog = desk.controller.dialogs.import_dialog
+    assert dialog is not None
+    intro = dialog.findChild(QLabel, "ImportIntro")
+    assert isinstance(intro, QLabel)
+    text = intro.text()
+    for name in ("ChatGPT", "Claude", "Grok", "DeepSeek", "Google AI Studio (Gemini)",
+                 "LibreChat", "Open WebUI", "Treechat JSON"):
+        assert name in text, name
+    if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
+        dialog.grab().save(str(Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+                               / "first-hour-import-formats.png"))
+    dialog.close()

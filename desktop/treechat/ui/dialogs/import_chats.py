@@ -39,9 +39,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE_FILTER = "Chat exports (*.json *.zip);;All files (*)"
+# How the intro names the formats the importer reads, where it says more than the name
+# a finished import reports ("Claude.ai").
+_INTRO_NAMES = {"claude": "Claude", "aistudio": "Google AI Studio (Gemini)",
+                "treechat": "Treechat JSON"}
+
+
+def _formats_text() -> str:
+    """Every format `FORMAT_NAMES` lists, Treechat's own last: "ChatGPT, Claude, … or
+    Treechat JSON"."""
+    keys = sorted(FORMAT_NAMES, key=lambda k: k == "treechat")
+    names = [_INTRO_NAMES.get(k, FORMAT_NAMES[k]) for k in keys]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 INTRO = (
-    "Bring your chats from ChatGPT, Claude, LibreChat or Open WebUI, every branch kept. "
-    "Choose the conversations.json file of a data export, or the zip it came in."
+    f"Bring your chats from {_formats_text()}, every branch kept. Choose the file of a "
+    "data export (conversations.json for ChatGPT and Claude), or the zip it came in."
 )
 
 
@@ -121,6 +135,7 @@ class ImportDialog(QDialog):
         title.setObjectName("DialogHeadline")
         self._enlarge(title)
         intro = QLabel(INTRO)
+        intro.setObjectName("ImportIntro")
         intro.setWordWrap(True)
         hint = QLabel("Importing the same file again adds only what is new. You can also "
                       "drop an export file onto the chat list.")
