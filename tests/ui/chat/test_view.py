@@ -285,6 +285,32 @@ def test_rows_match_the_active_path(
     assert chat.at_bottom()
 
 
+def test_a_tool_only_step_that_reasoned_shows_its_thinking_above_its_tools(
+    runner: asyncio.Runner, service: SessionService, chat: ChatView
+) -> None:
+    async def build() -> tuple[str, str, str, str]:
+        s = await service.create("Plot", MODEL)
+        await service.append_message(s.id, "What does this plot show?")
+        calls = [{"id": "py", "name": "python", "arguments": "import math\nprint(1)"}]
+        step = await service.append_message(s.id, "", role="assistant", metadata={
+            "model": MODEL, "tool_calls": calls, "reasoning": "Run code to confirm."})
+        out = await add_tool(service, s.id, step.id, "python", "import math\nprint(1)", "1")
+        await service.append_message(s.id, "A sine wave.", role="assistant",
+                                     parent=step.id, use_parent=True, metadata={"model": MODEL})
+        return s.id, step.id, out.id, "A sine wave."
+
+    session, step, out, answer = runner.run(build())
+    chat.set_view(load(runner, service, session))
+    rows = chat.model.rows
+    # the call's code is on its tool row only; its reasoning is not lost with its empty text
+    assert [(r.kind, r.label) for r in rows][1:3] == [(RowKind.TOOL, "Thinking"),
+                                                      (RowKind.TOOL, "python")]
+    assert rows[1].text == "Run code to confirm." and rows[2].key == out
+    assert rows[2].arguments_text == "import math\nprint(1)"
+    assert step not in chat.row_keys()
+    assert [r.text for r in rows if r.kind is RowKind.ASSISTANT] == [answer]
+
+
 def test_version_arrows_emit_the_version_asked_for(
     runner: asyncio.Runner, service: SessionService, sample: Sample, chat: ChatView, qtbot:
     QtBot

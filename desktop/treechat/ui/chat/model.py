@@ -173,10 +173,6 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
                                 pinned=pinned, expanded=node.id in expanded))
         elif node.role == "assistant":
             text = node.text
-            # a step that only called tools says nothing itself: its tool rows stand for it
-            if (not text.strip() and node.id in tool_callers and not node.interrupted
-                    and version[1] == 1 and not pinned):
-                continue
             label = model_label(node, name)
             thinking = reasoning_of(node)
             if thinking:
@@ -184,6 +180,11 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
                 key = THINKING_KEY + node.id
                 rows.append(ChatRow(RowKind.TOOL, key, node, thinking, label="Thinking",
                                     model=label, expanded=key in expanded))
+            # a step that only called tools says nothing itself: its tool rows stand for it
+            # (and its reasoning, when it had some, is shown above them all the same)
+            if (not text.strip() and node.id in tool_callers and not node.interrupted
+                    and version[1] == 1 and not pinned):
+                continue
             rows.append(ChatRow(RowKind.ASSISTANT, node.id, node, text, label=label, model=label,
                                 version=version, pinned=pinned, interrupted=node.interrupted,
                                 expanded=node.id in expanded))
