@@ -144,3 +144,64 @@ def test_while_a_reply_is_written_the_ring_shows_its_request(
         aio.run(scenario(), timeout=120)
     finally:
         release.set()
+
+
+def test_what_the_box_holds_is_one_figure_in_ring_context_tab_and_dialog(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(middling_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "mid")
+        ring = desk.composer.ring
+        occ = ring.occupancy
+        assert occ is not None
+        desk.controller.command("context")
+        await desk.controller.tasks.idle()
+        dialog = desk.controller.occupancy.context_dialog
+        assert dialog is not None
+        plain = ring.label()
+        desk.composer.set_text(LONG)
+        typed = desk.services.engine.counter.count(LONG)
+        await aio.until(lambda: ring.pending == typed, what="the draft counted")
+        desk.controller.attachments.add_data(b"The key is under the mat.\n" * 40, "notes.txt")
+        await aio.until(lambda: desk.controller.attachments.current()
+                        and desk.controller.attachments.current()[0].tokens
+                        and ring.pending > typed, what="the chip counted")
+        chip = desk.controller.attachments.current()[0].tokens
+        assert chip is not None and ring.pending == typed + chip
+        expected = fmt.pending_text(occ, typed + chip)
+        assert expected.startswith("With what you are typing and attaching: +")
+        # one figure, the same words, in all three places
+        assert expected in ring.toolTip()
+        assert dialog.pending.text() == expected
+        assert expected in history.timeline.header.text()
+        # the ring's figure counts it; the request's own figure stays what /context heads
+        assert ring.label() == fmt.percent((occ.total_used + typed + chip) / occ.window)
+        assert ring.label() != plain
+        assert dialog.headline.text() == fmt.headline(occ)
+        desk.composer.set_text("")
+        desk.controller.attachments.remove(desk.controller.attachments.current()[0].key)
+        await aio.until(lambda: ring.pending == 0, what="the box emptied")
+        assert ring.label() == plain and dialog.pending.text() == ""
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_the_context_tab_counts_its_items_as_the_dialog_does(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(middling_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "mid")
+        desk.controller.command("context")
+        await desk.controller.tasks.idle()
+        dialog = desk.controller.occupancy.context_dialog
+        assert dialog is not None
+        rows = {r[0]: int(r[1].replace(",", "")) for r in dialog.table_rows()}
+        items = rows["Messages"] + rows["Summaries"] + rows["Tool calls and results"]
+        await aio.until(lambda: f"({items:,} of it in messages" in history.timeline.header.text(),
+                        what="the tab's items figure")
+
+    aio.run(scenario(), timeout=120)

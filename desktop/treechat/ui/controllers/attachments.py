@@ -355,6 +355,7 @@ class AttachmentsController(QObject):
     def _show(self) -> None:
         self.chips.set_files([s.chip() for s in self.staged.get(self._key(), ())])
         self._c.parts.composer.set_files_staged(self.has_files)  # Send for files alone
+        self._c.occupancy.pending_changed()  # the ring counts the chips' cost
 
     def take(self, session_id: str) -> list[PreparedFile]:
         """The ready files of the chat being sent to (or of the new chat it came from), for

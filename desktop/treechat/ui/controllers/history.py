@@ -333,6 +333,7 @@ class HistoryPanels(QObject):
 
     def _show_chips(self) -> None:
         self.chips.set_staged(list(self.staged.get(self._key(), ())))
+        self.controller.occupancy.pending_changed()  # the ring counts the chips' cost
 
     def staged_for(self, session_id: str | None) -> list[StagedAttach]:
         return list(self.staged.get(session_id or "", ()))

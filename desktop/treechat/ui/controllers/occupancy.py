@@ -4,8 +4,11 @@ on request."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QTimer
 
 from ...core.occupancy import Occupancy
 from ...core.rules import foldable_items
@@ -25,7 +28,16 @@ class OccupancyController:
         self._by_session: dict[str, Occupancy] = {}  # the last record of each session
         self._dialog: ContextBreakdownDialog | None = None
         self._compacting = False
-        conversation.parts.composer.contextRequested.connect(self.open_dialog)
+        self.pending = 0  # tokens of what the box holds: typed text and chips
+        self._pending_token = 0
+        composer = conversation.parts.composer
+        composer.contextRequested.connect(self.open_dialog)
+        # Typing is counted once it pauses, on a worker thread: a 2 MB paste never stalls.
+        self._pending_timer = QTimer(composer)
+        self._pending_timer.setSingleShot(True)
+        self._pending_timer.setInterval(250)
+        self._pending_timer.timeout.connect(self._count_pending)
+        composer.input.textChanged.connect(self.pending_changed)
 
     async def refresh(self) -> None:
         c = self._c
@@ -39,6 +51,39 @@ class OccupancyController:
                                              view=view)
         if token == self._token and c.current_session_id == view.session.id:
             self.set(occ)
+
+    # --- what the box holds ------------------------------------------------------------
+
+    def pending_changed(self) -> None:
+        """The typed text or a chip changed: recount what the next request would add."""
+        self._pending_timer.start()
+
+    def _count_pending(self) -> None:
+        c = self._c
+        text = c.parts.composer.text()
+        command = text.strip() in ("/compact", "/context")
+        files = sum(s.tokens or 0 for s in c.attachments.current())
+        attaches = sum(s.tokens for s in c.history.staged_for(c.current_session_id))
+        self._pending_token += 1
+        token = self._pending_token
+
+        async def work() -> None:
+            typed = 0
+            if text.strip() and not command:
+                typed = await asyncio.to_thread(c.services.engine.counter.count, text)
+            if token == self._pending_token:
+                self.set_pending(typed + files + attaches)
+
+        c.spawn(work(), name="pending-tokens")
+
+    def set_pending(self, tokens: int) -> None:
+        """One figure for what the box holds, in the ring, the Context tab and /context."""
+        c = self._c
+        self.pending = tokens
+        c.parts.composer.ring.set_pending(tokens)
+        c.history.timeline.set_pending(tokens)
+        if self._dialog is not None:
+            self._dialog.set_pending(tokens)
 
     def show_last_of(self, session_id: str | None) -> None:
         """Show the last record `session_id` had (None for a new chat) until refreshed."""
@@ -73,6 +118,7 @@ class OccupancyController:
             self._dialog = dialog
         dialog = self._dialog
         dialog.set_occupancy(self.record)
+        dialog.set_pending(self.pending)
         dialog.set_model_label(c.models.selected_label())
         dialog.set_compacting(self._compacting)
         dialog.show()

@@ -47,6 +47,11 @@ class ContextBreakdownDialog(QDialog):
         self.headline.setFont(font)
         self.headline.setAccessibleName("Tokens used")
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._pending = 0
+        self.pending = QLabel("")
+        self.pending.setObjectName("DialogPending")
+        self.pending.setWordWrap(True)
+        self.pending.setAccessibleName("With what you are typing and attaching")
         self.model_label = QLabel("")
         self.model_label.setObjectName("DialogMuted")
         self.bar = ContextUsageBar()
@@ -96,6 +101,7 @@ class ContextBreakdownDialog(QDialog):
         layout.setContentsMargins(20, 18, 20, 16)
         layout.setSpacing(8)
         layout.addWidget(self.headline)
+        layout.addWidget(self.pending)
         layout.addWidget(self.model_label)
         layout.addSpacing(2)
         layout.addWidget(self.bar)
@@ -111,10 +117,18 @@ class ContextBreakdownDialog(QDialog):
         layout.addSpacing(8)
         layout.addLayout(buttons)
         self.set_occupancy(None)
+        self.set_pending(0)
 
     @property
     def occupancy(self) -> Occupancy | None:
         return self._occupancy
+
+    def set_pending(self, tokens: int) -> None:
+        """What the box holds (typed text, chips), in the words the ring's tooltip uses."""
+        self._pending = max(0, tokens)
+        text = fmt.pending_text(self._occupancy, self._pending)
+        self.pending.setText(text)
+        self.pending.setVisible(bool(text))
 
     def set_model_label(self, text: str) -> None:
         self.model_label.setText(text)
@@ -131,6 +145,7 @@ class ContextBreakdownDialog(QDialog):
             self.table.setRowCount(0)
             return
         self.headline.setText(fmt.headline(occ))
+        self.set_pending(self._pending)
         self.basis.setText(fmt.basis_text(occ))
         self.calibration.setText(fmt.calibration_text(occ))
         colors = colors_of(self.palette())

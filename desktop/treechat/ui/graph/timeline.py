@@ -36,7 +36,7 @@ from ...core.commit import ContextCommit, ContextItem
 from ...core.occupancy import Occupancy
 from ...services.attach import CommitEntry
 from ..common.theme import colors_of
-from ..occupancy.format import headline
+from ..occupancy.format import headline, pending_text
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -52,6 +52,11 @@ BADGE_COLORS = {  # light, dark
 ROLE_LABELS = {"user": "You", "assistant": "Assistant", "tool": "Tool", "runtime": "Runtime",
                "system": "System"}
 Index = QModelIndex | QPersistentModelIndex
+
+
+# The /context rows the items of a commit make up (the rest is the system prompt, the tool
+# definitions and files).
+ITEM_CATEGORIES = ("summaries", "messages", "tool_results")
 
 
 def short_id(commit_id: str) -> str:
@@ -187,6 +192,7 @@ class CommitTimeline(QWidget):
         self.setObjectName("CommitTimeline")
         self.commit: ContextCommit | None = None
         self.occupancy: Occupancy | None = None  # the record the ring and /context show
+        self.pending = 0  # tokens of what the message box holds (typed text, chips)
         self._pinned: frozenset[str] = frozenset()
         self.header = QLabel("No context yet: send a message.")
         self.header.setObjectName("TimelineHeader")
@@ -259,6 +265,11 @@ class CommitTimeline(QWidget):
         if self.commit is not None:
             self._show_header()
 
+    def set_pending(self, tokens: int) -> None:
+        self.pending = max(0, tokens)
+        if self.commit is not None:
+            self._show_header()
+
     def total_text(self) -> str:
         """The request's size as this tab says it (the ring's figure for the same head)."""
         occ, commit = self.occupancy, self.commit
@@ -274,8 +285,17 @@ class CommitTimeline(QWidget):
         parents = len(commit.parent_ids)
         bits = [f"Commit {short_id(commit.id)}", f"{live} of {len(commit.items)} items live"]
         total = self.total_text()
-        if total:
-            bits.append(f"{total} in the next request ({commit.total_tokens:,} in these items)")
+        occ = self.occupancy
+        if total and occ is not None:
+            # the items' share as the /context dialog's rows count it (each message with
+            # its framing), so the two never show different figures for the same items
+            parts = dict(occ.breakdown)
+            mine = sum(parts.get(k, 0) for k in ITEM_CATEGORIES)
+            bits.append(f"{total} in the next request ({mine:,} of it in messages, "
+                        "summaries and tool calls, as /context counts them)")
+            waiting = pending_text(occ, self.pending)
+            if waiting:
+                bits.append(waiting)
         else:
             bits.append(f"{commit.total_tokens:,} tokens in these items")
         if parents > 1:

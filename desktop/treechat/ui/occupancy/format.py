@@ -171,10 +171,23 @@ def carried_text(occ: Occupancy) -> str:
     return " · ".join(named) + ", sent with every request"
 
 
-def tooltip(occ: Occupancy) -> str:
+def pending_text(occ: Occupancy | None, pending: int) -> str:
+    """What the box holds (typed text, chips), the same words wherever it is shown:
+    "With what you are typing and attaching: +1,234 → 5,678 / 8,192 tokens (69%)"."""
+    if occ is None or pending <= 0:
+        return ""
+    total = occ.total_used + pending
+    share = total / occ.window if occ.window > 0 else 1.0
+    return (f"With what you are typing and attaching: +{tokens(pending)} → "
+            f"{tokens(total)} / {tokens(occ.window)} tokens ({percent(share)})")
+
+
+def tooltip(occ: Occupancy, pending: int = 0) -> str:
     carried = carried_text(occ)
+    waiting = pending_text(occ, pending)
     lines = [
         f"Context: {headline(occ)}",
+        *([waiting] if waiting else []),
         *([carried] if carried else []),
         f"Basis: {occ.basis}" + (
             f" (calibration ×{occ.calibration:.2f})" if occ.calibration is not None else ""

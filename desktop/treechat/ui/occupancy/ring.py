@@ -25,6 +25,7 @@ class OccupancyRing(QAbstractButton):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._occupancy: Occupancy | None = None
+        self._pending = 0  # tokens of what the box holds: typed text and chips
         self.setObjectName("OccupancyRing")
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
@@ -37,13 +38,42 @@ class OccupancyRing(QAbstractButton):
 
     @property
     def fraction(self) -> float:
+        """The share of the window the request holds (what the Context tab and /context
+        show as their total)."""
         occ = self._occupancy
         return 0.0 if occ is None else min(1.0, max(0.0, occ.fraction))
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    @property
+    def next_fraction(self) -> float:
+        """The share the next request would hold if sent now: the request with what the box
+        holds. The ring's figure counts it; the tooltip names both."""
+        occ = self._occupancy
+        if occ is None:
+            return 0.0
+        if occ.window <= 0:
+            return 1.0
+        return min(1.0, max(0.0, (occ.total_used + self._pending) / occ.window))
 
     def label(self) -> str:
         """The short figure painted beside the ring."""
         occ = self._occupancy
-        return "–" if occ is None else fmt.percent(occ.fraction)
+        if occ is None:
+            return "–"
+        if self._pending <= 0:
+            return fmt.percent(occ.fraction)
+        return fmt.percent((occ.total_used + self._pending) / occ.window
+                           if occ.window > 0 else 1.0)
+
+    def set_pending(self, tokens: int) -> None:
+        if tokens == self._pending:
+            return
+        self._pending = max(0, tokens)
+        self._refresh_text()
+        self.update()
 
     def set_occupancy(self, occupancy: Occupancy | None) -> None:
         self._occupancy = occupancy
@@ -57,7 +87,7 @@ class OccupancyRing(QAbstractButton):
             self.setToolTip("Context usage appears once a chat is open")
             self.setAccessibleDescription("No chat open")
         else:
-            self.setToolTip(fmt.tooltip(occ))
+            self.setToolTip(fmt.tooltip(occ, self._pending))
             self.setAccessibleDescription(f"{fmt.headline(occ)}, {occ.basis}")
 
     def sizeHint(self) -> QSize:
@@ -80,13 +110,23 @@ class OccupancyRing(QAbstractButton):
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawEllipse(ring)
         fraction = self.fraction
+        ahead = self.next_fraction
+        # Qt angles are 1/16 degree, counter-clockwise from 3 o'clock: start at 12, run
+        # clockwise.
+        if self._occupancy is not None and ahead > fraction:
+            # what the box holds, paler, after the request's own share
+            waiting = QColor(level_color(ahead, colors))
+            waiting.setAlphaF(0.45)
+            pen = QPen(waiting)
+            pen.setWidthF(STROKE)
+            p.setPen(pen)
+            start = 90 * 16 - round(fraction * 360 * 16)
+            p.drawArc(ring, start, -max(1, round((ahead - fraction) * 360 * 16)))
         if self._occupancy is not None and fraction > 0:
-            arc = QPen(QColor(level_color(fraction, colors)))
+            arc = QPen(QColor(level_color(ahead, colors)))
             arc.setWidthF(STROKE)
             arc.setCapStyle(Qt.PenCapStyle.RoundCap)
             p.setPen(arc)
-            # Qt angles are 1/16 degree, counter-clockwise from 3 o'clock: start at 12,
-            # run clockwise.
             p.drawArc(ring, 90 * 16, -max(1, round(fraction * 360 * 16)))
         p.setPen(QColor(colors.muted))
         text_rect = QRectF(4 + RING + 6, 0, self.width() - RING - 10, self.height())
