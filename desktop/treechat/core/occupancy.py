@@ -138,7 +138,11 @@ def build_occupancy(
         total = measured.prompt_tokens
         basis: Basis = "measured"
         calibration = measured.calibration
-        used = apportion(used, total)
+        # Files keep the cost their chips showed (an image's is the provider's own rule,
+        # not a tokenizer estimate to scale); the drift is spread over the rest.
+        files = min(used["attachments"], total)
+        rest = apportion({k: v for k, v in used.items() if k != "attachments"}, total - files)
+        used = {k: files if k == "attachments" else rest[k] for k in USED_CATEGORIES}
     else:
         total = estimated
         basis = "estimated"

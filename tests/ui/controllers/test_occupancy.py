@@ -205,3 +205,35 @@ def test_the_context_tab_counts_its_items_as_the_dialog_does(
                         what="the tab's items figure")
 
     aio.run(scenario(), timeout=120)
+
+
+def test_a_chips_cost_is_the_dialogs_attachments_figure_after_sending(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(middling_chat)
+    desk.provider.queue(Reply(text="The key is under the mat."))
+
+    async def scenario() -> int:
+        await open_with_context_tab(desk, aio, "mid")
+        files = desk.controller.attachments
+        files.add_data(b"The key is under the mat.\n" * 3, "notes.txt")
+        await aio.until(lambda: files.current() and files.current()[0].tokens,
+                        what="the chip's cost")
+        cost = files.current()[0].tokens
+        assert cost is not None
+        desk.composer.set_text("Where is the key?")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running(),
+                        what="the reply")
+        await desk.controller.tasks.idle()
+        desk.controller.command("context")
+        await desk.controller.tasks.idle()
+        return cost
+
+    cost = aio.run(scenario(), timeout=120)
+    dialog = desk.controller.occupancy.context_dialog
+    assert dialog is not None
+    occ = dialog.occupancy
+    assert occ is not None and occ.basis == "measured"
+    rows = {r[0]: int(r[1].replace(",", "")) for r in dialog.table_rows()}
+    assert rows["Attachments"] == cost

@@ -71,3 +71,22 @@ def test_estimate_categories_match_count_messages() -> None:
     cats = estimate_categories(parts, 321, counter)
     assert cats["tools"] == 321
     assert sum(cats.values()) == counter.count_messages([p.message for p in parts]) + 321
+
+
+def test_a_measured_request_shows_its_files_at_the_cost_their_chips_showed() -> None:
+    """The provider counted 10% more than the local estimate; the drift is the tokenizer's,
+    so the files (an image's cost is the provider's own rule) keep their counted cost and
+    the rest absorbs it. The rows still sum to what was measured."""
+    cats = {"system": 100, "tools": 0, "summaries": 0, "messages": 1_000,
+            "tool_results": 0, "attachments": 765}
+    estimated = sum(cats.values())
+    m = MeasuredUsage(head="h", prompt_tokens=round(estimated * 1.1), estimated_tokens=estimated)
+    occ = build_occupancy(window=8_192, categories=cats, head="h", measured=m)
+    rows = occ.breakdown_dict()
+    assert rows["attachments"] == 765
+    assert _used(occ) == occ.total_used == m.prompt_tokens
+    assert rows["messages"] > 1_000 and rows["system"] > 100
+    # measured below the files' own cost: never more than the whole request
+    small = MeasuredUsage(head="h", prompt_tokens=500, estimated_tokens=estimated)
+    tiny = build_occupancy(window=8_192, categories=cats, head="h", measured=small)
+    assert tiny.breakdown_dict()["attachments"] == 500 and _used(tiny) == 500
