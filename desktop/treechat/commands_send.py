@@ -171,15 +171,18 @@ def _reply(
 
     # A detected server is addressable (`ollama/llama3.2:3b`): it is probed when asked for.
     services = build_services(data_dir, store=store)
-    # The store is let go of while the provider is awaited: another `treechat` command or the
-    # window can open it meanwhile; the reply so far is journaled beside it.
-    services.chat.config.release_store = StoreRelease(
+    # The store is let go of while the provider is awaited (the reply, a model's summary, a
+    # call to an MCP server over HTTP): another `treechat` command or the window can open it
+    # meanwhile; the reply so far is journaled beside it.
+    release = StoreRelease(
         notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
     )
+    services.chat.config.release_store = release
     if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
         from .commands_mcp import terminal_approver
 
         services.mcp.set_approver(terminal_approver())
+        services.mcp.release_store = release
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
     stopped_by: list[str] = []

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,60 @@ def test_send_lets_go_of_the_store_while_the_summary_is_awaited(
     finally:
         store.close()
     assert [n.text for n in nodes][-2:] == ["go on", "after the fold"]
+
+
+def test_send_lets_go_of_the_store_while_an_mcp_server_over_http_answers(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    """A call to an MCP server over HTTP is a network wait too: while the server works on it,
+    the store opens elsewhere (the reply asking for the call is in it, the call's answer not
+    yet); then the answer lands and the reply after it."""
+    from tests.support.mcp_fixtures import http_server
+
+    from treechat.providers.keys import KeyStore
+    from treechat.services.mcp import McpService
+    from treechat.store.database import StoreLockedError
+
+    with http_server("beta") as server:
+        store = Store.open(default_store_path(tmp_path))
+        try:
+            asyncio.run(McpService(store, KeyStore()).add(server.config("beta", policy="allow")))
+        finally:
+            store.close()
+        loopback.reply_with_tool_calls([{"name": "beta__slow", "arguments": {"seconds": 4}}])
+        loopback.queue(Reply(text="It waited."))
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-test-1"}
+        env.pop("TREECHAT_DATA_DIR", None)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "treechat.cli", "--data-dir", str(tmp_path), "send", "--new",
+             "wait a little", "--model", "openai/loopback-model", "--api-base",
+             loopback.openai_base],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        seen: list[list[str]] = []
+        try:
+            loopback.wait_for_requests(1, timeout=120)
+            while child.poll() is None and len(loopback.requests) == 1:
+                try:
+                    held = Store.open(default_store_path(tmp_path))
+                except StoreLockedError:
+                    time.sleep(0.05)
+                    continue
+                try:
+                    roles: list[str] = held.call(
+                        lambda r: [n.role for s in r.list_sessions() for n in r.session_nodes(s.id)]
+                    )
+                finally:
+                    held.close()
+                seen.append(roles)
+                if roles == ["user", "assistant"]:
+                    break  # opened while the server worked on the call
+            out, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+    assert child.returncode == 0, err
+    assert ["user", "assistant"] in seen, seen
+    assert out.strip() == "It waited."
+    assert "waited 4" in str(loopback.requests[1].body["messages"])

@@ -57,7 +57,7 @@ from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
-from .store_release import StoreFreeSummarizer
+from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
 
 log = logging.getLogger(__name__)
@@ -817,6 +817,8 @@ class ChatService:
         for call in result.tool_calls:
             try:
                 tool_result = await toolbox.call(call.name, call.arguments)
+                if self.store.released:  # a remote tool's answer, and the store held elsewhere
+                    raise StoreNotBackError(tool_result.text)
             except asyncio.CancelledError:
                 # Stopped while the call ran or awaited approval: the call is cancelled with
                 # the turn (as a stopped stream is), and the graph says so.

@@ -39,6 +39,8 @@ from ..tools.mcp.runtime import (
     ServerState,
     ToolInfo,
 )
+from .drafts import StoreRelease
+from .store_release import StoreNotBackError, store_let_go
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +165,12 @@ class McpTool:
                 {**meta, "denied": True},
             )
         try:
-            outcome = await self._service.call(self.server, self.tool, args)
+            outcome = await self._service.call(self.server, self.tool, args,
+                                               session_id=self._session_id)
         except McpCallError as exc:
             return ToolResult(False, f"{self._name}: {exc}", meta)
+        except StoreNotBackError as exc:  # the turn ends with it: the store is not open
+            return ToolResult(False, str(exc), meta)
         if outcome.media:
             # Named on the node until messages carry attachments; the text says so too.
             meta["mcp"]["media"] = [{"mime_type": m, "bytes": n} for m, n in outcome.media]
@@ -197,6 +202,9 @@ class McpService:
         self._loaded = False
         self._subscribers: list[Callable[[ServerState], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Set by `treechat send`: a call to a server over HTTP is awaited with the store let
+        # go of, like the reply's wait (a stdio server is a process of ours, not the network).
+        self.release_store: StoreRelease | None = None
         self.runtime.add_listener(self._from_runtime)
 
     # --- loading ---------------------------------------------------------------------
@@ -494,8 +502,12 @@ class McpService:
             await self._save_chat(request.session_id)
         return decision
 
-    async def call(self, server: str, tool: str, args: Mapping[str, Any]) -> Any:
-        """Call a tool, starting its server first when it is not up (a crash earlier)."""
+    async def call(
+        self, server: str, tool: str, args: Mapping[str, Any], *, session_id: str | None = None
+    ) -> Any:
+        """Call a tool, starting its server first when it is not up (a crash earlier). With
+        `release_store` and the chat's `session_id`, the store is let go of during a call
+        over HTTP (`store_release.store_let_go`)."""
         config = self.config(server)
         state = self.state(server)
         if state.status != "ready":
@@ -506,7 +518,12 @@ class McpService:
                     f"the {server} server could not start: {state.error}"
                     + (f"; its last output:\n{tail}" if tail else "")
                 )
-        return await self.runtime.call_tool(server, tool, args)
+        release = self.release_store
+        if release is None or session_id is None or config.transport == "stdio":
+            return await self.runtime.call_tool(server, tool, args)
+        async with store_let_go(self.store, release, session_id=session_id,
+                                what=f"the answer of {server} › {tool}", wait_on_stop=True):
+            return await self.runtime.call_tool(server, tool, args)
 
     # --- protected tools -------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """Letting go of the store across a network wait of a command-line turn that writes nothing
-while it waits: a model's summary of folded history. (The reply's own wait journals its
-draft meanwhile: `drafts.store_released`.)
+while it waits: a model's summary of folded history, a call to an MCP server over HTTP. (The
+reply's own wait journals its draft meanwhile: `drafts.store_released`.)
 
 The store is released only around the remote request, never while a store transaction is
 open: the compaction that asks for a summary has read what it needs and writes its commits
-after the summaries are in. Work handed to the store meanwhile waits until it is open again."""
+after the summaries are in; a tool call is asked about (and its approval stored) before, and
+its node written after. Work handed to the store meanwhile waits until it is open again."""
 
 from __future__ import annotations
 
@@ -25,19 +26,23 @@ class StoreNotBackError(StoreError):
 
 @contextlib.asynccontextmanager
 async def store_let_go(
-    store: Store, policy: StoreRelease, *, session_id: str, what: str
+    store: Store, policy: StoreRelease, *, session_id: str, what: str, wait_on_stop: bool = False
 ) -> AsyncIterator[None]:
     """Release `store` for the body and open it again after, waiting up to `policy.wait_s`
     for a store another process holds (said once through `policy.notify`). Raises
     `StoreNotBackError` when it stays held, or when the chat is no longer in it (the file was
-    replaced meanwhile, by a restored backup): the turn cannot go on, and says why."""
+    replaced meanwhile, by a restored backup): the turn cannot go on, and says why.
+    `wait_on_stop`: a stopped body (cancelled) waits for the store too, for what its turn
+    writes when stopped (a tool call's node); else one try, and it may stay released."""
     await store.arelease()
     try:
         yield
     except (asyncio.CancelledError, KeyboardInterrupt):
-        # Stopped: nothing waits to be written, so the store is not waited for.
-        with contextlib.suppress(StoreError):
-            await store.areopen()
+        if wait_on_stop:
+            await _reopen(store, policy, session_id, what)
+        else:  # nothing waits to be written, so the store is not waited for
+            with contextlib.suppress(StoreError):
+                await store.areopen()
         raise
     except BaseException:
         await _reopen(store, policy, session_id, what)
