@@ -359,3 +359,56 @@ def test_fit_of_a_wide_graph_keeps_labels_drawn_and_cuts_them_at_the_edge(
     # zooming in again gives the labels their whole room back
     view.zoom_by(1.5)
     assert view.graph_scene.items_by_id["u5"].label_rect().width() > widths["u5"]
+
+
+def drawn_labels(found: HistoryPanels) -> dict[str, tuple[str, float]]:
+    """Each painted label as it was drawn, with its right end in viewport pixels."""
+    view = found.graph.view
+    view.viewport().repaint()
+    metrics = QFontMetricsF(view.graph_scene.graph_style.font)
+    out = {}
+    for node_id, item in view.graph_scene.items_by_id.items():
+        text = item.drawn_label
+        if not text:
+            continue
+        right = item.mapToScene(QPointF(R + 6 + metrics.horizontalAdvance(text), 0))
+        out[node_id] = (text, float(view.mapFromScene(right).x()))
+    return out
+
+
+def test_labels_end_with_an_ellipsis_at_the_dock_edge_without_fit(desk: Desk, aio: Aio) -> None:
+    found = open_in_dock(desk, aio, branches(desk, aio, "Narrow", 2), 5)
+    view = found.graph.view
+    view.center_on_node("q", 1.0)  # as on first show: no Fit pressed
+    assert view.graph_scene.label_limit is None
+    drawn = drawn_labels(found)
+    width = view.viewport().width()
+    assert drawn, "no label painted"
+    assert all(right <= width for _text, right in drawn.values()), (width, drawn)
+    assert any(text.endswith("…") for text, _right in drawn.values()), drawn
+    # scrolled sideways, the cut follows the edge
+    view.horizontalScrollBar().setValue(view.horizontalScrollBar().value() + 40)
+    moved = drawn_labels(found)
+    assert all(right <= width for _text, right in moved.values()), (width, moved)
+
+
+def test_a_label_shows_the_words_of_a_reply_not_its_markdown(desk: Desk, aio: Aio) -> None:
+    session = aio.run(desk.services.chat.sessions.create("Markdown"))
+    sid = session.id
+
+    def n(i: str, role: str, text: str, **kw: object) -> Node:
+        return Node(id=i, seq=0, created_at=1.0, session_id=sid, role=role,  # type: ignore[arg-type]
+                    output=text, **kw)  # type: ignore[arg-type]
+
+    write(desk, sid, [
+        n("q", "user", "Say the **secret** word"),
+        n("a", "assistant", "The **secret** word is pineapple.\n```", predecessor="q"),
+        n("b", "assistant", "```python\nprint('hi')\n```", predecessor="q"),
+    ], "a")
+    found = open_in_dock(desk, aio, sid, 3)
+    from treechat.ui.graph.items import label_for
+
+    nodes = found.graph.view.graph_scene.nodes
+    assert label_for(nodes["a"]) == "The secret word is pineapple."
+    assert label_for(nodes["b"]) == "print('hi')"
+    assert label_for(nodes["q"]) == "Say the **secret** word"  # shown as typed

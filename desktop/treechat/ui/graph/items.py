@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGrap
 
 from ...core.model import Node
 from ..common.theme import colors_of
+from ..richtext.markdown import markdown_text
 
 DX = 40.0  # scene units between columns
 DY = 46.0  # between rows
@@ -61,13 +62,17 @@ def label_for(node: Node) -> str:
     """The one line shown beside a node when zoomed in."""
     if node.role == "tool":
         return node.name or "tool"
-    text = " ".join(node.text[:400].split())[:160]
+    raw = node.text[:1200]
+    # a reply shows as Markdown: its label has the words it shows, not the syntax
+    shown = markdown_text(raw) if node.role == "assistant" else raw
+    text = " ".join(shown.split())[:160]
     if node.is_merge:
         return f"Merge: {text}"
     return text
 
 
 LABEL_X = R + 6  # a label's left edge, right of its node's centre
+VIEW_EDGE = 6.0  # pixels a label keeps clear of the view's right edge
 LABEL_BASELINE = 4.0
 
 
@@ -215,6 +220,8 @@ class NodeItem(QGraphicsItem):
         self.state = 0
         self._label_room = label_room
         self._elided: str | None = None
+        self._label_width = 0.0
+        self.drawn_label = ""  # the label as last painted (cut at the view's edge)
 
     def boundingRect(self) -> QRectF:
         return self._RECT
@@ -236,7 +243,25 @@ class NodeItem(QGraphicsItem):
         if self._elided is None:
             self._elided = elided_label(self.node, self._label_room(self.node_id),
                                         self.style.font)
+            self._label_width = QFontMetricsF(self.style.font).horizontalAdvance(self._elided)
         return self._elided
+
+    def _label_in_view(self, painter: QPainter, widget: QWidget | None) -> str:
+        """The label as far as the view shows it: ended with an ellipsis before the view's
+        right edge, wherever the view is scrolled or however narrow the dock."""
+        text = self.label_text()
+        if not text or widget is None:
+            return text
+        inverse, ok = painter.worldTransform().inverted()
+        if not ok:
+            return text
+        edge = inverse.map(QPointF(widget.width() - VIEW_EDGE, 0.0)).x()
+        room = edge - LABEL_X
+        if LABEL_X + self._label_width <= edge:
+            return text
+        if room < 14:
+            return ""
+        return QFontMetricsF(self.style.font).elidedText(text, Qt.TextElideMode.ElideRight, room)
 
     def label_rect(self) -> QRectF:
         """The label's extent in item coordinates (empty when it has none)."""
@@ -279,7 +304,8 @@ class NodeItem(QGraphicsItem):
             painter.drawLine(QLineF(-R * 0.45, 0, -R * 0.1, R * 0.35))
             painter.drawLine(QLineF(-R * 0.1, R * 0.35, R * 0.5, -R * 0.35))
         if lod >= LABEL_LOD:
-            text = self.label_text()
+            text = self._label_in_view(painter, widget)
+            self.drawn_label = text
             if text:
                 painter.setFont(style.font)
                 painter.setPen(style.muted if not state & ON_PATH else style.text)

@@ -265,6 +265,8 @@ class HistoryGraphView(QGraphicsView):
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:
         super().scrollContentsBy(dx, dy)
+        if dx:  # labels end at the view's edge: scrolled sideways, they are drawn again
+            self.viewport().update()
         if not self._navigating and self.graph_scene.detailed:
             self._materialize_visible()
         self._update_minimap()

@@ -81,6 +81,15 @@ def render_markdown(text: str, width: float, theme: MarkdownTheme) -> RenderedTe
     return _finish(doc, theme, width)
 
 
+def markdown_text(text: str) -> str:
+    """`text` as `render_markdown` shows it, without layout: the words, no syntax (fences,
+    `**`, `#`), for one-line summaries of a message."""
+    doc = _Document()
+    doc.setUndoRedoEnabled(False)
+    doc.setMarkdown(text, MARKDOWN_FEATURES)
+    return doc.toPlainText()
+
+
 def render_plain(
     text: str, width: float, theme: MarkdownTheme, *, mono: bool = False
 ) -> RenderedText:
