@@ -369,12 +369,20 @@ _PLACEHOLDER_LINE = re.compile(r"^\[(?:file|image|audio|video): [^\]]*\]$")
 
 
 def _title_from(nodes: Sequence[ImportedMessage]) -> str:
+    """A title from the first user message that says something: its words, or, when it is
+    only files, their names (as a chat begun with a file is titled in the window)."""
     for node in nodes:
-        if node.role != "user" or not isinstance(node.output, str):
+        if node.role != "user":
             continue
+        text = node.output if isinstance(node.output, str) else ""
         words = "\n".join(
-            line for line in node.output.splitlines() if not _PLACEHOLDER_LINE.match(line.strip())
+            line for line in text.splitlines() if not _PLACEHOLDER_LINE.match(line.strip())
         )
+        if not words.strip():
+            words = ", ".join(
+                str(a["name"]) for a in node.metadata.get("attachments") or ()
+                if isinstance(a, dict) and str(a.get("name") or "").strip()
+            )
         if words.strip():
             line = " ".join(words.split())
             return line if len(line) <= 60 else line[:59].rstrip() + "…"

@@ -44,13 +44,18 @@ def test_an_attachment_is_a_placeholder_its_card_names() -> None:
     assert attachment_line(chart) == "[image: chart.png]"
 
 
-def test_a_first_message_that_is_only_a_file_does_not_title_the_chat_with_its_line() -> None:
+def test_a_first_message_that_is_only_a_file_is_titled_by_its_name_not_its_line() -> None:
     drafts = [Draft("u1", None, "user", "[image: chart.png]", created_at=1.0),
               Draft("a1", "u1", "assistant", "A chart.", created_at=2.0),
               Draft("u2", "a1", "user", "Explain the   trend", created_at=3.0)]
     conv, _ = assemble("x", source_id="c", title="", created_at=None, updated_at=None,
                        model="", drafts=drafts, head=None)
     assert conv is not None and conv.title == "Explain the trend"
+    drafts[0] = Draft("u1", None, "user", "", created_at=1.0, metadata={
+        "attachments": [attachment("chart.png", kind="image"), attachment("data.csv")]})
+    conv, _ = assemble("x", source_id="c", title="", created_at=None, updated_at=None,
+                       model="", drafts=drafts, head=None)
+    assert conv is not None and conv.title == "chart.png, data.csv"  # only files: their names
 
 
 def d(sid: str, parent: str | None, role: Role = "user", text: str = "", at: float = 0.0,
