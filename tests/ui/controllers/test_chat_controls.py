@@ -473,10 +473,10 @@ def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(
     assert row.editor.isEnabled()
     # left as it is, nothing is stored: the chat keeps following its model's default
     assert dialog.values()["max_tokens"] is None
-    row.editor.setValue(2000)  # type: ignore[attr-defined]
-    assert dialog.values()["max_tokens"] == 2000
     dialog.show()
     shoot(desk, "parameters-bundled", dialog)
+    row.editor.setValue(2000)  # type: ignore[attr-defined]
+    assert dialog.values()["max_tokens"] == 2000
     dialog.close()
     # another model: unticked, its own default
     other = ParametersDialog("Loopback", ChatParameters(), Shown.of(caps), parent=desk.window,

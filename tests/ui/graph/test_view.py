@@ -3,6 +3,9 @@ moves HEAD without sending anything."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF
 from PySide6.QtTest import QTest
@@ -386,6 +389,9 @@ def test_labels_end_with_an_ellipsis_at_the_dock_edge_without_fit(desk: Desk, ai
     assert drawn, "no label painted"
     assert all(right <= width for _text, right in drawn.values()), (width, drawn)
     assert any(text.endswith("…") for text, _right in drawn.values()), drawn
+    if os.environ.get("TREECHAT_SCREENSHOTS") == "1":
+        shots = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+        desk.window.grab().save(str(shots / "first-hour-graph-labels-edge.png"))
     # scrolled sideways, the cut follows the edge
     view.horizontalScrollBar().setValue(view.horizontalScrollBar().value() + 40)
     moved = drawn_labels(found)
