@@ -129,6 +129,18 @@ class ContextBreakdownDialog(QDialog):
         text = fmt.pending_text(self._occupancy, self._pending)
         self.pending.setText(text)
         self.pending.setVisible(bool(text))
+        self._grow_to_fit()
+
+    def _grow_to_fit(self) -> None:
+        """Taller when a line appears, so no row is drawn over the next."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        wanted = (layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth()
+                  else layout.totalMinimumSize().height())
+        if self.height() < wanted:
+            self.resize(self.width(), wanted)
 
     def set_model_label(self, text: str) -> None:
         self.model_label.setText(text)
@@ -179,6 +191,7 @@ class ContextBreakdownDialog(QDialog):
         height = self.table.horizontalHeader().height() + 2 * self.table.frameWidth()
         height += sum(self.table.rowHeight(r) for r in range(self.table.rowCount()))
         self.table.setFixedHeight(height + 2)
+        self._grow_to_fit()
 
     def set_compaction(self, state: fmt.CompactionState | None) -> None:
         self.compaction.setText(state.describe() if state is not None else "")
