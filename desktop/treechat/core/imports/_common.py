@@ -95,8 +95,9 @@ def attachment(
 
 
 def attachment_line(att: dict[str, Any]) -> str:
-    """How a placeholder reads as a line of text (`[image: chart.png]`): what an export's own
-    text may hold for a file, left out of titles and of a message whose file is attached."""
+    """How a placeholder reads as a line of text (`[image: chart.png]`): how a tool's result,
+    whose card shows no files, names the ones it returned; left out of titles, and of a
+    message once its file is attached."""
     return f"[{att.get('kind') or 'file'}: {att.get('name') or att.get('ref') or '?'}]"
 
 

@@ -15,6 +15,7 @@ from ._common import (
     Draft,
     assemble,
     attachment,
+    attachment_line,
     conversations_of,
     imported_from,
     mapping_of,
@@ -174,6 +175,10 @@ def _draft(key: str, message: dict[str, Any], parent: str | None) -> tuple[Draft
     elif source_role == "tool":
         role = "tool"
         name = str(author.get("name") or "")
+        # A tool's card shows its text only, so the files it returned (DALL·E's image) are
+        # named there.
+        lines = [attachment_line(a) for a in meta.get("attachments", ())]
+        text = "\n".join(p for p in (text, *lines) if p)
     else:
         draft = Draft(key, parent, "system", skip_reason=f"unknown author role {source_role!r}")
         return draft, recipient

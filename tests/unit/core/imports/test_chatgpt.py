@@ -412,6 +412,31 @@ def test_a_message_to_a_tool_is_its_call_once_never_prose_as_well(recipient: str
                    for t in texts)
 
 
+def test_a_dalle_call_is_its_prompt_once_and_its_image_the_tools_result() -> None:
+    prompt = {"prompt": "A robin on a branch", "size": "1024x1024"}
+    conv = conversation(
+        [("u", None, message("u", "user", text("Draw a robin"), t=1.0)),
+         ("d", "u", message("d", "assistant", {"content_type": "code", "language": "json",
+                                               "text": json.dumps(prompt)},
+                            t=2.0, recipient="dalle.text2im")),
+         ("img", "d", message("img", "tool", {"content_type": "multimodal_text", "parts": [
+             {"content_type": "image_asset_pointer",
+              "asset_pointer": "file-service://file-ROBIN"}]}, t=3.0, name="dalle.text2im")),
+         ("a", "img", message("a", "assistant", text("Here is your robin."), t=4.0))],
+        current="a",
+    )
+    (parsed,) = chatgpt.parse([conv]).conversations
+    by_id = {n.source_id: n for n in parsed.nodes}
+    assert by_id["d"].output == "" and by_id["d"].metadata["tool_calls"][0]["arguments"] == prompt
+    image = by_id["img"]
+    assert (image.role, image.edge, image.parent_source_id, image.input) == (
+        "tool", "caller", "d", prompt)
+    # a tool's card shows no files, so its text names the image it made
+    assert image.output == "[image: file-ROBIN]"
+    assert image.metadata["attachments"][0]["name"] == "file-ROBIN"
+    assert by_id["a"].parent_source_id == "d"
+
+
 def test_a_call_no_tool_answered_still_says_what_it_sent() -> None:
     conv = conversation(
         [("u", None, message("u", "user", text("Run it"), t=1.0)),
