@@ -455,6 +455,12 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
     assert c.cost_label.text() == "free"
     assert c.estimate_label.text() == "next: free"
     shoot(desk, "free")
+    usage = c.open_usage()
+    aio.run(desk.controller.tasks.idle())
+    assert cell(usage.tables["model"], 0, 0) == local
+    assert cell(usage.tables["model"], 0, 5) == "free"
+    assert "1 request to models on this computer cost nothing" in usage.note.text()
+    assert "unpriced" not in usage.note.text()
 
 
 def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(

@@ -642,9 +642,9 @@ class ChatControls(QObject):
         assert self.usage is not None
         sessions = await self._c.sessions.list()
         titles = {s.id: s.title for s in sessions}
-        for by in ("day", "model", "session"):
+        for by in ("model", "day", "session"):  # the model rows tell free from unpriced
             rows = await self._chat.spending.spend(by)
-            self.usage.show_rows(by, rows, titles)
+            self.usage.show_rows(by, rows, titles, local=self._c.models.is_local)
 
     # --- pinned and favourite chats --------------------------------------------------
 

@@ -4,7 +4,7 @@ and chat). Each says what it did through a signal; the controller saves it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,19 +252,27 @@ class UsageDialog(QDialog):
             self.tabs.addTab(table, label)
         self.note = QLabel("")
         self.note.setWordWrap(True)
+        self._free_requests = 0  # counted by the "model" rows, said by the "day" note
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(self.note)
 
     def show_rows(self, by: str, rows: Sequence[Any],
-                  titles: Mapping[str, str] | None = None) -> None:
+                  titles: Mapping[str, str] | None = None,
+                  local: Callable[[str], bool] | None = None) -> None:
+        """`local` tells a model on this computer (its requests are free) from a hosted one
+        with no known price; fill "model" before "day" for the note to count them apart."""
         table = self.tables[by]
         table.setRowCount(len(rows))
         unpriced = 0
         for i, row in enumerate(rows):
             label = (titles or {}).get(row.key, row.key) if by == "session" else row.key
             cost = money(row.cost_usd)
-            if row.unpriced_requests:
+            free = by == "model" and local is not None and local(row.key)
+            if free and row.unpriced_requests:
+                self._free_requests += row.unpriced_requests
+                cost = "free"
+            elif row.unpriced_requests:
                 unpriced += row.unpriced_requests
                 cost += (f" + {row.unpriced_requests} unpriced"
                          if row.unpriced_requests < row.requests else "")
@@ -280,8 +288,16 @@ class UsageDialog(QDialog):
                 table.setItem(i, j, item)
         table.resizeColumnsToContents()
         if by == "day":
-            self.note.setText(
-                "No requests yet." if not rows else
-                f"{unpriced} request{'s' if unpriced != 1 else ''} to models with no known "
-                "price are counted in tokens only (unpriced)." if unpriced else
-                "Every request here had a known price.")
+            n_free = min(self._free_requests, unpriced)
+            unpriced -= n_free
+            said = (f"{n_free} request{'s' if n_free != 1 else ''} to models on this computer "
+                    "cost nothing. ") if n_free else ""
+            if not rows:
+                said = "No requests yet."
+            elif unpriced:
+                said += (f"{unpriced} request{'s' if unpriced != 1 else ''} to models with no "
+                         "known price are counted in tokens only (unpriced).")
+            else:
+                said += f"Every {'other ' if n_free else ''}request here had a known price."
+            self.note.setText(said)
+            self._free_requests = 0
