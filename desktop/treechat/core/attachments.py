@@ -78,6 +78,19 @@ def node_attachments(metadata: Mapping[str, Any]) -> tuple[AttachmentRef, ...]:
     return tuple(out)
 
 
+def missing_files_note(metadata: Mapping[str, Any]) -> str:
+    """What the model reads of the files an imported message named but its export did not
+    carry (the window shows them as greyed cards): one line each, so the model knows they
+    were there and that it cannot see them. Empty when there are none."""
+    lines = []
+    for entry in metadata.get(METADATA_KEY) or ():
+        if isinstance(entry, Mapping) and entry.get("placeholder") and not entry.get("sha256"):
+            kind = str(entry.get("kind") or "file")
+            name = safe_name(str(entry.get("name") or entry.get("ref") or kind))
+            lines.append(f"[{kind} not included in this imported chat: {name}]")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class AttachmentPayload:
     """What the model receives for one attachment, prepared by the engine from the store:

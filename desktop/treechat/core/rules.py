@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .attachments import node_attachments, stub_text
+from .attachments import missing_files_note, node_attachments, stub_text
 from .commit import (
     ContextCommit,
     ContextItem,
@@ -128,6 +128,8 @@ def node_item(
     if node.role == "system" and not text and isinstance(node.input, str):
         text = node.input
     files = node_attachments(node.metadata) if node.role == "user" else ()
+    if node.role in ("user", "assistant") and (missing := missing_files_note(node.metadata)):
+        text = f"{text}\n\n{missing}" if text else missing
     return ContextItem(
         source_node_id=node.id,
         role=role,

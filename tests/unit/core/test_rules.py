@@ -404,6 +404,30 @@ def test_an_old_attachment_ages_to_a_stub_naming_the_file_and_a_new_one_is_budge
     assert aged.tokens < 900
 
 
+def test_a_file_an_import_did_not_carry_is_named_to_the_model_not_sent() -> None:
+    from treechat.core.model import Node
+    from treechat.core.rules import node_item
+
+    meta = {"attachments": [
+        {"placeholder": True, "kind": "image", "name": "chart.png", "ref": "file-PLOT123"},
+        {"placeholder": True, "kind": "file", "name": "../../etc/passwd"},
+    ]}
+    user = Node(id="u1", seq=1, created_at=1.0, session_id="s", role="user",
+                output="What does this show?", metadata=meta)
+    item = node_item(user, COUNTER, DEFAULT_RULES, 1.0)
+    assert item is not None and item.files == ()
+    assert item.rendered == ("What does this show?\n\n"
+                             "[image not included in this imported chat: chart.png]\n"
+                             "[file not included in this imported chat: passwd]")
+    only = Node(id="u2", seq=2, created_at=1.0, session_id="s", role="user", output="",
+                metadata=meta)
+    alone = node_item(only, COUNTER, DEFAULT_RULES, 1.0)
+    assert alone is not None and alone.rendered.startswith("[image not included")
+    plain = Node(id="u3", seq=3, created_at=1.0, session_id="s", role="user", output="hi")
+    item3 = node_item(plain, COUNTER, DEFAULT_RULES, 1.0)
+    assert item3 is not None and item3.rendered == "hi" and item3.text_ref == "node"
+
+
 def _manual(commit: ContextCommit, summarize) -> tuple[ContextCommit, ...]:  # type: ignore[no-untyped-def]
     loop = compaction_loop(commit, CompactionRequest(history_budget=3_000, mode="manual"),
                            now=1.0, counter=COUNTER, config=DEFAULT_RULES)
