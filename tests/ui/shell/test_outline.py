@@ -45,7 +45,7 @@ def test_the_first_frame_is_the_outline_and_the_widgets_land_on_it(
         first = paint(qapp, window)
         points = {
             "sidebar": ((40, outline.sidebar[1] + 300), DARK.sidebar),
-            "conversation": ((700, 300), DARK.window),
+            "conversation": ((700, 200), DARK.window),  # above the empty state's text
             "composer card": (inside(outline.card), DARK.base),
             "new chat button": (inside(outline.new_button), DARK.accent),
         }

@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ...services.attach import StagedAttach
+from ..common.chip_flow import ChipFlow
 from ..common.elided_label import ElidedLabel
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
@@ -24,6 +25,10 @@ class _Diamond(QWidget):
         painter = QPainter(self)
         dark = colors_of(self.palette()).dark
         draw_icon(painter, "attach", QRectF(0, 0, 12, 12), QColor("#a98bfa" if dark else "#8b5cf6"))
+
+
+SOURCE_MAX_W = 220  # a chip's source title elides past this
+HEAD_MAX_W = 180  # and its head preview past this
 
 
 def format_tokens(tokens: int) -> str:
@@ -63,10 +68,11 @@ class AttachChip(QFrame):
         font = self.source.font()
         font.setBold(True)
         self.source.setFont(font)
-        self.head = QLabel()
+        self.source.setMaximumWidth(SOURCE_MAX_W)
+        # elided to the room the chip is given, at most HEAD_MAX_W: a narrow window narrows it
+        self.head: QLabel = ElidedLabel(staged.head_preview)
         self.head.setObjectName("AttachChipHead")
-        metrics = self.head.fontMetrics()
-        self.head.setText(metrics.elidedText(staged.head_preview, Qt.TextElideMode.ElideRight, 180))
+        self.head.setMaximumWidth(HEAD_MAX_W)
         self.cost = QLabel(format_tokens(staged.tokens))
         self.cost.setObjectName("AttachChipCost")
         self.cost.setStyleSheet(f"color: {colors.muted};")
@@ -82,29 +88,30 @@ class AttachChip(QFrame):
             row.addWidget(w)
 
 
-class AttachChipBar(QWidget):
-    """The chips staged for the next message of the current chat; hidden when empty."""
+class AttachChipBar(ChipFlow):
+    """The chips staged for the next message of the current chat, wrapped into lines within the
+    composer's width (never widening the window); hidden when empty."""
 
     removeRequested = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("AttachChipBar")
-        self._row = QHBoxLayout(self)
-        self._row.setContentsMargins(0, 0, 0, 2)
-        self._row.setSpacing(6)
-        self._row.addStretch(1)
         self.chips: list[AttachChip] = []
         self.setVisible(False)
 
+    def chip_widgets(self) -> list[AttachChip]:
+        return self.chips
+
     def set_staged(self, staged: list[StagedAttach]) -> None:
         for chip in self.chips:
-            self._row.removeWidget(chip)
+            chip.hide()
             chip.deleteLater()
         self.chips = []
         for item in staged:
             chip = AttachChip(item, self)
             chip.removeRequested.connect(self.removeRequested)
-            self._row.insertWidget(len(self.chips), chip)
+            chip.show()
             self.chips.append(chip)
         self.setVisible(bool(self.chips))
+        self.place()

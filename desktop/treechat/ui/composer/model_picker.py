@@ -20,6 +20,9 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
     QTreeWidget,
     QTreeWidgetItem,
     QTreeWidgetItemIterator,
@@ -31,7 +34,7 @@ from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QHideEvent, QKeyEvent
+    from PySide6.QtGui import QHideEvent, QKeyEvent, QPaintEvent
 
     from ...services.models import ModelChoice
 
@@ -288,8 +291,13 @@ class ModelPickerPopup(QFrame):
         return False
 
 
+PICKER_MIN_CHARS = 14  # how narrow the picker may get, in average characters
+
+
 class ModelPicker(QComboBox):
-    """The combo box in the composer; its popup is `ModelPickerPopup`."""
+    """The combo box in the composer; its popup is `ModelPickerPopup`. It asks for the room
+    its longest name needs but makes do with less: the name then ends in an ellipsis, never
+    cut mid-letter, and the window is never widened for it."""
 
     refreshRequested = Signal()
 
@@ -298,6 +306,34 @@ class ModelPicker(QComboBox):
         self.popup = ModelPickerPopup(self)
         self.popup.chosen.connect(self._chosen)
         self.popup.refreshRequested.connect(self.refreshRequested)
+
+    def minimumSizeHint(self) -> QSize:
+        full = super().minimumSizeHint()
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        metrics = self.fontMetrics()
+        least = self.style().sizeFromContents(
+            QStyle.ContentsType.CT_ComboBox, opt,
+            QSize(metrics.averageCharWidth() * PICKER_MIN_CHARS, metrics.height()), self)
+        return QSize(min(full.width(), least.width()), full.height())
+
+    def shown_text(self) -> str:
+        """The name as drawn: the current one, elided to the room the button has."""
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        room = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
+                                           QStyle.SubControl.SC_ComboBoxEditField, self)
+        return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideRight,
+                                             max(0, room.width() - 2))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        # QComboBox draws its text clipped at the arrow; this draws it elided instead.
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        opt.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
     def showPopup(self) -> None:
         popup = self.popup

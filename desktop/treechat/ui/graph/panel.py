@@ -13,7 +13,10 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.sessions import SessionView
+from ..common.elided_label import ElidedLabel
 from .view import HistoryGraphView
+
+MERGE_WIDEST = "Merge 99…"  # the merge button is as wide as this whatever it says
 
 
 class HistoryGraphPanel(QWidget):
@@ -41,11 +44,15 @@ class HistoryGraphPanel(QWidget):
         self.zoom_in_button = button("+", "Zoom in (+)", lambda: self.view.zoom_by(1.25))
         self.fit_button = button("Fit", "Fit the whole graph (0)", self.view.fit_all)
         self.head_button = button("HEAD", "Go to HEAD (H)", self._go_head)
-        self.summary = QLabel("")
+        self.summary: QLabel = ElidedLabel("")  # elides: the dock never widens for it
         self.summary.setObjectName("EmptyHint")
         bar.addWidget(self.summary, 1)
         self.merge_button = button("Merge…", "Merge the selected branch heads", self._merge)
         self.merge_button.setEnabled(False)
+        # one width for "Merge…" and "Merge 2…": the toolbar does not shift as heads are picked
+        self.merge_button.setText(MERGE_WIDEST)
+        self.merge_button.setMinimumWidth(self.merge_button.sizeHint().width())
+        self.merge_button.setText("Merge…")
         self.hint = QLabel("Click a node (or arrows, Enter) to check it out · drag it onto "
                            "the message box to attach it · Ctrl+click heads to merge them")
         self.hint.setObjectName("EmptyHint")

@@ -57,6 +57,7 @@ class ErrorBanner(QFrame):
 
         self.title = QLabel("")
         self.title.setObjectName("ErrorTitle")
+        self.title.setWordWrap(True)  # a long title wraps: the banner never widens the window
         self.message = QLabel("")
         self.message.setObjectName("ErrorMessage")
         self.message.setWordWrap(True)
@@ -69,6 +70,8 @@ class ErrorBanner(QFrame):
         self._buttons: dict[str, QPushButton] = {}
         self._actions = QHBoxLayout()
         self._actions.setSpacing(6)
+        self._actions.addStretch(1)  # the buttons sit right, under the words
+        text.addLayout(self._actions)  # not beside them: the banner never widens the column
         self.close_button = QPushButton("✕")
         self.close_button.setObjectName("BannerClose")
         self.close_button.setAccessibleName("Dismiss message")
@@ -79,7 +82,6 @@ class ErrorBanner(QFrame):
         row.setContentsMargins(14, 10, 8, 10)
         row.setSpacing(10)
         row.addLayout(text, 1)
-        row.addLayout(self._actions)
         row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
 
         self._timer = QTimer(self)

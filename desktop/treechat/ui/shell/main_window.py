@@ -25,7 +25,7 @@ from .outline import (
 )
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
     from PySide6.QtWidgets import (
         QDockWidget,
         QLabel,
@@ -48,6 +48,7 @@ DOCK_WIDTH = 380
 # The dock's least width, set rather than taken from its tabs' contents: it keeps its width
 # across its tabs, and with it open the window still fits a 1280-px screen.
 DOCK_MIN_WIDTH = 300
+FRAME_ALLOWANCE = 32  # a title bar's height, before the window manager says what its frame is
 SHORTCUTS_HELP = (
     ("Ctrl+N", "New chat"),
     ("Ctrl+K", "Search all chats"),
@@ -86,6 +87,8 @@ class MainWindow(QMainWindow):
         geometry = prefs.value("window/geometry") if prefs is not None else None
         if isinstance(geometry, QByteArray | bytes) and geometry:
             self.restoreGeometry(QByteArray(geometry))
+        self.fit_to_screen(move=bool(geometry))
+        self._fitted_shown = False
         saved = prefs.value(OUTLINE_KEY) if prefs is not None else None
         self.shell = ShellView(Outline.decode(saved), shell_colors(prefs))
         self.setCentralWidget(self.shell)
@@ -485,7 +488,33 @@ class MainWindow(QMainWindow):
                 self.prefs.setValue(OUTLINE_KEY, outline_of(self).encode())
         self.prefs.sync()
 
+    def fit_to_screen(self, move: bool = True) -> None:
+        """Keep the window within its screen's free area (panels aside): no bigger than it,
+        and, with `move`, inside it. A fresh window on a small laptop, or a geometry saved on
+        a bigger screen, is brought down to what this screen shows."""
+        free = self.screen().availableGeometry()
+        inner, frame = self.geometry(), self.frameGeometry()
+        shown = self.isVisible() and frame != inner
+        extra_w = frame.width() - inner.width() if shown else 0
+        extra_h = frame.height() - inner.height() if shown else FRAME_ALLOWANCE
+        width = min(inner.width(), free.width() - extra_w)
+        height = min(inner.height(), free.height() - extra_h)
+        if (width, height) != (inner.width(), inner.height()):
+            self.resize(width, height)
+        if move:
+            x = min(max(self.x(), free.left()), free.right() + 1 - width - extra_w)
+            y = min(max(self.y(), free.top()), free.bottom() + 1 - height - extra_h)
+            if (x, y) != (self.x(), self.y()):
+                self.move(x, y)
+
     # --- events --------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._fitted_shown:
+            self._fitted_shown = True
+            # once the window manager has framed it, fit the frame too
+            QTimer.singleShot(0, self.fit_to_screen)
 
     def event(self, event: QEvent) -> bool:
         handled = super().event(event)
