@@ -237,3 +237,23 @@ def test_a_chips_cost_is_the_dialogs_attachments_figure_after_sending(
     assert occ is not None and occ.basis == "measured"
     rows = {r[0]: int(r[1].replace(",", "")) for r in dialog.table_rows()}
     assert rows["Attachments"] == cost
+
+
+def test_a_new_chat_counts_its_chips_against_the_chosen_models_window(
+    desk: Desk, aio: Aio
+) -> None:
+    async def scenario() -> None:
+        desk.controller.new_chat()
+        ring = desk.composer.ring
+        assert ring.occupancy is None and ring.label() == "–"
+        files = desk.controller.attachments
+        files.add_data(b"The key is under the mat.\n" * 40, "notes.txt")
+        await aio.until(lambda: files.current() and files.current()[0].tokens
+                        and ring.pending > 0, what="the chip counted")
+        chip = files.current()[0].tokens
+        assert chip is not None and ring.pending == chip
+        window = (await desk.services.chat.model_endpoint(desk.composer.current_model())).window
+        assert ring.label() == fmt.percent(chip / window)
+        assert fmt.new_chat_pending_text(chip, window) in ring.toolTip()
+
+    aio.run(scenario(), timeout=120)

@@ -71,16 +71,21 @@ class OccupancyController:
             typed = 0
             if text.strip() and not command:
                 typed = await asyncio.to_thread(c.services.engine.counter.count, text)
+            total = typed + files + attaches
+            window = 0
+            if self.record is None and total > 0:  # a new chat: the chosen model's window
+                window = (await c.chat_service.model_endpoint(c.models.selected())).window
             if token == self._pending_token:
-                self.set_pending(typed + files + attaches)
+                self.set_pending(total, window)
 
         c.spawn(work(), name="pending-tokens")
 
-    def set_pending(self, tokens: int) -> None:
-        """One figure for what the box holds, in the ring, the Context tab and /context."""
+    def set_pending(self, tokens: int, window: int = 0) -> None:
+        """One figure for what the box holds, in the ring, the Context tab and /context
+        (`window`: the chosen model's, for a new chat, which has no record yet)."""
         c = self._c
         self.pending = tokens
-        c.parts.composer.ring.set_pending(tokens)
+        c.parts.composer.ring.set_pending(tokens, window)
         c.history.timeline.set_pending(tokens)
         if self._dialog is not None:
             self._dialog.set_pending(tokens)
@@ -101,6 +106,8 @@ class OccupancyController:
         if occ is not None and c.current_session_id is not None:
             self._by_session[c.current_session_id] = occ
         c.parts.composer.set_occupancy(occ)
+        if occ is None and self.pending > 0:
+            self.pending_changed()  # a new chat counts what the box holds on its own
         dialog = self._dialog
         if dialog is not None:
             dialog.set_occupancy(occ)

@@ -182,6 +182,13 @@ def pending_text(occ: Occupancy | None, pending: int) -> str:
             f"{tokens(total)} / {tokens(occ.window)} tokens ({percent(share)})")
 
 
+def new_chat_pending_text(pending: int, window: int) -> str:
+    """The same figure for a chat not started yet (its system prompt comes on top)."""
+    share = pending / window if window > 0 else 1.0
+    return (f"With what you are typing and attaching: {tokens(pending)} / {tokens(window)} "
+            f"tokens ({percent(share)}), before the system prompt of the new chat")
+
+
 def tooltip(occ: Occupancy, pending: int = 0) -> str:
     carried = carried_text(occ)
     waiting = pending_text(occ, pending)

@@ -26,6 +26,7 @@ class OccupancyRing(QAbstractButton):
         super().__init__(parent)
         self._occupancy: Occupancy | None = None
         self._pending = 0  # tokens of what the box holds: typed text and chips
+        self._window = 0  # the chosen model's window, for a new chat (no record yet)
         self.setObjectName("OccupancyRing")
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
@@ -53,7 +54,7 @@ class OccupancyRing(QAbstractButton):
         holds. The ring's figure counts it; the tooltip names both."""
         occ = self._occupancy
         if occ is None:
-            return 0.0
+            return min(1.0, self._pending / self._window) if self._window > 0 else 0.0
         if occ.window <= 0:
             return 1.0
         return min(1.0, max(0.0, (occ.total_used + self._pending) / occ.window))
@@ -62,16 +63,20 @@ class OccupancyRing(QAbstractButton):
         """The short figure painted beside the ring."""
         occ = self._occupancy
         if occ is None:
+            if self._pending > 0 and self._window > 0:
+                return fmt.percent(self._pending / self._window)
             return "–"
         if self._pending <= 0:
             return fmt.percent(occ.fraction)
         return fmt.percent((occ.total_used + self._pending) / occ.window
                            if occ.window > 0 else 1.0)
 
-    def set_pending(self, tokens: int) -> None:
-        if tokens == self._pending:
+    def set_pending(self, tokens: int, window: int = 0) -> None:
+        """`window`: the chosen model's, for a new chat that has no record yet."""
+        if tokens == self._pending and window == self._window:
             return
         self._pending = max(0, tokens)
+        self._window = max(0, window)
         self._refresh_text()
         self.update()
 
@@ -83,7 +88,11 @@ class OccupancyRing(QAbstractButton):
 
     def _refresh_text(self) -> None:
         occ = self._occupancy
-        if occ is None:
+        if occ is None and self._pending > 0 and self._window > 0:
+            text = fmt.new_chat_pending_text(self._pending, self._window)
+            self.setToolTip(f"{text}\nClick for the breakdown (/context)")
+            self.setAccessibleDescription(text)
+        elif occ is None:
             self.setToolTip("Context usage appears once a chat is open")
             self.setAccessibleDescription("No chat open")
         else:
@@ -113,7 +122,7 @@ class OccupancyRing(QAbstractButton):
         ahead = self.next_fraction
         # Qt angles are 1/16 degree, counter-clockwise from 3 o'clock: start at 12, run
         # clockwise.
-        if self._occupancy is not None and ahead > fraction:
+        if ahead > fraction:
             # what the box holds, paler, after the request's own share
             waiting = QColor(level_color(ahead, colors))
             waiting.setAlphaF(0.45)
