@@ -334,7 +334,8 @@ def test_a_detected_server_appears_then_is_marked_unreachable(
         picker.showPopup()
         assert "LM Studio (detected)" in headings(picker.popup)
         (item,) = picker.popup.items()
-        assert item.text(0) == "qwen2.5-7b-instruct" and "unpriced" in item.text(1)
+        # a model on this computer costs nothing: "free", not "unpriced"
+        assert item.text(0) == "qwen2.5-7b-instruct" and item.text(1).endswith("· free")
         lab.stop()
         stopped = True
         picker.popup.refresh_button.click()

@@ -134,7 +134,9 @@ def test_ring_and_dialog_agree_through_compaction_and_model_switch(
         await desk.controller.tasks.idle()
         switched = ring_and_dialog_agree(desk)
         assert switched.window == 128_000
-        assert BIG_MODEL in dialog.model_label.text()
+        # named as the picker names it, once
+        assert dialog.model_label.text().startswith("Loopback GPT-4o · 128,000-token window")
+        assert BIG_MODEL not in dialog.model_label.text()
         stored = desk.services.store.call(lambda r: r.get_session("long"))
         assert stored is not None and stored.model == BIG_MODEL
 
