@@ -90,7 +90,7 @@ class OccupancyRing(QAbstractButton):
         occ = self._occupancy
         if occ is None and self._pending > 0 and self._window > 0:
             text = fmt.new_chat_pending_text(self._pending, self._window)
-            self.setToolTip(f"{text}\nClick for the breakdown (/context)")
+            self.setToolTip(text)
             self.setAccessibleDescription(text)
         elif occ is None:
             self.setToolTip("Context usage appears once a chat is open")
