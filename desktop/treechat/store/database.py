@@ -125,6 +125,7 @@ class _WriteGate:
         self.path = path
         self._done = threading.Event()
         self.report: IntegrityReport | None = None
+        self.interrupted = False  # settled by a close or release before the check finished
 
     def settle(self, report: IntegrityReport) -> None:
         """Record what was found; the first damage found stays the answer."""
@@ -264,6 +265,7 @@ class Store:
             except Exception as exc:  # DuckDB itself failed
                 report = IntegrityReport(self.path, problem=f"it could not be checked ({exc})")
             if self._check_stopped:  # interrupted (close, release): nothing learnt, none waits
+                gate.interrupted = True
                 gate.settle(IntegrityReport(self.path))
                 return
             if not report.ok:
@@ -320,7 +322,8 @@ class Store:
         if not self.released:
             return
         same_file = self._identity is not None and self._identity == _file_identity(self.path)
-        earlier = self._gate.report if same_file else None
+        # a check cut short by the release learnt nothing: the file is checked again
+        earlier = self._gate.report if same_file and not self._gate.interrupted else None
         con, damage, verified = _connect(self.path)
         if damage is None and verified is None and earlier is not None:
             damage, verified = (None, earlier) if earlier.ok else (earlier, None)
