@@ -205,6 +205,12 @@ def test_the_model_picker_elides_its_name_with_an_ellipsis(
         desk.window.resize(1280, 720)
         await aio.settle(0.2)
         shoot(desk, "picker")
+        # a name with room enough is shown whole
+        short = ModelChoice(MODEL, "Bundled · SmolLM2 135M", "openai",
+                            api_base=desk.provider.openai_base)
+        composer.set_models([short], MODEL)
+        await aio.settle(0.2)
+        assert composer.picker.shown_text() == "Bundled · SmolLM2 135M"
 
     aio.run(scenario())
 

@@ -323,8 +323,10 @@ class ModelPicker(QComboBox):
         self.initStyleOption(opt)
         room = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
                                            QStyle.SubControl.SC_ComboBoxEditField, self)
-        return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideRight,
-                                             max(0, room.width() - 2))
+        metrics = self.fontMetrics()
+        if metrics.horizontalAdvance(opt.currentText) <= room.width():  # as Qt sizes it
+            return opt.currentText
+        return metrics.elidedText(opt.currentText, Qt.TextElideMode.ElideRight, room.width())
 
     def paintEvent(self, event: QPaintEvent) -> None:
         # QComboBox draws its text clipped at the arrow; this draws it elided instead.

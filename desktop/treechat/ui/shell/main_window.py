@@ -25,7 +25,7 @@ from .outline import (
 )
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
+    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QMoveEvent, QShowEvent
     from PySide6.QtWidgets import (
         QDockWidget,
         QLabel,
@@ -83,12 +83,13 @@ class MainWindow(QMainWindow):
         self._model_name: Callable[[str], str] = str  # until the services name models
         self._dock_tabs: QTabWidget | None = None
 
+        self._fitted_shown = False
+        self._fit_framed = False  # shown, not yet fitted with the window manager's frame
         self.resize(*DEFAULT_SIZE)
         geometry = prefs.value("window/geometry") if prefs is not None else None
         if isinstance(geometry, QByteArray | bytes) and geometry:
             self.restoreGeometry(QByteArray(geometry))
         self.fit_to_screen(move=bool(geometry))
-        self._fitted_shown = False
         saved = prefs.value(OUTLINE_KEY) if prefs is not None else None
         self.shell = ShellView(Outline.decode(saved), shell_colors(prefs))
         self.setCentralWidget(self.shell)
@@ -513,8 +514,19 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._fitted_shown:
             self._fitted_shown = True
-            # once the window manager has framed it, fit the frame too
-            QTimer.singleShot(0, self.fit_to_screen)
+            self._fit_framed = True
+            QTimer.singleShot(0, self._fit_once_framed)
+
+    def moveEvent(self, event: QMoveEvent) -> None:
+        super().moveEvent(event)
+        # the window manager places and frames a new window after it is shown: fit it then,
+        # frame and all (once; where the user drags it later is theirs)
+        self._fit_once_framed()
+
+    def _fit_once_framed(self) -> None:
+        if self._fit_framed and self.frameGeometry() != self.geometry():
+            self._fit_framed = False
+            self.fit_to_screen()
 
     def event(self, event: QEvent) -> bool:
         handled = super().event(event)
