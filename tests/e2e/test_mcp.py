@@ -266,7 +266,11 @@ async def test_a_summarized_mcp_result_is_fenced_as_untrusted(
     session = await services.chat.sessions.create()
     await services.chat.send(session.id, "ask alpha")
     for n in range(3):
-        loopback.queue(Reply(text=f"Reply {n}."))
+        # turns long enough that a summary of them is smaller than they are (a fold that
+        # saves nothing is not made)
+        loopback.queue(Reply(text=" ".join(
+            f"Reply {n}, point {k}: the river at station {n * 10 + k} rose by {k} cm overnight."
+            for k in range(40))))
         await services.chat.send(session.id, f"message {n}")
     await services.chat.compact(session.id)
     loopback.queue(Reply(text="Last."))
