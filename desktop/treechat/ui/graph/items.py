@@ -5,6 +5,7 @@ handful of calls when zoomed out."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,13 +59,18 @@ def node_kind(node: Node) -> str:
     return node.role
 
 
+# Characters Markdown syntax needs; text without any reads the same rendered (no parse).
+_MARKUP = re.compile(r"[*_`#\[\]~|\\<>-]|^\s*\d+[.)]\s", re.MULTILINE)
+
+
 def label_for(node: Node) -> str:
     """The one line shown beside a node when zoomed in."""
     if node.role == "tool":
         return node.name or "tool"
     raw = node.text[:1200]
     # a reply shows as Markdown: its label has the words it shows, not the syntax
-    shown = markdown_text(raw) if node.role == "assistant" else raw
+    shown = (markdown_text(raw) if node.role == "assistant" and _MARKUP.search(raw)
+             else raw)
     text = " ".join(shown.split())[:160]
     if node.is_merge:
         return f"Merge: {text}"
