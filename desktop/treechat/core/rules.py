@@ -342,6 +342,8 @@ def compaction_loop(
     for _ in range(MAX_COMPACTION_ROUNDS):
         plan = plan_compaction(current, replace(request, mode=mode), config=config,
                                pinned=pinned, instructions=instructions)
+        if plan is not None:
+            plan = _gainful(plan, current, counter)
         if plan is None:
             break
         texts = list((yield plan))
@@ -903,6 +905,23 @@ def apply_compaction(
         summary=f"compaction ({plan.mode}): {verb} {folded} items into {applied}",
         max_seq=commit.max_seq, aged_through=aged_through,
     )
+
+
+def _gainful(plan: CompactionPlan, commit: ContextCommit,
+             counter: TokenCounter) -> CompactionPlan | None:
+    """The plan without the runs no summary could make smaller (their fence alone costs as
+    much as they do), so nobody is asked to summarize them; None when none is left."""
+    items = commit.items
+    runs = tuple(
+        run for run in plan.runs
+        if fold_saves(item_tokens("user", fence("", scope=run.request.scope,
+                                                count=_count_covered(items, run.positions)),
+                                  counter),
+                      (items[p] for p in run.positions))
+    )
+    if not runs:
+        return None
+    return plan if len(runs) == len(plan.runs) else replace(plan, runs=runs)
 
 
 def fold_saves(summary_tokens: int, folded: Iterable[ContextItem]) -> bool:

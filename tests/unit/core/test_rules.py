@@ -470,3 +470,20 @@ def test_a_fold_happens_exactly_when_its_summary_is_smaller() -> None:
     assert folded.total_tokens < commit.total_tokens
     too_big = "word " * (cost * 2)
     assert _manual(commit, lambda _r: too_big) == ()
+
+
+def test_runs_no_summary_could_shrink_are_never_sent_to_a_summarizer() -> None:
+    """Two words a message: the summary's fence alone costs more than the run, so no
+    summarizer (a model call, say) is asked for it."""
+    b = ChainBuilder()
+    for word in ("Hi.", "Yes.", "No.", "Why?", "Because.", "Fine."):
+        b.turn(word, "Ok.")
+    (commit,) = _run(b, None, b.nodes, config=DEFAULT_RULES)
+    asked: list[object] = []
+
+    def summarize(request):  # type: ignore[no-untyped-def]
+        asked.append(request)
+        return "x"
+
+    assert _manual(commit, summarize) == ()
+    assert asked == []
