@@ -18,6 +18,7 @@ from tests.support.loopback_server import LoopbackProvider
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB, GRAPH_TAB
+from treechat.ui.occupancy.ring import RING
 from treechat.ui.shell.main_window import FRAME_ALLOWANCE
 
 from .conftest import MODEL, Aio, Desk, Seed, chat_session, close_desk, open_desk
@@ -125,6 +126,9 @@ def test_chips_banners_and_a_long_paste_never_widen_the_window_or_move_the_panel
                         and not window.banner.isHidden(), what="the too-long choice")
         await aio.settle(0.2)
         fits(desk)
+        ring = desk.composer.ring
+        figure = ring.fontMetrics().horizontalAdvance(ring.label())
+        assert ring.label().endswith("%") and ring.width() >= RING + 10 + figure  # not cut
         shoot(desk, "too-long-banner")
         assert (window.sessions.width(), window.dock.width()) == (sidebar, dock)
         assert desk.requests() == 0  # nothing was sent meanwhile

@@ -78,6 +78,7 @@ class OccupancyRing(QAbstractButton):
         self._pending = max(0, tokens)
         self._window = max(0, window)
         self._refresh_text()
+        self.updateGeometry()  # its figure may have grown a digit
         self.update()
 
     def set_occupancy(self, occupancy: Occupancy | None) -> None:
@@ -101,7 +102,9 @@ class OccupancyRing(QAbstractButton):
 
     def sizeHint(self) -> QSize:
         fm = QFontMetrics(self.font())
-        return QSize(RING + 10 + fm.horizontalAdvance("100%"), max(RING + 8, fm.height() + 8))
+        # room for its figure, even past 100% (a paste far larger than the window): never cut
+        text = max(fm.horizontalAdvance("100%"), fm.horizontalAdvance(self.label()))
+        return QSize(RING + 10 + text, max(RING + 8, fm.height() + 8))
 
     def paintEvent(self, event: QPaintEvent) -> None:
         colors = colors_of(self.palette())
