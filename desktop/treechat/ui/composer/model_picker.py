@@ -307,6 +307,17 @@ class ModelPicker(QComboBox):
         self.popup.chosen.connect(self._chosen)
         self.popup.refreshRequested.connect(self.refreshRequested)
 
+    def sizeHint(self) -> QSize:
+        # room for the current name whole (Qt's own hint can lag behind the style's font)
+        hint = super().sizeHint()
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        metrics = self.fontMetrics()
+        need = self.style().sizeFromContents(
+            QStyle.ContentsType.CT_ComboBox, opt,
+            QSize(metrics.horizontalAdvance(opt.currentText), metrics.height()), self)
+        return QSize(max(hint.width(), need.width()), hint.height())
+
     def minimumSizeHint(self) -> QSize:
         full = super().minimumSizeHint()
         opt = QStyleOptionComboBox()
