@@ -149,14 +149,14 @@ def test_sigterm_shuts_down_cleanly_and_releases_the_store(
 def test_window_geometry_is_remembered(tmp_path: Path, qapp: QApplication) -> None:
     window, _prefs, _theme = create_window(qapp, tmp_path)
     window.show()
-    window.resize(770, 540)  # within the offscreen screen (800x600)
+    window.resize(1000, 600)  # within the tests' offscreen screen (1366×768)
     window.dock.show()
     qapp.processEvents()
     window.close()  # the app is asked to close: geometry is saved first
     window.close_now()
     again, _prefs, _theme = create_window(qapp, tmp_path)
     try:
-        assert (again.width(), again.height()) == (770, 540)
+        assert (again.width(), again.height()) == (1000, 600)
         assert not again.dock.isHidden()
     finally:
         again.close_now()
