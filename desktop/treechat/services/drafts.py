@@ -289,9 +289,10 @@ async def store_released(draft: DraftWriter, policy: StoreRelease) -> AsyncItera
         await asyncio.to_thread(journal.discard)
 
 
-async def _reopen(
-    store: Store, draft: DraftWriter, journal: ReplyJournal, policy: StoreRelease
-) -> None:
+async def reopen_within(store: Store, policy: StoreRelease, doing: str) -> None:
+    """Open `store` again after a release, waiting up to `policy.wait_s` while another
+    process holds it (said once through `policy.notify`: "… waiting up to N s to `doing`").
+    Raises `StoreLockedError` once the wait is over, and any other `StoreError` at once."""
     deadline = time.monotonic() + policy.wait_s
     told = False
     while True:
@@ -300,20 +301,29 @@ async def _reopen(
             return
         except StoreLockedError as exc:
             if time.monotonic() >= deadline:
-                await asyncio.to_thread(journal.let_go)
-                raise ReplyKeptError(_kept_message(store, draft, journal, exc.holder),
-                                     journal.path) from None
+                raise
             if not told:
                 told = True
                 policy.notify(
                     f"the conversation store is in use by {exc.holder}; waiting up to "
-                    f"{policy.wait_s:.0f} s to write the reply"
+                    f"{policy.wait_s:.0f} s to {doing}"
                 )
             await asyncio.sleep(policy.poll_s)
-        except StoreError as exc:  # replaced by a newer or damaged file meanwhile
-            await asyncio.to_thread(journal.let_go)
-            raise ReplyKeptError(f"{exc} {_kept_message(store, draft, journal, '')}",
-                                 journal.path) from None
+
+
+async def _reopen(
+    store: Store, draft: DraftWriter, journal: ReplyJournal, policy: StoreRelease
+) -> None:
+    try:
+        await reopen_within(store, policy, "write the reply")
+    except StoreLockedError as exc:
+        await asyncio.to_thread(journal.let_go)
+        raise ReplyKeptError(_kept_message(store, draft, journal, exc.holder),
+                             journal.path) from None
+    except StoreError as exc:  # replaced by a newer or damaged file meanwhile
+        await asyncio.to_thread(journal.let_go)
+        raise ReplyKeptError(f"{exc} {_kept_message(store, draft, journal, '')}",
+                             journal.path) from None
 
 
 def _still_there(repo: Repository, draft: DraftWriter) -> bool:

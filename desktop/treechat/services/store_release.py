@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 
 from ..core.summarize import AsyncSummarizer, SummaryRequest
 from ..store.database import Store, StoreError, StoreLockedError
-from .drafts import StoreRelease
+from .drafts import StoreRelease, reopen_within
 
 
 class StoreNotBackError(StoreError):
@@ -57,27 +56,15 @@ async def store_let_go(
 
 
 async def _reopen(store: Store, policy: StoreRelease, session_id: str, what: str) -> None:
-    deadline = time.monotonic() + policy.wait_s
-    told = False
-    while True:
-        try:
-            await store.areopen()
-            return
-        except StoreLockedError as exc:
-            if time.monotonic() >= deadline:
-                raise StoreNotBackError(
-                    f"the conversation store {store.path} is still in use by {exc.holder}, so "
-                    f"the reply was not asked for after {what}. Your message is kept in "
-                    f"session {session_id[:12]}; ask for its reply again once the store is "
-                    "free (Retry on it in the window)"
-                ) from None
-            if not told:
-                told = True
-                policy.notify(
-                    f"the conversation store is in use by {exc.holder}; waiting up to "
-                    f"{policy.wait_s:.0f} s to go on after {what}"
-                )
-            await asyncio.sleep(policy.poll_s)
+    try:
+        await reopen_within(store, policy, f"go on after {what}")
+    except StoreLockedError as exc:
+        raise StoreNotBackError(
+            f"the conversation store {store.path} is still in use by {exc.holder}, so "
+            f"the reply was not asked for after {what}. Your message is kept in "
+            f"session {session_id[:12]}; ask for its reply again once the store is "
+            "free (Retry on it in the window)"
+        ) from None
 
 
 class StoreFreeSummarizer:
