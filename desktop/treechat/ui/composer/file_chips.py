@@ -8,25 +8,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRect, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QContextMenuEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
-    QSizePolicy,
     QToolButton,
     QWidget,
 )
 
 from ...core.attachments import human_size
+from ..common.chip_flow import ChipFlow
 from ..common.elided_label import ElidedLabel
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
 from .attach_chips import format_tokens
 
-CHIP_SPACING = 6
 NAME_MAX_W = 220  # a chip's name elides past this
 
 
@@ -154,7 +153,7 @@ class FileChip(QFrame):
         self.mark.update()
 
 
-class FileChipBar(QWidget):
+class FileChipBar(ChipFlow):
     """The file chips of the next message, wrapped into lines; hidden when empty."""
 
     removeRequested = Signal(int)
@@ -163,11 +162,11 @@ class FileChipBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("FileChipBar")
-        # never asks the window for width: the chips wrap to what the composer has
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.chips: list[FileChip] = []
-        self._height = 0
         self.setVisible(False)
+
+    def chip_widgets(self) -> Sequence[QWidget]:
+        return self.chips
 
     def set_files(self, states: Sequence[FileChipState]) -> None:
         by_key = {chip.key: chip for chip in self.chips}
@@ -187,55 +186,10 @@ class FileChipBar(QWidget):
             chip.deleteLater()
         self.chips = kept
         self.setVisible(bool(kept))
-        self._place()
+        self.place()
 
     def chip(self, key: int) -> FileChip | None:
         return next((c for c in self.chips if c.key == key), None)
-
-    # --- wrapping ----------------------------------------------------------------------
-
-    def _place(self) -> int:
-        """Put the chips in lines within the bar's width; returns the height they take."""
-        width = max(1, self.width())
-        x = y = line_h = 0
-        for chip in self.chips:
-            hint = chip.sizeHint()
-            w = min(hint.width(), width)
-            if x and x + w > width:
-                x, y = 0, y + line_h + CHIP_SPACING
-                line_h = 0
-            chip.setGeometry(QRect(x, y, w, hint.height()))
-            x += w + CHIP_SPACING
-            line_h = max(line_h, hint.height())
-        height = y + line_h + 2 if self.chips else 0
-        if height != self._height:
-            self._height = height
-            self.updateGeometry()
-        return height
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        x = y = line_h = 0
-        for chip in self.chips:
-            hint = chip.sizeHint()
-            w = min(hint.width(), width)
-            if x and x + w > width:
-                x, y = 0, y + line_h + CHIP_SPACING
-                line_h = 0
-            x += w + CHIP_SPACING
-            line_h = max(line_h, hint.height())
-        return y + line_h + 2 if self.chips else 0
-
-    def sizeHint(self) -> QSize:
-        return QSize(0, self.heightForWidth(max(1, self.width())))
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(0, 0)
-
-    def resizeEvent(self, event: object) -> None:
-        self._place()
 
 
 class PaperclipButton(QToolButton):
