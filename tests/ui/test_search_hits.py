@@ -134,7 +134,7 @@ def test_a_hit_off_the_branch_a_reply_is_being_written_on_leaves_head_alone(
         desk.composer.input.setFocus()
         desk.composer.set_text("Which penguin is the largest?")
         QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
-        await aio.until(lambda: desk.controller.turns.is_running(), what="the reply running")
+        await aio.until(desk.controller.turns.is_running, what="the reply running")
         await aio.until(search(desk, aio, "pelican"), what="the pelican hit")
         said: list[str] = []  # every status line, so a later one cannot hide it
         desk.window.statusBar().messageChanged.connect(said.append)
