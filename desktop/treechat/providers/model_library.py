@@ -33,6 +33,9 @@ from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
+# A look at whether the hub answers at all, before the client's own retries (see `_api`).
+REACH_TIMEOUT_S = 10.0
+REACH_FRESH_S = 60.0
 PART_SUFFIX = ".part"
 MANIFEST_SUFFIX = ".json"
 # Room kept free beyond the file itself, so a download never fills the disk to the last byte.
@@ -183,13 +186,30 @@ class ModelLibrary:
         self._token = token
         self._free_space = free_space or (lambda path: shutil.disk_usage(path).free)
         self._monotonic = monotonic or (clock.monotonic if clock is not None else time.monotonic)
+        self._reached_at = -REACH_FRESH_S  # when the hub last answered (see `_reach`)
 
     # --- the hub -----------------------------------------------------------------------------
 
     def _api(self) -> Any:
+        """The hub's client, once the hub has been seen to answer at all: huggingface_hub
+        retries a refused or unresolvable connection five times with backoff (23 s before a
+        search says the hub is unreachable), so one quick look decides that first."""
+        self._reach()
         from huggingface_hub import HfApi
 
         return HfApi(endpoint=self.endpoint, token=self._token, library_name="treechat")
+
+    def _reach(self) -> None:
+        now = self._monotonic()
+        if now - self._reached_at < REACH_FRESH_S:
+            return
+        import httpx
+
+        try:  # any HTTP answer will do: the hub is there
+            httpx.head(self.endpoint, timeout=REACH_TIMEOUT_S, follow_redirects=False)
+        except httpx.HTTPError as exc:
+            raise ConnectionError(_why(exc) or "no answer") from exc
+        self._reached_at = now
 
     def search(self, query: str, *, limit: int = 30) -> list[HubRepo]:
         """GGUF repositories on the hub matching `query`, most downloaded first."""
