@@ -242,7 +242,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         detected = " (detected)" if g.detected and g.state == "detected" else ""
         print(f"{g.label}{detected}{mark}" + (f": {g.reason}" if g.reason else ""))
         for c in g.models:
-            print(f"  {c.id:<44} {_window(c):>16}  {_price(c)}")
+            print(f"  {c.id:<44} {_window(c):>16}  {_price(c, services.models.is_local(c.id))}")
     return 0
 
 
@@ -252,7 +252,11 @@ def _window(choice: Any) -> str:
     return f"{choice.window:,}" + (" (estimated)" if choice.window_estimated else "")
 
 
-def _price(choice: Any) -> str:
+def _price(choice: Any, local: bool = False) -> str:
+    """As the window says it: a model on this computer is free, a hosted one litellm has no
+    price for is unpriced."""
+    if local:
+        return "free"
     if choice.price_in is None:
         return "unpriced"
     return f"${choice.price_in:g} in / ${choice.price_out:g} out per M"

@@ -62,7 +62,7 @@ def test_add_list_send_and_remove_without_a_key(tmp_path: Path, ollama: OllamaSe
         "price_out_per_million": None, "available": True,
     }
     table = treechat(env, "models")
-    assert "box/llama3.2:3b" in table.stdout and "131,072  unpriced" in table.stdout
+    assert "box/llama3.2:3b" in table.stdout and "131,072  free" in table.stdout
 
     sent = treechat(env, "send", "--new", "Hello there", "--model", "box/llama3.2:3b")
     assert sent.returncode == 0, sent.stderr
