@@ -281,3 +281,8 @@ def test_unsent_text_survives_a_restart(
 
     aio.run(reopen())
     assert second.composer.text() == "half a thought, not sent"
+
+
+def test_the_message_box_has_the_keyboard_once_the_window_is_ready(desk: Desk) -> None:
+    """A person who opens the app and types is typing a message, without a click first."""
+    assert desk.window.focusWidget() is desk.composer.input

@@ -413,6 +413,8 @@ class MainWindow(QMainWindow):
             action.setEnabled(ready)
         if ready:
             self.empty_title.setText("What shall we talk about?")
+            # the first thing a person does is type: the message box has the keyboard
+            self.composer.focus_input()
 
     def show_store_error(self, message: str) -> None:
         """The store could not be opened: say why, keep the window usable for reading it."""
