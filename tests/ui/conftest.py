@@ -86,6 +86,17 @@ def litellm_warm() -> None:
 
 
 @pytest.fixture(autouse=True)
+def collect_on_the_gui_thread(qapp: QApplication) -> Iterator[None]:
+    """What a test left for deletion is deleted, and its Python wrappers collected, here on
+    the GUI thread. Left to a garbage collection that happens to run on a worker thread (a
+    store or provider thread, minutes later), a Qt object with a timer is destroyed off its
+    thread and a later event loop pass crashes."""
+    yield
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
 def restore_app_look(qapp: QApplication) -> Iterator[None]:
     """A window's theme is application-wide (style, palette, style sheet, font); put the
     application back as it was so tests do not see each other's look."""
