@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ FileSource = Callable[[str], list[PreparedFile]]
 # Asked before a message is sent (text, model): False keeps it unsent (the check says why).
 Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
 EventSink = Callable[[TurnEvent], None]
+# a held message made ready to send: its text, the files with it, what the composer gets back
+Held = tuple[str, Sequence[PreparedFile], str | None]
 
 PENDING_PREFIX = "pending-"
 # Shorter than this, a message fits any window a model has (a token is at least a character
@@ -140,27 +142,26 @@ class TurnController:
 
     def send_cut(self) -> None:
         """Send the message that did not fit, cut to the room the window leaves it."""
-        held, self._too_long = self._too_long, None
-        if held is None or self.is_running() or self._sending:
-            return
-        text, fit = held
-        self._sending = True
-        self._c.parts.composer.clear_if(text)
+        async def cut(text: str, fit: MessageFit) -> Held:
+            return await self._chat.cut_to_fit(text, fit), (), None
 
-        async def work() -> None:
-            try:
-                cut = await self._chat.cut_to_fit(text, fit)
-            except Exception:
-                self._sending = False
-                self._c.parts.composer.restore(text)
-                raise
-            await self._send(cut, checked=True)
-
-        self._c.spawn(work(), name="send-cut")
+        self._send_held(cut, "send-cut")
 
     def send_as_file(self) -> None:
         """Send the message that did not fit as an attached text file: kept whole in the
         chat, read by the model as far as the window's room goes (its start and end)."""
+        async def as_file(text: str, fit: MessageFit) -> Held:
+            room = max(1, fit.room - AS_FILE_FRAMING)
+            prepared = await self._chat.attachments.as_file(text, AS_FILE_NAME, room)
+            return AS_FILE_TEXT, (prepared,), text
+
+        self._send_held(as_file, "send-as-file")
+
+    def _send_held(self, prepare: Callable[[str, MessageFit], Awaitable[Held]],
+                   name: str) -> None:
+        """Send the message held by the too-long choice as `prepare` makes it (the text, the
+        files with it, what the composer gets back if it never starts); the composer gets
+        the message back if preparing it fails."""
         held, self._too_long = self._too_long, None
         if held is None or self.is_running() or self._sending:
             return
@@ -170,15 +171,14 @@ class TurnController:
 
         async def work() -> None:
             try:
-                room = max(1, fit.room - AS_FILE_FRAMING)
-                prepared = await self._chat.attachments.as_file(text, AS_FILE_NAME, room)
+                sent, extra, shown = await prepare(text, fit)
             except Exception:
                 self._sending = False
                 self._c.parts.composer.restore(text)
                 raise
-            await self._send(AS_FILE_TEXT, checked=True, extra=[prepared], shown=text)
+            await self._send(sent, checked=True, extra=extra, shown=shown)
 
-        self._c.spawn(work(), name="send-as-file")
+        self._c.spawn(work(), name=name)
 
     def cancel_too_long(self) -> None:
         """Keep the message that did not fit in the composer, unsent."""

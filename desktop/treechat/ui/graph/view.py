@@ -134,11 +134,8 @@ class HistoryGraphView(QGraphicsView):
     def zoom(self) -> float:
         return self.transform().m11()
 
-    def set_zoom(self, scale: float, anchor: QPointF | None = None) -> None:
-        self.graph_scene.set_label_limit(None)
-        scale = min(MAX_SCALE, max(MIN_SCALE, scale))
-        centre = anchor if anchor is not None else self.mapToScene(
-            self.viewport().rect().center())
+    def _show_at(self, scale: float, centre: QPointF) -> None:
+        """Zoom to `scale` around `centre` as one step (no detail change in between)."""
         self._navigating = True
         try:
             self.resetTransform()
@@ -147,6 +144,13 @@ class HistoryGraphView(QGraphicsView):
         finally:
             self._navigating = False
         self._sync_detail()
+
+    def set_zoom(self, scale: float, anchor: QPointF | None = None) -> None:
+        self.graph_scene.set_label_limit(None)
+        scale = min(MAX_SCALE, max(MIN_SCALE, scale))
+        centre = anchor if anchor is not None else self.mapToScene(
+            self.viewport().rect().center())
+        self._show_at(scale, centre)
 
     def zoom_by(self, factor: float) -> None:
         self.graph_scene.set_label_limit(None)
@@ -200,14 +204,7 @@ class HistoryGraphView(QGraphicsView):
         visible = QRectF(0, 0, vp.width() / scale, vp.height() / scale)
         visible.moveCenter(centre)
         self.graph_scene.reach(visible)  # or the view would centre the smaller scene rect
-        self._navigating = True
-        try:
-            self.resetTransform()
-            self.scale(scale, scale)
-            self.centerOn(centre)
-        finally:
-            self._navigating = False
-        self._sync_detail()
+        self._show_at(scale, centre)
 
     def center_on_node(self, node_id: str, zoom: float | None = None) -> None:
         if node_id not in self.graph_scene.layout:
