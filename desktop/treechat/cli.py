@@ -145,6 +145,32 @@ def window_arguments(words: Sequence[str]) -> list[str] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `treechat` command. Ctrl+C at any instant, even while modules still load, ends it
+    with one line and status 130; run as the command itself (no `argv`), it then leaves at
+    once rather than wait on a thread still importing or a library's shutdown."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("treechat: interrupted", file=sys.stderr)
+        if argv is None:
+            leave_now(130)
+        return 130
+
+
+def leave_now(code: int) -> None:
+    """End the process now: streams flushed, no interpreter shutdown (a daemon thread halfway
+    through an import or a C++ call can hang or abort it)."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     window = window_arguments(words)
     if window is not None:  # the window sets up its log once it has painted
@@ -186,9 +212,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return run_command(args)
-    except KeyboardInterrupt:
-        print("treechat: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `treechat export … | head`: the reader left, nothing to say
         _silence_stdout()
         return 141

@@ -68,6 +68,9 @@ class Reply:
     # `thinking` blocks) and billed as output, as reasoning models do
     finish: str | None = None  # e.g. "length": the reply ran out of tokens
     hold: threading.Event | None = None  # the answer waits until the test sets it
+    stall_after: int | None = None  # after this many pieces the server falls silent, the
+    # connection held open, until it stops
+    endless: bool = False  # the text's pieces again and again, never the end of the stream
 
 
 @dataclass
@@ -604,6 +607,10 @@ class LoopbackProvider:
             if self._stopping.is_set():
                 raise _Cut()
             if is_piece:
+                if reply.stall_after is not None and rec.pieces_sent >= reply.stall_after:
+                    handler.wfile.flush()
+                    self._stopping.wait(120.0)
+                    raise _Cut()
                 if reply.cut_after is not None and rec.pieces_sent >= reply.cut_after:
                     # Drop the connection without the terminating chunk, as a dying proxy does.
                     handler.wfile.flush()
@@ -673,6 +680,9 @@ class LoopbackProvider:
             chunk({"reasoning_content": piece}, piece=True)
         for piece in _pieces(text):
             chunk({"content": piece}, piece=True)
+        while reply.endless:
+            for piece in _pieces(text):
+                chunk({"content": piece}, piece=True)
         for index, call in enumerate(calls):
             chunk(
                 {

@@ -48,6 +48,7 @@ __all__ = [
     "AttachmentLimits",
     "AttachmentPayload",
     "AttachmentService",
+    "linked_elsewhere",
     "PreparedFile",
     "prepare_bytes",
     "prepare_files",
@@ -154,6 +155,22 @@ def prepare_files(
             f"{human_size(limits.max_message_bytes)}"
         )
     return tuple(prepare_path(p, limits, page_images=page_images) for p in paths)
+
+
+def linked_elsewhere(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """One line for each file given by a link: the name says one place, the bytes that are
+    sent come from another, and the person sending should see where."""
+    notes: list[str] = []
+    for p in paths:
+        path = Path(p)
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # missing or a loop: prepare_files says so
+            continue
+        if real != path.absolute() and (path.is_symlink() or any(
+                parent.is_symlink() for parent in path.absolute().parents)):
+            notes.append(f"{safe_name(path.name)} is a link: the file sent is {real}")
+    return tuple(notes)
 
 
 def prepare_path(

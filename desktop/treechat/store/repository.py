@@ -139,8 +139,13 @@ class Repository:
             yield
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
             self._last_seq = saved_seq
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.TransactionException:
+                # DuckDB already ended the transaction when its COMMIT failed (a full disk);
+                # the error to report is that one, not "no transaction is active".
+                pass
             raise
         finally:
             self._in_tx = False
