@@ -3,11 +3,31 @@ headless on the same store and engine. Kept light: the window's start-up goes th
 
 from __future__ import annotations
 
-import argparse
+import os
+import signal
 import sys
-from collections.abc import Sequence
 
-from . import __version__, paths
+
+def leave_on_interrupt(signum: int, frame: object) -> None:
+    """Ctrl+C outside a reply's stream: end at once, with one line. Python's own handler
+    raises KeyboardInterrupt wherever the main thread is, which can be inside an import's
+    module lock (left held: a later import hangs) or a library's cleanup (a traceback)."""
+    os.write(2, b"treechat: interrupted\n")
+    os._exit(130)
+
+
+def _run_as_the_command() -> bool:
+    return __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") in (
+        "treechat", "treechat.exe")
+
+
+if _run_as_the_command():  # before anything else loads: Ctrl+C in the first instant too
+    signal.signal(signal.SIGINT, leave_on_interrupt)
+
+import argparse  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+from . import __version__, paths  # noqa: E402
 
 DATA_DIR_HELP = (
     f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
@@ -170,12 +190,18 @@ def leave_now(code: int) -> None:
     os._exit(code)
 
 
+def _default_interrupt() -> None:
+    if signal.getsignal(signal.SIGINT) is leave_on_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     window = window_arguments(words)
     if window is not None:  # the window sets up its log once it has painted
         from .app import main as run_app
 
+        _default_interrupt()
         return run_app(window)
     parser = build_parser()
     from .commands_mcp import split_command_tail
@@ -192,6 +218,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:  # the window sets up its log once it has painted
         from .app import main as run_app
 
+        _default_interrupt()
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
     from .logs import configure_logging
 
@@ -210,6 +237,8 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.error(str(exc))
     from .commands import run as run_command
 
+    if args.command != "send":  # `send` stops its reply gracefully itself; the others are
+        _default_interrupt()  # interrupted the usual way (a download pauses, and says so)
     try:
         return run_command(args)
     except BrokenPipeError:  # `treechat export … | head`: the reader left, nothing to say

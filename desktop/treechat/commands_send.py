@@ -58,8 +58,8 @@ def normalize_send_args(args: argparse.Namespace) -> None:
 
 # Every path into a message honours the cap an attached set of files does; a pipe or a FIFO
 # that goes silent for this long (or a read that runs past the total) ends with one line.
-MESSAGE_READ_IDLE_S = 60.0
-MESSAGE_READ_TOTAL_S = 300.0
+MESSAGE_READ_IDLE_S = 30.0
+MESSAGE_READ_TOTAL_S = 120.0
 
 
 def message_bounds(interactive: bool = False) -> Bounds:
@@ -247,6 +247,9 @@ def _reply(
             await services.close()
 
     kept: ReplyKeptError | None = None
+    # Ctrl+C outside the stream does what it did before it (the command ends at once);
+    # the loop's handler, which stops the reply gracefully, replaces it while it runs.
+    before = signal.getsignal(signal.SIGINT)
     try:
         asyncio.run(run())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -256,6 +259,7 @@ def _reply(
     finally:
         for timer in watchdog:
             timer.cancel()
+        _restore_interrupt(before)
     sys.stdout.write("\n")
     sys.stdout.flush()
     if kept is not None:
@@ -313,6 +317,11 @@ def _stop_on_signals(stopped_by: list[str], watchdog: list[threading.Timer]) -> 
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+def _restore_interrupt(handler: Any) -> None:
+    if threading.current_thread() is threading.main_thread() and handler is not None:
+        signal.signal(signal.SIGINT, handler)
 
 
 def _stopped_too_slowly(by: str) -> None:

@@ -2,7 +2,8 @@
 hostile or broken peer would: a given body, a stall after the headers, a trickle of one piece
 at a time, an endless body, a body longer than its declared length.
 
-`RawServer.answer(...)` sets what the next requests get; `url` is where it listens.
+`RawServer.answer(...)` sets what the next requests get (`route(path, ...)` what requests
+to one path get); `url` is where it listens.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Answer:
 class RawServer:
     def __init__(self) -> None:
         self.answer_with = Answer()
+        self.routes: dict[str, Answer] = {}
         self.requests: list[str] = []
         self._stopping = threading.Event()
         server = self
@@ -63,6 +65,10 @@ class RawServer:
         raw = body.encode() if isinstance(body, str) else body
         self.answer_with = Answer(body=raw, **kwargs)
 
+    def route(self, path: str, body: bytes | str = b"", **kwargs: Any) -> None:
+        raw = body.encode() if isinstance(body, str) else body
+        self.routes[path] = Answer(body=raw, **kwargs)
+
     def _pieces(self, answer: Answer) -> Iterator[bytes]:
         while True:
             if answer.piece_every_s:
@@ -75,7 +81,7 @@ class RawServer:
 
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
         self.requests.append(handler.path)
-        answer = self.answer_with
+        answer = self.routes.get(handler.path.split("?")[0], self.answer_with)
         handler.send_response(answer.status)
         handler.send_header("content-type", answer.content_type)
         chunked = answer.endless or answer.piece_every_s > 0 and answer.declared is None

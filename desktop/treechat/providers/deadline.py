@@ -28,6 +28,9 @@ BETWEEN_CHUNKS_TIMEOUT_S = 90.0
 LOCAL_BETWEEN_CHUNKS_TIMEOUT_S = 120.0
 # One answer in all: a reply still streaming after this long is ended and kept as it is.
 TOTAL_TIMEOUT_S = 1800.0
+# No model writes a reply this long (about a million tokens); a server streaming past it is
+# sending something else, and the reply so far is kept rather than grown until memory ends.
+MAX_REPLY_CHARS = 4_000_000
 
 
 def is_local(api_base: str | None) -> bool:
@@ -87,6 +90,19 @@ def stalled_failure(
         retry=True,
         message=f"{said}; the reply so far is kept. Try again, or continue the reply.",
         exception_type="StreamStalled" if which != "total" else "StreamTooLong",
+    )
+
+
+def too_long_failure(received: int, api_base: str | None, model: str) -> ProviderFailure:
+    where = urlsplit(api_base).netloc if api_base else model
+    return ProviderFailure(
+        ErrorKind.SERVER,
+        retry=False,
+        message=(
+            f"{where} sent more than {MAX_REPLY_CHARS:,} characters in one reply, more than "
+            "any model writes; it was stopped there and the reply so far is kept."
+        ),
+        exception_type="ReplyTooLong",
     )
 
 

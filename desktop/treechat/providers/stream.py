@@ -21,11 +21,13 @@ from typing import Any
 from ..core.budget import leading_system
 from . import llm, sse_guard
 from .deadline import (
+    MAX_REPLY_CHARS,
     StreamDeadline,
     between_chunks_timeout,
     first_byte_timeout,
     no_answer_failure,
     stalled_failure,
+    too_long_failure,
     total_timeout,
 )
 from .diagnostics import CacheDiagnostics
@@ -566,10 +568,14 @@ async def _stream_on_this_loop(
         wait = first_byte_timeout(request.connect_timeout, request.api_base)
         deadline = StreamDeadline(
             wait,
-            idle=between_chunks_timeout(request.idle_timeout, request.api_base),
+            # a connection's own timeout is its word on how slow the server may be: the
+            # silence between chunks gets it too
+            idle=between_chunks_timeout(request.idle_timeout or request.connect_timeout,
+                                        request.api_base),
             total=total_timeout(request.total_timeout),
         )
         unreadable = sse_guard.begin()
+        received = 0
         try:
             kwargs = _call_kwargs(request, messages, tools)
             if request.keyless:
@@ -599,6 +605,10 @@ async def _stream_on_this_loop(
                     streamed = True
                     text_parts.append(str(content))
                     yield TextDelta(str(content))
+                received += len(content or "") + len(reasoning or "")
+                if received > MAX_REPLY_CHARS:
+                    failure = too_long_failure(received, request.api_base, request.model)
+                    break
                 for tc in getattr(delta, "tool_calls", None) or []:
                     streamed = True
                     index = int(getattr(tc, "index", 0) or 0)

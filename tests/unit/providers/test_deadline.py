@@ -99,10 +99,10 @@ async def test_a_server_that_falls_silent_mid_answer_ends_after_the_silence_boun
     loopback: LoopbackProvider,
 ) -> None:
     loopback.queue(Reply(text="one two three four five six", stall_after=3))
-    result = await stream_turn(request(loopback.openai_base, 5.0, idle=0.5))
+    result = await stream_turn(request(loopback.openai_base, 5.0, idle=2.0))
     assert result.error is not None
     assert result.error.kind is ErrorKind.OFFLINE and result.error.retry
-    assert "stopped sending for 0.5 s" in result.error.message
+    assert "stopped sending for 2 s" in result.error.message
     assert "the reply so far is kept" in result.error.message
     assert result.text == "one two three"
 
@@ -138,3 +138,18 @@ def test_defaults_never_exceed_two_minutes() -> None:
     # a connection's own setting wins, longer or shorter
     assert deadline.first_byte_timeout(600.0, "http://127.0.0.1:8080/v1") == 600.0
     assert deadline.first_byte_timeout(5.0, "https://api.example.com/v1") == 5.0
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_reply_longer_than_any_model_writes_is_stopped_and_kept(
+    loopback: LoopbackProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from treechat.providers import stream
+
+    monkeypatch.setattr(stream, "MAX_REPLY_CHARS", 2000)
+    loopback.queue(Reply(text="more and more", endless=True))
+    result = await stream_turn(request(loopback.openai_base, 5.0))
+    assert result.error is not None and not result.error.retry
+    assert "in one reply, more than any model writes" in result.error.message
+    assert 2000 < len(result.text) < 2100
