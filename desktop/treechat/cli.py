@@ -3,31 +3,12 @@ headless on the same store and engine. Kept light: the window's start-up goes th
 
 from __future__ import annotations
 
-import os
+import argparse
 import signal
 import sys
+from collections.abc import Sequence
 
-
-def leave_on_interrupt(signum: int, frame: object) -> None:
-    """Ctrl+C outside a reply's stream: end at once, with one line. Python's own handler
-    raises KeyboardInterrupt wherever the main thread is, which can be inside an import's
-    module lock (left held: a later import hangs) or a library's cleanup (a traceback)."""
-    os.write(2, b"treechat: interrupted\n")
-    os._exit(130)
-
-
-def _run_as_the_command() -> bool:
-    return __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") in (
-        "treechat", "treechat.exe")
-
-
-if _run_as_the_command():  # before anything else loads: Ctrl+C in the first instant too
-    signal.signal(signal.SIGINT, leave_on_interrupt)
-
-import argparse  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-
-from . import __version__, paths  # noqa: E402
+from . import __version__, leave_on_interrupt, paths
 
 DATA_DIR_HELP = (
     f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
@@ -180,13 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def leave_now(code: int) -> None:
     """End the process now: streams flushed, no interpreter shutdown (a daemon thread halfway
     through an import or a C++ call can hang or abort it)."""
+    import contextlib
     import os
 
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

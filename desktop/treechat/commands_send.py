@@ -349,6 +349,13 @@ def _print_summary(session_id: str, event: Any, text: str) -> None:
     if node.interrupted:
         parts.append("interrupted")
     print("[" + " · ".join(parts) + "]", file=sys.stderr)
+    unreadable = int(node.metadata.get("unreadable_stream_lines") or 0)
+    if unreadable:
+        print(
+            f"treechat: {unreadable} line(s) of the server's stream could not be read and were "
+            "left out; the reply may be incomplete",
+            file=sys.stderr,
+        )
     occupancy = getattr(event, "occupancy", None)
     _warn_if_cut(text, usage, occupancy)
 

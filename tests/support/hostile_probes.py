@@ -40,7 +40,7 @@ class ProbeResult:
     returncode: int
     seconds: float
     peak_rss_mb: float
-    stderr: str
+    stderr: str  # and standard output, interleaved
     hang: bool
     expect: str = ""
 
@@ -104,8 +104,9 @@ def run_probe(probe: Probe, env: dict[str, str], timeout: float = PROBE_TIMEOUT_
         stdin = feeder.stdout.fileno() if feeder.stdout is not None else None
     with tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        child = subprocess.Popen(list(probe.args), stdin=stdin, stdout=subprocess.DEVNULL,
-                                 stderr=err, env=env)
+        # what it says on either stream is its answer (`connections add` reports on stdout)
+        child = subprocess.Popen(list(probe.args), stdin=stdin, stdout=err, stderr=err,
+                                 env=env)
         if feeder is not None and feeder.stdout is not None:
             feeder.stdout.close()
         signalled = False
@@ -183,14 +184,17 @@ def blank_png(path: Path, width: int, height: int) -> Path:
 
 
 def deep_claude_export(path: Path, depth: int) -> Path:
-    """A Claude.ai export whose one message carries metadata nested `depth` lists deep."""
+    """A Claude.ai export whose assistant calls a tool with arguments nested `depth` lists
+    deep (kept as the call's input, so it reaches what is stored)."""
     inner = "[" * depth + "]" * depth
+    stamp = '"created_at": "2024-01-01T00:00:00Z"'
     path.write_text(
-        '[{"uuid": "c1", "name": "Deep", "created_at": "2024-01-01T00:00:00Z", '
-        '"updated_at": "2024-01-01T00:00:00Z", "chat_messages": [{"uuid": "m1", '
-        '"sender": "human", "text": "hi", "created_at": "2024-01-01T00:00:00Z", '
-        f'"content": [{{"type": "text", "text": "hi", "extra": {inner}}}], '
-        '"attachments": [], "files": []}]}]',
+        f'[{{"uuid": "c1", "name": "Deep", {stamp}, "updated_at": "2024-01-01T00:00:00Z", '
+        f'"chat_messages": [{{"uuid": "m1", "sender": "human", "text": "hi", {stamp}, '
+        '"content": [{"type": "text", "text": "hi"}], "attachments": [], "files": []}, '
+        f'{{"uuid": "m2", "sender": "assistant", "text": "", {stamp}, '
+        '"content": [{"type": "tool_use", "id": "t1", "name": "probe", '
+        f'"input": {{"deep": {inner}}}}}], "attachments": [], "files": []}}]}}]',
         encoding="utf-8",
     )
     return path

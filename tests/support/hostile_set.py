@@ -113,7 +113,7 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
             probes += [
                 Probe(f"Ctrl+C at {at:.2f} s", _send(base, "--new", f"interrupted {i}"),
                       sigint_after=at)
-                for i, at in enumerate(rng.uniform(0.02, 2.5) for _ in range(CTRL_C_PROBES))
+                for i, at in enumerate(rng.uniform(0.1, 2.5) for _ in range(CTRL_C_PROBES))
             ]
             pull_env = {**env, "HF_ENDPOINT": hub_server.url, "HF_HUB_OFFLINE": "0"}
             for probe in probes:

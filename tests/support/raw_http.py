@@ -8,7 +8,6 @@ to one path get); `url` is where it listens.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -84,7 +83,7 @@ class RawServer:
         answer = self.routes.get(handler.path.split("?")[0], self.answer_with)
         handler.send_response(answer.status)
         handler.send_header("content-type", answer.content_type)
-        chunked = answer.endless or answer.piece_every_s > 0 and answer.declared is None
+        chunked = answer.endless or (answer.piece_every_s > 0 and answer.declared is None)
         if answer.declared is not None:
             handler.send_header("content-length", str(answer.declared))
         elif chunked:
@@ -111,7 +110,7 @@ class RawServer:
             if chunked:
                 handler.wfile.write(b"0\r\n\r\n")
                 handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
             return
 
     def stop(self) -> None:

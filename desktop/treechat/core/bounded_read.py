@@ -119,7 +119,7 @@ def read_fd(
     or a device is read in pieces, never more than the cap and one byte."""
     budget = ByteBudget(bounds, what, clock())
     mode = os.fstat(fd).st_mode
-    waitable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) and os.isatty(fd)
+    waitable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
     parts: list[bytes] = []
     while True:
         if waitable:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import paths
+from ..core.bounded_read import human_bytes
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
 
@@ -530,7 +531,7 @@ class _CheckedWriter:
         self._control.check()
         if self._declared is not None and self._pos + len(data) > self._declared:
             raise TooMuchData(
-                f"the server sent more of {self._name} than the {size_text(self._declared)} "
+                f"the server sent more of {self._name} than the {human_bytes(self._declared)} "
                 "the hub declared; the download was stopped and the partial file removed"
             )
         written = self._raw.write(data)

@@ -6,6 +6,7 @@ Nodes are append-only: there is no UPDATE of a node, and DELETE only in an expli
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -140,12 +141,10 @@ class Repository:
             self.con.execute("COMMIT")
         except BaseException:
             self._last_seq = saved_seq
-            try:
+            # DuckDB already ended the transaction when its COMMIT failed (a full disk): the
+            # error to report is that one, not "no transaction is active".
+            with contextlib.suppress(duckdb.TransactionException):
                 self.con.execute("ROLLBACK")
-            except duckdb.TransactionException:
-                # DuckDB already ended the transaction when its COMMIT failed (a full disk);
-                # the error to report is that one, not "no transaction is active".
-                pass
             raise
         finally:
             self._in_tx = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from . import aistudio, chatgpt, claude, deepseek, grok, librechat, openwebui, treechat
@@ -171,9 +172,25 @@ def _without_deep_values(parsed: ParsedExport) -> ParsedExport:
                                    conversation.title))
         else:
             kept.append(conversation)
-    if len(kept) == len(parsed.conversations):
+    kept = _distinct_ids(kept)
+    if len(kept) == len(parsed.conversations) and all(
+            a is b for a, b in zip(kept, parsed.conversations, strict=True)):
         return parsed
     return ParsedExport(parsed.source_format, tuple(kept), tuple(skipped))
+
+
+def _distinct_ids(conversations: list[ImportedConversation]) -> list[ImportedConversation]:
+    """Two conversations of one file that share an id are two chats, not one: the later ones
+    get the id with `#2`, `#3`… (the same every time the file is read, so a second import
+    still finds them imported)."""
+    seen: dict[str, int] = {}
+    out: list[ImportedConversation] = []
+    for conversation in conversations:
+        count = seen.get(conversation.source_id, 0) + 1
+        seen[conversation.source_id] = count
+        out.append(conversation if count == 1 else
+                   replace(conversation, source_id=f"{conversation.source_id}#{count}"))
+    return out
 
 
 def depth_over(value: Any, limit: int) -> bool:
