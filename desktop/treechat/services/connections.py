@@ -127,6 +127,18 @@ class ConnectionService:
         if store is not None:
             self._load(store.call(lambda r: r.get_setting(SETTINGS_CONNECTIONS, [])))
 
+    async def reload(self) -> None:
+        """Read the saved connections again (the store was replaced by a restored backup):
+        what the old file held goes, the restored file's list comes, and listeners hear it."""
+        if self.store is None:
+            return
+        records = await self.store.run(lambda r: r.get_setting(SETTINGS_CONNECTIONS, []))
+        async with self._lock:
+            self._saved.clear()
+            self._state.clear()
+            self._load(records)
+        self._changed()
+
     def _load(self, records: object) -> None:
         for record in records if isinstance(records, list) else []:
             try:
