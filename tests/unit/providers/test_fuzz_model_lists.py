@@ -16,6 +16,7 @@ from tests.support.raw_http import RawServer
 from treechat.providers.connections import Connection, ConnectionProblem, fetch_models
 
 MEMORY_BOUND_MB = 150
+pytestmark = pytest.mark.slow
 OPENAI = {"object": "list", "data": [{"id": "m1", "object": "model", "context_length": 8192},
                                      {"id": "m2", "object": "model"}]}
 OLLAMA = {"models": [{"name": "llama3.2:3b", "model": "llama3.2:3b", "size": 1}]}
