@@ -215,6 +215,8 @@ def _reply(
         notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
     )
     services.chat.config.release_store = release
+    if services.connections is not None:  # a local server probed for the model's address
+        services.connections.release_store = release
     if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
         from .commands_mcp import terminal_approver
 
