@@ -90,7 +90,6 @@ def within_memory_bound() -> Iterator[None]:
     """Every test here together adds at most `MEMORY_BOUND_MB` to the process's peak."""
     before = peak_rss_mb()
     yield
-    print("PEAK", before, peak_rss_mb())
     assert peak_rss_mb() - before <= MEMORY_BOUND_MB
 
 
