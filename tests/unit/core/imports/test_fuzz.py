@@ -22,7 +22,7 @@ FIXTURES = sorted(
     if p.stat().st_size < 64_000
 )
 # What damaging and reading a fixture may add to this process's peak, in MB.
-MEMORY_BOUND_MB = 200
+MEMORY_BOUND_MB = 300
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
