@@ -10,9 +10,10 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.commits import generate_commit
 from tests.support.context_graph import ChainBuilder
 
-from treechat.core.commit import ContextCommit, generate_commit, is_tighter_or_equal
+from treechat.core.commit import ContextCommit, is_tighter_or_equal
 from treechat.core.rules import (
     CLEARED_PLACEHOLDER,
     CompactionRequest,
