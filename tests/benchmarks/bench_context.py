@@ -1,20 +1,25 @@
 """Context engine benchmark: Treechat's engine against peers that trim on the same seeded
 conversations with the same tokenizer, plus prepare() scaling and commit storage growth.
 
-Two generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
+Three generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
 chatter, code, tool results up to 30k characters, an edited message, an attached branch, a
-two-hour pause) and one of real prose (`context_sim.simulate_prose`: the running
-interpreter's standard library docstrings and source files) with facts of three kinds planted
-in plain words: said by the user, concluded by the assistant, and only inside a tool result.
+two-hour pause), one of real prose (`context_sim.simulate_prose`: the running interpreter's
+standard library docstrings and source files) and one of long replies
+(`long_replies.simulate_long_replies`: 300-800 words of the Language Reference a reply, facts
+in several phrasings), the two prose ones with facts of three kinds planted in plain words:
+said by the user, concluded by the assistant, and only inside a tool result. Two more seeds
+of each prose generator, never looked at while tuning, are reported on their own (`_heldout`).
 Each fact is asked about once, later, and is counted at that turn: kept when the request holds
 its key and value together, or (for Treechat) when `recall` for the question returns it in its
 top three.
 
-Arms: Treechat; `trim` (drop the oldest whole turns with Treechat's own 80%->50% hysteresis on
-the same history budget); `trim + summary` (the same trim, the dropped turns condensed by
+Arms: Treechat; `trim` (drop the oldest whole turns, 80%->50% of the same history budget); `trim + summary` (the same trim, the dropped turns condensed by
 Treechat's summarizer); litellm's and langchain's `trim_messages` at the whole prompt
-allowance. Cache reuse is simulated under OpenAI's automatic rule (longest common prefix,
->= 1,024 tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
+allowance; and the same-size trims: langchain's `trim_messages` cut to the size of our request
+at every request, and trims of the same history budget on other schedules; the cheapest of
+those whose requests are on average as large as ours is the `cost_vs_same_size_trim` baseline.
+Cache reuse is simulated under OpenAI's automatic rule (longest common prefix, >= 1,024
+tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
 breakpoint rule priced at Claude Sonnet's (the peers get breakpoints on the system prompt and
 on the last message); prices come from litellm's own table. A request over the window is a
 failure: counted, never priced."""

@@ -12,7 +12,14 @@ import random
 import re
 from dataclasses import dataclass
 
-from .context_sim import ProseConversation, ProseFact, ProseTurn, ToolCall, stdlib_corpus
+from .context_sim import (
+    ProseConversation,
+    ProseFact,
+    ProseTurn,
+    ToolCall,
+    schedule_facts,
+    stdlib_corpus,
+)
 
 # key words (what the request must hold near the value), statements, question, values
 USER_FACTS: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
@@ -232,15 +239,7 @@ def simulate_long_replies(seed: int, turns: int = 210) -> ProseConversation:
             v = rng.choice(values)
             plans.append(ProseFact(kind, key, v, rng.choice(statements).format(v=v),
                                    question, 0))
-    slots = rng.sample(range(2, int(turns * 0.75)), len(plans))
-    for fact, slot in zip(plans, slots, strict=True):
-        fact.turn = slot
-    by_turn = {f.turn: f for f in plans}
-    free = [t for t in range(turns) if t not in by_turn]
-    for fact in plans:
-        fact.ask_turn = rng.choice([t for t in free if fact.turn + 15 <= t < turns])
-        free.remove(fact.ask_turn)
-    asks = {f.ask_turn: f for f in plans}
+    by_turn, asks = schedule_facts(rng, plans, turns)
     out: list[ProseTurn] = []
     now = 1_700_000_000.0
     for i in range(turns):

@@ -74,7 +74,9 @@ def score_lines(text: str) -> list[Finding]:
         words = [w for w in tokens if _PLAIN.fullmatch(w)]
         long_terms = [t for t in ts if len(t) >= 4]
         # Surprise: the share of its terms found on no other line.
-        novel = sum(1 for t in long_terms if df[t] == 1) / len(long_terms) if long_terms else 0.0
+        # (a line of one or two words has too little to say to be surprising)
+        novel = (sum(1 for t in long_terms if df[t] == 1) / len(long_terms)
+                 * min(1.0, len(long_terms) / 3)) if long_terms else 0.0
         prose = len(words) / max(1, len(tokens))
         score = 3.0 * novel + 1.0 * prose
         if len(words) >= 5 and prose >= 0.7:

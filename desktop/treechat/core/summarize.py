@@ -101,6 +101,9 @@ _MAX_UNIT_CHARS = 360
 # past it the weakest go first.
 CARRIED = ("fact", "finding")
 _CARRY_SHARE = 0.6
+# A roll-up condenses summaries whose notes were already picked once: what they carry comes
+# first.
+_ROLLUP_CARRY_SHARE = 0.85
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +196,8 @@ class DeterministicSummarizer:
         units = self._units(request.entries)
         header = _header(request.entries)
         budget = max(16, request.target_tokens - self._counter.count(header))
-        carried = self._carry([u for u in units if u.role in CARRIED],
-                              int(budget * _CARRY_SHARE))
+        share = _CARRY_SHARE if request.level == 0 else _ROLLUP_CARRY_SHARE
+        carried = self._carry([u for u in units if u.role in CARRIED], int(budget * share))
         said = {u.line.split(": ", 1)[-1] for u in carried}
         rest = [u for u in units
                 if u.role not in CARRIED and u.line.split(": ", 1)[-1] not in said]
@@ -216,7 +219,7 @@ class DeterministicSummarizer:
                 unique.append(u)
         used = 0
         kept: list[_Unit] = []
-        for u in sorted(unique, key=lambda u: (u.role != "fact", -u.score, -u.index)):
+        for u in sorted(unique, key=lambda u: (-u.score, -u.index)):
             cost = self._counter.count(u.line) + 1
             if used + cost <= budget:
                 kept.append(u)
@@ -280,8 +283,8 @@ class DeterministicSummarizer:
                     if m is None:
                         continue
                     role = m.group(1)
-                    as_role = {"fact": "user", "finding": "tool"}.get(role, role)
-                    bonus = 2.0 if role in CARRIED else 0.0
+                    as_role = "user" if role in CARRIED else role
+                    bonus = {"fact": 2.0, "finding": 1.5}.get(role, 0.0)
                     units.append(_Unit(len(units), role, line.strip(),
                                        score_sentence(as_role, m.group(3)) + bonus))
                 continue
@@ -290,7 +293,7 @@ class DeterministicSummarizer:
                 found = tool_findings(entry.text, limit=2)
                 for line in found:
                     units.append(_Unit(len(units), "finding", f"- finding ({label}): {line}",
-                                       score_sentence("tool", line) + 2.0))
+                                       score_sentence("user", line) + 1.5))
                 if not found:
                     first = next((ln.strip() for ln in entry.text.splitlines() if ln.strip()),
                                  "")

@@ -25,7 +25,7 @@ def _chat(turns: int, budget: int, *, fact_at: int = -1, tool_fact_at: int = -1,
     commit: ContextCommit | None = None
     out: list[ContextCommit] = []
     for i in range(turns):
-        user = f"Turn {i}: " + " ".join(f"w{i}x{k}" for k in range(60))
+        user = " ".join(f"Part {i}.{k} of the report lists {k * i} rows." for k in range(8))
         if i == fact_at:
             user = f"{user} Also, OUR office is in Tampere since the move."
         tools = []
@@ -33,7 +33,8 @@ def _chat(turns: int, budget: int, *, fact_at: int = -1, tool_fact_at: int = -1,
             code = [f"    total_{k % 7} = step_{k % 11}(rows)  # {k % 3}" for k in range(300)]
             code.insert(170, "# The staging server is kestrel, ask before deploying.")
             tools = [("read_file", "def main(rows):\n" + "\n".join(code))]
-        nodes = b.turn(user, "Noted. " + " ".join(f"r{i}y{k}" for k in range(90)), tools)
+        reply = " ".join(f"Section {k} of part {i} reads fine to me." for k in range(12))
+        nodes = b.turn(user, reply, tools)
         chain = generate_chain(commit, nodes, session_id=b.session_id, head_node_id=b.head or "",
                                now=b.now, counter=COUNTER, config=RULES,
                                compaction=CompactionRequest(history_budget=budget))
@@ -58,7 +59,7 @@ def test_every_roll_up_leaves_the_oldest_summary_byte_identical() -> None:
         old, new = _summaries(before), _summaries(after)
         assert len(old) >= 3 and new[0] == old[0]
     assert rollups >= 5
-    assert all(c.total_tokens <= 4_000 for c in commits[-20:])
+    assert all(c.total_tokens <= 4_000 for c in commits if c.summary.startswith("compaction"))
 
 
 def test_what_the_user_stated_survives_roll_ups_in_any_case() -> None:
