@@ -15,9 +15,10 @@ top three.
 
 Arms: Treechat; `trim` (drop the oldest whole turns, 80%->50% of the same history budget);
 `trim + summary` (the same trim, the dropped turns condensed by Treechat's summarizer);
-litellm's and langchain's `trim_messages` at the whole prompt allowance; the same-size trims: langchain's `trim_messages` cut to the size of our request
-at every request, and trims of the same history budget on other schedules; the cheapest of
-those whose requests are on average as large as ours is the `cost_vs_same_size_trim` baseline.
+litellm's and langchain's `trim_messages` at the whole prompt allowance; the same-size trims
+(langchain's `trim_messages` cut to the size of our request at every request, and trims of
+the same history budget on other schedules): the cheapest of those whose requests are on
+average as large as ours is the `cost_vs_same_size_trim` baseline.
 Cache reuse is simulated under OpenAI's automatic rule (longest common prefix, >= 1,024
 tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
 breakpoint rule priced at Claude Sonnet's (the peers get breakpoints on the system prompt and
