@@ -79,7 +79,7 @@ OPENAI_MIN, OPENAI_STEP = 1024, 128
 ANTHROPIC_MIN, ANTHROPIC_LOOKBACK = 1024, 20
 SEEDS = (11, 23, 37)
 # Seeds no feature was ever looked at or tuned on: their figures are reported on their own.
-HELDOUT_SEEDS = (59, 83)
+HELDOUT_SEEDS = (101, 131)
 TURNS = 210
 LONG_TURNS = 520
 TRIGGER, TARGET = RuleConfig().summarize_trigger, RuleConfig().summarize_target

@@ -104,6 +104,9 @@ _CARRY_SHARE = 0.6
 # A roll-up condenses summaries whose notes were already picked once: what they carry comes
 # first.
 _ROLLUP_CARRY_SHARE = 0.85
+# Only a tool result's lines that stand out this clearly are carried as findings (a typical
+# comment or docstring line of a source file scores about 4): carrying fewer keeps them longer.
+_CARRY_FINDING_SCORE = 4.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +293,7 @@ class DeterministicSummarizer:
                 continue
             if entry.role == "tool":
                 label = entry.name or "tool"
-                found = tool_findings(entry.text, limit=2)
+                found = tool_findings(entry.text, limit=2, min_score=_CARRY_FINDING_SCORE)
                 for line in found:
                     units.append(_Unit(len(units), "finding", f"- finding ({label}): {line}",
                                        score_sentence("user", line) + 1.5))
