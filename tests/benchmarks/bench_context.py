@@ -623,17 +623,6 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
             ours.rollup_whole_openai.append(max(0, prev_total - ours.last_lcp) / prev_total)
             ours.rollup_whole_anthropic.append(
                 max(0, prev_total - ours.a_read[-1]) / prev_total)
-            if os.environ.get("BENCH_DEBUG"):
-                sz = ours.last_prev_sizes
-                cats = [p.category for p in prev_parts]
-                summ = sum(x for x, c in zip(sz, cats, strict=False) if c == "summaries")
-                at = 0
-                while at < min(len(parts), len(prev_parts)) and _fingerprint(
-                        parts[at].message) == _fingerprint(prev_parts[at].message):
-                    at += 1
-                print(f"rollup prev={prev_total} sys={sz[0]+tools_tok} summ={summ} "
-                      f"n_summ={cats.count('summaries')} items={prev_total-summ-sz[0]-tools_tok}"
-                      f" kept_prefix_msgs={at} lcp={ours.last_lcp} new={commit.summary}")
         if ours.last_lcp >= prev_total:
             return
         at = 0
@@ -706,10 +695,6 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
             key = asks.key if prose_fact else ""
             for arm, msgs in [(ours, list(prep.messages)), *arms]:
                 present = holds(request_text(msgs), key, asks.value)
-                if os.environ.get("BENCH_DEBUG") and arm is ours:
-                    txt = request_text(msgs).lower()
-                    print(f"ASK {kind} {key}={asks.value} present={present} "
-                          f"value_in={asks.value.lower() in txt} stated@{asks.turn}")
                 arm.in_request.setdefault(kind, []).append(present)
                 kept = present
                 if arm is ours and not present:
