@@ -184,20 +184,26 @@ class BeamService:
     # --- reading the siblings ------------------------------------------------------
 
     async def siblings(self, session_id: str, node_id: str) -> tuple[SiblingReply, ...]:
-        """Every reply to the message `node_id` is (or the one a reply `node_id` answers), in
-        the order they were written."""
+        """Every reply to the message `node_id` is (or the one a reply `node_id` answers): in
+        the order their models were asked, then in the order they were written."""
 
-        def read(repo: Repository) -> tuple[Any, dict[str, float]]:
+        def read(repo: Repository) -> tuple[Any, dict[str, Any]]:
             view = load_view(repo, session_id)
             node = view.graph.get(node_id)
             message = node if node.role == "user" else view.graph.get(node.predecessor or "")
-            beam = repo.get_setting(BEAM_KEY + message.id) or {}
-            return (view, message), dict(beam.get("first_token_s") or {})
+            return (view, message), dict(repo.get_setting(BEAM_KEY + message.id) or {})
 
-        (view, message), first = await self.store.run(read)
+        (view, message), beam = await self.store.run(read)
+        first: dict[str, float] = dict(beam.get("first_token_s") or {})
+        asked = [str(m) for m in beam.get("models") or ()]
         graph = view.graph
-        heads = [c for c in graph.conversation_children(message.id) if c.role == "assistant"
-                 and c.id not in view.hidden]
+
+        def rank(node: Node) -> tuple[int, int]:  # in the order the models were asked
+            model = str(node.metadata.get("model") or "")
+            return (asked.index(model) if model in asked else len(asked)), node.seq
+
+        heads = sorted((c for c in graph.conversation_children(message.id)
+                        if c.role == "assistant" and c.id not in view.hidden), key=rank)
         chains = [_reply_chain(graph, c) for c in heads]
         costs = await self.chat.spending.reply_costs([n.id for ch in chains for n in ch])
         out = []

@@ -4,6 +4,7 @@ what only one reply says tinted, Continue and Fuse as signals the controller act
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QSignalSpy, QTest
 from pytestqt.qtbot import QtBot
 
@@ -66,9 +67,10 @@ def test_an_edited_instruction_is_kept_when_the_models_are_listed_again(qtbot: Q
     view.set_fuse_models([("m/a", "A")], None, "Default.")
     view.edit_instruction.setChecked(True)
     assert view.instruction.isVisible()
+    view.instruction.moveCursor(QTextCursor.MoveOperation.End)
     QTest.keyClicks(view.instruction, " Mine.")
     view.set_fuse_models([("m/a", "A")], None, "Default.")
-    assert view.instruction.toPlainText().endswith("Mine.")
+    assert view.instruction.toPlainText() == "Default. Mine."
 
 
 def test_the_columns_scroll_together(qtbot: QtBot) -> None:

@@ -85,8 +85,10 @@ def test_one_message_to_three_models_streams_a_column_each(
     desk = desk3
     beam = beam_of(desk)
     gates = [threading.Event() for _ in servers]
-    for server, gate, word in zip(servers, gates, ("MAPLE", "BIRCH", "CEDAR"), strict=True):
-        server.queue(Reply(text=f"I pick {word}.", hold=gate))
+    said = ("Hardwood is best.\n\nMAPLE: hard and pale.", "Hardwood is best.\n\nBIRCH is cheap.",
+            "CEDAR resists rot outdoors.")
+    for server, gate, text in zip(servers, gates, said, strict=True):
+        server.queue(Reply(text=text, hold=gate))
 
     async def scenario() -> None:
         await aio.until(lambda: MODELS[2] in desk.composer.model_ids(), what="the models")
@@ -95,9 +97,9 @@ def test_one_message_to_three_models_streams_a_column_each(
         assert desk.composer.several.chosen() == list(MODELS)
         desk.composer.set_text("Name a tree")
         desk.composer.submit()
+        await aio.until(lambda: beam.view is not None
+                        and stack_of(desk).currentWidget() is beam.view, what="the compare view")
         view = beam.view
-        await aio.until(lambda: view is not None and stack_of(desk).currentWidget() is view,
-                        what="the compare view")
         assert view is not None
         assert [c.title.text() for c in view.columns] == list(LABELS)
         assert not view.fuse_button.isEnabled()  # not while they stream
@@ -108,16 +110,16 @@ def test_one_message_to_three_models_streams_a_column_each(
         await aio.until(lambda: not desk.controller.turns.is_running(), what="the replies")
         await aio.until(lambda: all(c.column.key for c in view.columns), what="filled")
         texts = [c.body.toPlainText() for c in view.columns]
-        assert texts == ["I pick MAPLE.", "I pick BIRCH.", "I pick CEDAR."]
+        assert texts == [t.replace("\n\n", "\n") for t in said]
         assert all("$" in c.facts.text() and "first token" in c.facts.text()
                    for c in view.columns)
         assert view.fuse_button.isEnabled()
         # what only one reply says is tinted, and the toggle takes it away
-        assert all(any(c.marked()) for c in view.columns)
+        assert [c.marked() for c in view.columns] == [[False, True], [False, True], [True]]
         view.differences.setChecked(False)
         assert not any(any(c.marked()) for c in view.columns)
         shown = desk.controller.current_view
-        assert shown is not None and shown.graph.get(shown.head or "").text == "I pick MAPLE."
+        assert shown is not None and shown.graph.get(shown.head or "").text == said[0]
         QTest.mouseClick(view.back, Qt.MouseButton.LeftButton)
         assert stack_of(desk).currentWidget() is desk.chat
         total = await desk.services.chat.spending.chat_total(shown.session.id)
@@ -167,11 +169,15 @@ def test_compare_continue_from_a_column_and_fuse(
         servers[2].queue(Reply(text="Fused: CEDAR; MAPLE and BIRCH disagreed."))
         QTest.mouseClick(view.fuse_button, Qt.MouseButton.LeftButton)
         await aio.until(lambda: stack_of(desk).currentWidget() is desk.chat, what="chat")
-        await aio.until(lambda: not desk.controller.turns.is_running(), what="the fuse")
+        fused = "Fused: CEDAR; MAPLE and BIRCH disagreed."
+        await aio.until(lambda: desk.controller.current_view is not None and (
+            desk.controller.current_view.graph.get(
+                desk.controller.current_view.head or "").text == fused), what="the fuse")
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the turn's end")
         shown = await desk.services.chat.sessions.view(
             desk.controller.current_view.session.id)  # type: ignore[union-attr]
         head = shown.graph.get(shown.head or "")
-        assert head.text == "Fused: CEDAR; MAPLE and BIRCH disagreed."
+        assert head.text == fused
         merge = shown.graph.get(head.predecessor or "")
         assert merge.is_merge and merge.text.startswith("Pick one wood, name the others.")
         assert len(merge.metadata["peers"]) == 2  # the base line and two peers: three parents

@@ -87,6 +87,7 @@ class ReplyColumn(QFrame):
         box.addWidget(self.body, 1)
         box.addWidget(self.pick)
         self._text = ""
+        self._rendered = True
         self.show_column(column)
 
     def show_column(self, column: Column) -> None:
@@ -98,12 +99,13 @@ class ReplyColumn(QFrame):
                 column.state, column.state))
         self.facts.setText(" · ".join(shown))
         self.pick.setEnabled(bool(column.key) and column.state != "streaming")
-        if column.text != self._text:
-            self._set_text(column.text)
+        if column.text != self._text or (not self._rendered and column.state != "streaming"):
+            self._set_text(column.text)  # streamed as plain text, shown laid out once whole
 
     def append(self, text: str) -> None:
         """A streamed piece: added at the end without laying the reply out again."""
         self._text += text
+        self._rendered = False
         self.column = Column(self.column.key, self.column.label, self._text, self.column.facts,
                              "streaming")
         bar = self.body.verticalScrollBar()
@@ -116,6 +118,7 @@ class ReplyColumn(QFrame):
 
     def _set_text(self, text: str) -> None:
         self._text = text
+        self._rendered = True
         bar = self.body.verticalScrollBar()
         keep = bar.value()
         self.body.setMarkdown(text)
@@ -229,6 +232,7 @@ class CompareView(QWidget):
         self.fuse_model.setCurrentIndex(max(0, at))
         if not self.instruction.document().isModified():
             self.instruction.setPlainText(instruction)
+        self._update_fuse()
 
     def show_columns(self, columns: Sequence[Column]) -> None:
         """One column per reply; columns whose reply is already shown keep their place."""

@@ -22,6 +22,7 @@ from ...services.events import (
     TurnFinished,
     TurnStarted,
 )
+from ...services.sessions import SessionView
 from ..chat.compare_view import Column, CompareView, facts_text
 from .turns import EventSink
 
@@ -38,7 +39,7 @@ class BeamController:
         self.beam = BeamService(conversation.chat_service)
         self.view: CompareView | None = None
         self._message: tuple[str, str] | None = None  # (session, message) the view shows
-        self._order: list[str] = []  # the models of the running send, in order
+        self._open = False  # shown until the user goes back (a redraw does not close it)
         composer = conversation.parts.composer
         composer.several.saveRequested.connect(self.save_set)
         composer.several.deleteRequested.connect(self.delete_set)
@@ -76,7 +77,6 @@ class BeamController:
         chat view follows the first to start, the banner speaks only if none answered."""
         c = self._c
         order = list(models)
-        self._order = order
         view = self._ensure_view()
         view.set_message(text)
         view.show_columns([Column("", c.models.label_for(m), state="streaming") for m in order])
@@ -142,23 +142,15 @@ class BeamController:
         shown = c.current_view
         if shown is None:
             return
-        target = node_id or self._last_with_siblings()
-        if target is None:
-            c.parts.status("This branch has no message with several replies to compare")
-            return
-        self._order = []
-        c.spawn(self._fill(shown.session.id, target, open_it=True), name="compare")
 
-    def _last_with_siblings(self) -> str | None:
-        view = self._c.current_view
-        if view is None:
-            return None
-        for node in reversed(view.path):
-            if node.role == "user" and len([
-                    n for n in view.graph.conversation_children(node.id)
-                    if n.role == "assistant"]) >= 2:
-                return node.id
-        return None
+        async def work() -> None:
+            target = node_id or last_with_siblings(await c.sessions.view(shown.session.id))
+            if target is None:
+                c.parts.status("This branch has no message with several replies to compare")
+                return
+            await self._fill(shown.session.id, target, open_it=True)
+
+        c.spawn(work(), name="compare")
 
     async def _fill(self, session_id: str, node_id: str, *, open_it: bool = False) -> None:
         c = self._c
@@ -169,22 +161,17 @@ class BeamController:
             return
         if c.current_session_id != session_id or not replies:
             return
-        ordered = sorted(replies, key=self._rank)
-        message = c.current_view.graph.find(replies[0].first.predecessor or "") \
-            if c.current_view is not None else None
+        stored = await c.sessions.view(session_id)
+        message = stored.graph.find(replies[0].first.predecessor or "")
         view = self._ensure_view()
         self._message = (session_id, replies[0].first.predecessor or "")
         view.set_message(message.text if message is not None else "")
-        view.show_columns([self._column(r) for r in ordered])
+        view.show_columns([self._column(r) for r in replies])
         view.set_fuse_models(
             [(ch.id, ch.label) for ch in c.models.choices if ch.available],
             c.models.selected(), DEFAULT_FUSE_INSTRUCTION)
         if open_it:
             self._show_view()
-
-    def _rank(self, reply: SiblingReply) -> tuple[int, int]:
-        at = self._order.index(reply.model) if reply.model in self._order else len(self._order)
-        return at, reply.first.seq
 
     def _column(self, reply: SiblingReply) -> Column:
         local = self._c.models.is_local(reply.model)
@@ -244,6 +231,7 @@ class BeamController:
             stack = self._stack()
             if stack is not None:
                 stack.addWidget(self.view)
+                stack.currentChanged.connect(lambda _index: self._keep_open())
         return self.view
 
     def _stack(self) -> QStackedWidget | None:
@@ -261,10 +249,22 @@ class BeamController:
     def _show_view(self) -> None:
         stack = self._stack()
         if stack is not None and self.view is not None:
+            self._open = True
             stack.setCurrentWidget(self.view)
+
+    def _keep_open(self) -> None:
+        """Every redraw of the chat shows its page; while open, the compare view stays (the
+        empty state of a new chat closes it)."""
+        stack = self._stack()
+        if self._open and stack is not None and self.view is not None \
+                and stack.currentWidget() is self._c.parts.chat:
+            stack.setCurrentWidget(self.view)
+        elif stack is not None and stack.currentWidget() is not self.view:
+            self._open = False
 
     def back(self) -> None:
         """Back to one reply at a time (`< N/M >`)."""
+        self._open = False
         stack = self._stack()
         if stack is not None and self.view is not None and stack.currentWidget() is self.view:
             stack.setCurrentWidget(self._c.parts.chat)
@@ -285,6 +285,16 @@ class BeamController:
         action.triggered.connect(lambda *_: self.compare(message.id))
         menu.addSeparator()
         menu.addAction(action)
+
+
+def last_with_siblings(view: SessionView) -> str | None:
+    """The last message on the branch shown that has two or more replies."""
+    for node in reversed(view.path):
+        if node.role == "user" and len([
+                n for n in view.graph.conversation_children(node.id)
+                if n.role == "assistant"]) >= 2:
+            return node.id
+    return None
 
 
 def add_beam_controls(window: MainWindow, conversation: ConversationController) -> BeamController:
