@@ -45,7 +45,7 @@ def test_streaming_columns_fill_and_cannot_be_continued_or_fused_yet(qtbot: QtBo
     view.append(0, "Hel")
     view.append(0, "lo")
     view.append(1, "World")
-    assert [c.body.toPlainText() for c in view.columns] == ["Hello", "World"]
+    qtbot.waitUntil(lambda: [c.body.toPlainText() for c in view.columns] == ["Hello", "World"])
     assert all("writing" in c.facts.text() for c in view.columns)
     assert not any(c.pick.isEnabled() for c in view.columns)
     assert not view.fuse_button.isEnabled()

@@ -5,10 +5,11 @@ combine them all (its instruction editable)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QTextBlockFormat, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -29,6 +30,9 @@ from PySide6.QtWidgets import (
 from ...core.compare import only_here
 from ..common.elided_label import ElidedLabel
 from ..common.theme import colors_of
+
+STREAM_FLUSH_MS = 33  # streamed text reaches the page about 30 times a second
+STREAM_FLUSH_MAX_MS = 120  # and at least 8 times a second, however slow drawing it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +92,11 @@ class ReplyColumn(QFrame):
         box.addWidget(self.pick)
         self._text = ""
         self._rendered = True
+        self._pending: list[str] = []
         self.show_column(column)
 
     def show_column(self, column: Column) -> None:
+        self.flush()
         self.column = column
         self.title.setText(column.label)
         shown = [column.facts] if column.facts else []
@@ -103,9 +109,20 @@ class ReplyColumn(QFrame):
             self._set_text(column.text)  # streamed as plain text, shown laid out once whole
 
     def append(self, text: str) -> None:
-        """A streamed piece: added at the end without laying the reply out again."""
+        """A streamed piece, kept until the view's next flush (a burst of pieces read at
+        once is one edit, not one each)."""
+        if text:
+            self._pending.append(text)
+            self._rendered = False
+
+    def flush(self) -> None:
+        """Add the pieces streamed since the last flush at the end, without laying the
+        reply out again; the view follows the end if it was there."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
         self._text += text
-        self._rendered = False
         self.column = Column(self.column.key, self.column.label, self._text, self.column.facts,
                              "streaming")
         bar = self.body.verticalScrollBar()
@@ -160,8 +177,10 @@ class CompareView(QWidget):
     continueRequested = Signal(str)  # the reply's first node id
     fuseRequested = Signal(str, str)  # model id, instruction
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(parent)
+        self._monotonic = monotonic  # how long drawing streamed text takes
         self.setObjectName("CompareView")
         self.setAccessibleName("Replies side by side")
         self.columns: list[ReplyColumn] = []
@@ -202,9 +221,10 @@ class CompareView(QWidget):
         fuse_row = QHBoxLayout()
         fuse_row.setContentsMargins(16, 4, 16, 8)
         fuse_row.addWidget(QLabel("Fuse with"))
-        fuse_row.addWidget(self.fuse_model, 1)
+        fuse_row.addWidget(self.fuse_model)
         fuse_row.addWidget(self.edit_instruction)
         fuse_row.addWidget(self.fuse_button)
+        fuse_row.addStretch(1)
 
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
@@ -214,6 +234,10 @@ class CompareView(QWidget):
         box.addWidget(self.instruction)
         box.addLayout(fuse_row)
         self._streaming = False
+        self._flush_ms = STREAM_FLUSH_MS
+        self._flush = QTimer(self)
+        self._flush.setSingleShot(True)
+        self._flush.timeout.connect(self.flush)
 
     # --- filling --------------------------------------------------------------------
 
@@ -255,8 +279,20 @@ class CompareView(QWidget):
         self.mark_differences()
 
     def append(self, index: int, text: str) -> None:
+        """A streamed piece of column `index`: every column's pieces reach the page together,
+        about 30 times a second, less often when drawing them takes longer (a slow machine
+        is not kept busy drawing)."""
         if 0 <= index < len(self.columns):
             self.columns[index].append(text)
+            if not self._flush.isActive():
+                self._flush.start(self._flush_ms)
+
+    def flush(self) -> None:
+        started = self._monotonic()
+        for column in self.columns:
+            column.flush()
+        spent_ms = (self._monotonic() - started) * 1000
+        self._flush_ms = int(min(STREAM_FLUSH_MAX_MS, max(STREAM_FLUSH_MS, spent_ms * 3)))
 
     def set_running(self, running: bool) -> None:
         self._streaming = running

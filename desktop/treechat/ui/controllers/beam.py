@@ -44,6 +44,9 @@ class BeamController:
         composer.several.saveRequested.connect(self.save_set)
         composer.several.deleteRequested.connect(self.delete_set)
         conversation.turns.take_several_from(composer.several.chosen, self.send_several)
+        # a message to one model is answered in the chat: that is where it shows
+        composer.sendRequested.connect(lambda _text: None if composer.several.chosen()
+                                       else self.back())
         conversation.parts.chat.menuRequested.connect(self._reply_menu)
         conversation.sessionOpened.connect(lambda _view: self.back())
         conversation.spawn(self._load_sets(), name="model-sets")
@@ -224,7 +227,7 @@ class BeamController:
 
     def _ensure_view(self) -> CompareView:
         if self.view is None:
-            self.view = CompareView()
+            self.view = CompareView(monotonic=self._c.clock.monotonic)
             self.view.backRequested.connect(self.back)
             self.view.continueRequested.connect(self.continue_from)
             self.view.fuseRequested.connect(self.fuse)
