@@ -206,6 +206,7 @@ class CompareView(QWidget):
 
         self.fuse_model = QComboBox()
         self.fuse_model.setAccessibleName("Model that fuses the replies")
+        self.fuse_model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.fuse_button = QPushButton("Fuse")
         self.fuse_button.setAccessibleName("Fuse the replies into one")
         self.fuse_button.clicked.connect(lambda _checked=False: self._fuse())
