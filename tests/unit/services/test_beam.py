@@ -179,7 +179,7 @@ async def test_stopping_stops_every_sibling_and_keeps_what_streamed(wired: Wired
     services, beam, servers = wired
     session = await services.chat.sessions.create("Stop")
     for server in servers:
-        server.queue(Reply(text="word " * 400, tokens_per_second=200))
+        server.queue(Reply(text="word " * 400, pause_after=20))  # mid-reply until stopped
     events = Recorder()
     task = asyncio.ensure_future(beam.send(session.id, "Talk", MODELS, on_event=events))
     while {e.index for e in events if isinstance(e.event, TextDelta)} != {0, 1, 2}:
