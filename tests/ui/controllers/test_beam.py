@@ -160,8 +160,17 @@ def test_compare_continue_from_a_column_and_fuse(
                 desk.controller.current_view.head or "").text == "Use BIRCH."),
             what="HEAD on the second reply")
 
-        beam.compare()
+        # a reply's menu offers the same, for the message it answers
+        shown = desk.controller.current_view
+        assert shown is not None
+        menu = desk.chat.context_menu(shown.head or "")
+        (offer,) = [a for a in menu.actions() if a.text().startswith("Compare the")]
+        assert offer.text() == "Compare the 3 replies side by side"
+        offer.trigger()
+        menu.close()
         await aio.until(lambda: stack_of(desk).currentWidget() is view, what="compare")
+        assert [c.body.toPlainText() for c in view.columns] == [
+            "Use MAPLE.", "Use BIRCH.", "Use CEDAR."]  # in the order the models were asked
         assert view.instruction.toPlainText() == DEFAULT_FUSE_INSTRUCTION
         view.edit_instruction.setChecked(True)
         view.instruction.setPlainText("Pick one wood, name the others.")
