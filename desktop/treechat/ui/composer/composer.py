@@ -74,7 +74,7 @@ class Composer(QWidget):
         self.picker.setPlaceholderText("Models…")  # until the list of models arrives
         self.picker.currentIndexChanged.connect(self._picked)
         self.several = ModelSetButton()  # the next message to several models at once
-        self.picker.severalRequested.connect(self.several.open_popup)
+        self.picker.severalRequested.connect(lambda: self.several.open_popup(self.picker))
 
         self.ring = OccupancyRing()
         self.ring.clicked.connect(self.contextRequested)

@@ -152,7 +152,8 @@ class ModelSetPopup(QFrame):
 
 
 class ModelSetButton(QToolButton):
-    """Beside the picker: "Several…" until two or more models are chosen, then how many."""
+    """Beside the picker while two or more models are chosen: how many, and a click opens
+    the popup to change them."""
 
     chosenChanged = Signal(list)  # the models the next message goes to ([]: the picker's)
     saveRequested = Signal(str, list)
@@ -196,12 +197,15 @@ class ModelSetButton(QToolButton):
         if changed:
             self.chosenChanged.emit(list(chosen))
 
-    def open_popup(self) -> None:
+    def open_popup(self, anchor: QWidget | None = None) -> None:
+        """Open the popup above `anchor` (default: this button; the picker when the button
+        is hidden), below it when there is no room above."""
         popup = self.popup
         popup.fill(self._choices, self._chosen, self._sets)
-        popup.resize(max(320, self.width()), 360)
-        top = self.mapToGlobal(QPoint(0, -popup.height()))
-        popup.move(top if top.y() >= 0 else self.mapToGlobal(QPoint(0, self.height())))
+        near = anchor or self
+        popup.resize(max(320, near.width()), 360)
+        top = near.mapToGlobal(QPoint(0, -popup.height()))
+        popup.move(top if top.y() >= 0 else near.mapToGlobal(QPoint(0, near.height())))
         popup.show()
         popup.list.setFocus(Qt.FocusReason.PopupFocusReason)
 
@@ -209,6 +213,9 @@ class ModelSetButton(QToolButton):
         return next((c[1] for c in self._choices if c[0] == model), model)
 
     def _show(self) -> None:
+        # Shown only while several are chosen: the picker's Several… opens the popup, and
+        # the message box keeps its room when one model is all it uses.
+        self.setVisible(bool(self._chosen))
         if self._chosen:
             self.setText(f"{len(self._chosen)} models")
             self.setToolTip("The next message goes to: " + ", ".join(
