@@ -129,7 +129,7 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
 def _stalling_connection(server: LoopbackProvider, env: dict[str, str]) -> None:
     import subprocess
 
-    server.queue(Reply(text="one two three", stall_after=1))
+    server.queue(Reply(text="one two three", pause_after=1))
     subprocess.run(
         treechat("connections", "add", "--kind", "openai-compatible", "--name", "stall",
                  "--base-url", server.openai_base, "--model", "gpt-4o-mini",

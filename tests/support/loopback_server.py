@@ -68,8 +68,10 @@ class Reply:
     # `thinking` blocks) and billed as output, as reasoning models do
     finish: str | None = None  # e.g. "length": the reply ran out of tokens
     hold: threading.Event | None = None  # the answer waits until the test sets it
-    stall_after: int | None = None  # after this many pieces the server falls silent, the
-    # connection held open, until it stops
+    # after `pause_after` streamed pieces the stream waits until the test sets `resume` (or the
+    # server stops), so a test can act mid-reply without racing the reply's end
+    pause_after: int | None = None
+    resume: threading.Event | None = None
     endless: bool = False  # the text's pieces again and again, never the end of the stream
 
 
@@ -607,10 +609,6 @@ class LoopbackProvider:
             if self._stopping.is_set():
                 raise _Cut()
             if is_piece:
-                if reply.stall_after is not None and rec.pieces_sent >= reply.stall_after:
-                    handler.wfile.flush()
-                    self._stopping.wait(120.0)
-                    raise _Cut()
                 if reply.cut_after is not None and rec.pieces_sent >= reply.cut_after:
                     # Drop the connection without the terminating chunk, as a dying proxy does.
                     handler.wfile.flush()
@@ -622,6 +620,13 @@ class LoopbackProvider:
                     handler.wfile.write(f"{len(raw_error):x}\r\n".encode() + raw_error + b"\r\n")
                     self._end_stream(handler)
                     raise _Cut()
+                if reply.pause_after is not None and rec.pieces_sent == reply.pause_after:
+                    handler.wfile.flush()
+                    resume = reply.resume or threading.Event()
+                    while not resume.wait(0.05):
+                        if self._stopping.is_set():
+                            raise _Cut()
+                    next_at = time.perf_counter()
                 if interval:
                     next_at += interval
                     delay = next_at - time.perf_counter()

@@ -98,7 +98,7 @@ async def test_a_slow_stream_is_not_cut_once_it_has_started(loopback: LoopbackPr
 async def test_a_server_that_falls_silent_mid_answer_ends_after_the_silence_bound(
     loopback: LoopbackProvider,
 ) -> None:
-    loopback.queue(Reply(text="one two three four five six", stall_after=3))
+    loopback.queue(Reply(text="one two three four five six", pause_after=3))
     result = await stream_turn(request(loopback.openai_base, 5.0, idle=2.0))
     assert result.error is not None
     assert result.error.kind is ErrorKind.OFFLINE and result.error.retry
