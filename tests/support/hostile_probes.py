@@ -89,6 +89,13 @@ def treechat(*args: str) -> list[str]:
     return [sys.executable, "-m", "treechat.cli", *args]
 
 
+def _interruptible() -> None:
+    """In the child: Ctrl+C as at a terminal, even when this runner was started in the
+    background (a shell starts background jobs with SIGINT ignored, and children inherit
+    that: a probe's Ctrl+C would then be lost)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_probe(probe: Probe, env: dict[str, str], timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Run one probe to its end or its time bound; its own peak memory from `wait4`."""
     if probe.setup is not None:
@@ -106,7 +113,7 @@ def run_probe(probe: Probe, env: dict[str, str], timeout: float = PROBE_TIMEOUT_
         started = time.monotonic()
         # what it says on either stream is its answer (`connections add` reports on stdout)
         child = subprocess.Popen(list(probe.args), stdin=stdin, stdout=err, stderr=err,
-                                 env=env)
+                                 env=env, preexec_fn=_interruptible)
         if feeder is not None and feeder.stdout is not None:
             feeder.stdout.close()
         signalled = False
