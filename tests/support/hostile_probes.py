@@ -90,14 +90,19 @@ def treechat(*args: str) -> list[str]:
 
 
 def _interruptible() -> None:
-    """In the child: Ctrl+C as at a terminal, even when this runner was started in the
-    background (a shell starts background jobs with SIGINT ignored, and children inherit
-    that: a probe's Ctrl+C would then be lost)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    """Children get Ctrl+C as at a terminal, even when this runner was started in the
+    background: a shell starts background jobs with SIGINT ignored, and an ignored signal
+    stays ignored across exec (a handled one does not), so a probe's Ctrl+C would be lost."""
+    import threading
+
+    if (signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            and threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_probe(probe: Probe, env: dict[str, str], timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Run one probe to its end or its time bound; its own peak memory from `wait4`."""
+    _interruptible()
     if probe.setup is not None:
         probe.setup()
     feeder: subprocess.Popen[bytes] | None = None
@@ -113,7 +118,7 @@ def run_probe(probe: Probe, env: dict[str, str], timeout: float = PROBE_TIMEOUT_
         started = time.monotonic()
         # what it says on either stream is its answer (`connections add` reports on stdout)
         child = subprocess.Popen(list(probe.args), stdin=stdin, stdout=err, stderr=err,
-                                 env=env, preexec_fn=_interruptible)
+                                 env=env)
         if feeder is not None and feeder.stdout is not None:
             feeder.stdout.close()
         signalled = False
