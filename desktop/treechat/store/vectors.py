@@ -139,6 +139,15 @@ class VectorIndex:
                 self._index.remove(k[present])
                 self._dirty = True
 
+    def present(self, keys: Sequence[int]) -> list[int]:
+        """Which of these keys have a vector."""
+        if not len(keys):
+            return []
+        k = np.asarray(keys, dtype=np.uint64)
+        with self._lock:
+            found = np.asarray(self._index.contains(k), dtype=bool).reshape(-1)
+        return [int(x) for x in k[found]]
+
     def keys_in(self, low: int, high: int) -> list[int]:
         """Every stored key in [low, high)."""
         with self._lock:

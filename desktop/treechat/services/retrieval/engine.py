@@ -41,8 +41,12 @@ SEMANTIC_WEIGHT = 1.0
 LEXICAL_WEIGHT = 1.0
 RECENCY_WEIGHT = 0.25
 BRANCH_WEIGHT = 0.5
-# A semantic match this far from the question is noise, not meaning: left out.
-MIN_SIMILARITY = 0.05
+# A passage found by meaning alone must be this close to the question, and (where every
+# passage of a set was scored) stand this many deviations above the set's mean: WordLlama's
+# cosines are small and crowded, and a question about nothing that is there should find
+# nothing rather than the least unrelated passage.
+MIN_SIMILARITY = 0.12
+MIN_DEVIATIONS = 1.5
 _MARK = "passages"
 _GENERATION = "generation"
 
@@ -197,8 +201,7 @@ class RetrievalEngine:
 
         words, confined = await self.store.run(lexical)
         if confined is not None:
-            semantic = await asyncio.to_thread(vectors.score, qvec, confined)
-            semantic = semantic[:CANDIDATES]
+            semantic = _standouts(await asyncio.to_thread(vectors.score, qvec, confined))
         else:
             semantic = await asyncio.to_thread(vectors.search, qvec, CANDIDATES)
         return await self._fuse(words, semantic, limit=limit, branch=set(branch))
@@ -206,13 +209,27 @@ class RetrievalEngine:
     async def search_within(self, query: str, seqs: Sequence[int], *,
                             lexical: Sequence[Passage], limit: int) -> list[RetrievalHit]:
         """Fuse a caller's lexical ranking of passages of the nodes `seqs` (recall's several
-        lexical passes, best first) with the exact semantic ranking of the same nodes."""
-        await self.catch_up()
+        lexical passes, best first) with the exact semantic ranking of the same nodes. Their
+        passages not embedded yet are embedded now (a first catch-up of years of history
+        need not finish before a recall can use meaning)."""
         vectors = await self._open_vectors()
-        qvec = await self.embed_query(query)
         index = self.fulltext
-        keys = await self.store.run(lambda repo: index.rowids_of(seqs))
-        semantic = (await asyncio.to_thread(vectors.score, qvec, keys))[:CANDIDATES]
+
+        def keys_of(repo: Repository) -> list[int]:
+            index.sync(repo)
+            return index.rowids_of(seqs)
+
+        keys = await self.store.run(keys_of)
+        have = set(await asyncio.to_thread(vectors.present, keys))
+        missing = [k for k in keys if k not in have]
+        if missing:
+            rows = await self.store.run(
+                lambda repo: index.passages_of([(k, 0.0) for k in missing]))
+            if rows:
+                embedded = await asyncio.to_thread(self.embedder.embed, [p.text for p in rows])
+                await asyncio.to_thread(vectors.add, [p.rowid for p in rows], embedded)
+        qvec = await self.embed_query(query)
+        semantic = _standouts(await asyncio.to_thread(vectors.score, qvec, keys))
         return await self._fuse(list(lexical), semantic, limit=limit, branch=set())
 
     async def _fuse(self, words: list[Passage], semantic: list[tuple[int, float]], *,
@@ -252,6 +269,17 @@ class RetrievalEngine:
             if len(out) >= limit:
                 break
         return out
+
+
+def _standouts(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The best of an exactly scored set that stand out from the rest of it."""
+    if len(scored) >= 8:
+        sims = [v for _, v in scored]
+        mean = sum(sims) / len(sims)
+        spread = (sum((v - mean) ** 2 for v in sims) / len(sims)) ** 0.5
+        floor = mean + MIN_DEVIATIONS * spread
+        scored = [(k, v) for k, v in scored if v >= floor]
+    return scored[:CANDIDATES]
 
 
 def _key_of(p: Passage) -> int:
