@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_connection_parsers(sub)
     add_models_list(sub)
+    from .commands_search import add_parsers as add_search_parsers
+
+    add_search_parsers(sub)
     from .cli_store import register as register_store_commands
 
     register_store_commands(sub)
