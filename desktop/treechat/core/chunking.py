@@ -101,3 +101,29 @@ def chunks(text: str, target: int = TARGET_CHARS,
     """(offset, passage) pieces of `text`, each at most `size` characters."""
     for a, b in chunk_spans(text, target, size):
         yield a, text[a:b]
+
+
+# A passage is embedded as several units (sentences, or groups of lines for text without
+# sentences), and matches by its best unit: a static embedding averages its tokens, so one
+# sentence's meaning is lost in a paragraph of others.
+UNITS_PER_PASSAGE = 16
+UNIT_CHARS = 240
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+
+def units(passage: str, *, most: int = UNITS_PER_PASSAGE,
+          width: int = UNIT_CHARS) -> list[str]:
+    """The passage's sentences (lines, for code and lists), a fragment joined to its
+    neighbour up to `width` characters, at most `most` of them (the rest joins the last)."""
+    out: list[str] = []
+    for raw in _SENTENCE_END.split(passage):
+        piece = raw.strip()
+        if not piece:
+            continue
+        if out and (len(out[-1]) < 40 or len(piece) < 25) and len(out[-1]) + len(piece) < width:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    if len(out) > most:
+        out = [*out[:most - 1], " ".join(out[most - 1:])]
+    return out or [passage.strip() or passage]

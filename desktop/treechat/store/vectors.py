@@ -1,7 +1,12 @@
-"""The semantic half of the retrieval index: one embedding per passage in a usearch HNSW
-graph, in a file beside the store. Derived data like the full-text index: a passage's key is
-its full-text row id, the file records which embedder wrote it and how far it has read, and a
-damaged, foreign or other-model file is dropped and rebuilt, never trusted.
+"""The semantic half of the retrieval index: embeddings of passages' units (sentences) in a
+usearch HNSW graph, in a file beside the store. Derived data like the full-text index: a unit's
+key is `passage row id * UNITS + its place`, the file records which embedder wrote it and how
+far it has read, and a damaged, foreign or other-model file is dropped and rebuilt.
+
+Similarities are centred: the mean of every vector added is kept with the file and taken off
+both sides before the cosine, which removes the direction every text shares (large for a
+static embedding like WordLlama's) and ranks by what a passage says in particular. The graph
+holds the plain vectors; its nearest units are re-scored centred.
 
 Why usearch: at one million passages an exact scan of 256-dimensional vectors takes 250-350 ms
 on this class of machine (numpy, usearch's own exact kernel); its HNSW graph answers in a few
@@ -23,10 +28,11 @@ from typing import Any
 import numpy as np
 from usearch.index import Index
 
-VECTORS_VERSION = 1
+VECTORS_VERSION = 2
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
 EXPANSION_SEARCH = 96
+CENTRE_PRIOR = 256  # vectors' worth of weight the zero vector keeps in the mean
 
 
 def _private(path: Path) -> None:
@@ -55,7 +61,7 @@ class VectorIndex:
 
     def _fresh(self) -> Index:
         self._meta = {"version": VECTORS_VERSION, "model": self.model, "ndim": self.ndim,
-                      "marks": {}}
+                      "marks": {}, "sum": [0.0] * self.ndim, "n": 0}
         return Index(ndim=self.ndim, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
                      expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
 
@@ -116,8 +122,10 @@ class VectorIndex:
 
     # --- vectors -----------------------------------------------------------------------
 
-    def add(self, keys: Sequence[int], vectors: np.ndarray[Any, Any]) -> None:
-        """Add (or replace) the embeddings of these passage keys."""
+    def add(self, keys: Sequence[int], vectors: np.ndarray[Any, Any], *,
+            threads: int = 1) -> None:
+        """Add (or replace) the embeddings of these passage keys (on `threads` threads: one
+        by default, so a background catch-up leaves the other core to the window)."""
         if not len(keys):
             return
         k = np.asarray(keys, dtype=np.uint64)
@@ -126,7 +134,10 @@ class VectorIndex:
             present = np.asarray(self._index.contains(k), dtype=bool).reshape(-1)
             if present.any():
                 self._index.remove(k[present])
-            self._index.add(k, v, threads=1)
+            self._index.add(k, v, threads=threads)
+            total = np.asarray(self._meta.get("sum") or [0.0] * self.ndim, dtype=np.float64)
+            self._meta["sum"] = (total + v.sum(axis=0, dtype=np.float64)).tolist()
+            self._meta["n"] = int(self._meta.get("n") or 0) + len(k)
             self._dirty = True
 
     def remove(self, keys: Iterable[int]) -> None:
@@ -154,19 +165,27 @@ class VectorIndex:
             keys = np.asarray(self._index.keys, dtype=np.uint64)
         return [int(x) for x in keys[(keys >= low) & (keys < high)]]
 
+    def mean(self) -> np.ndarray[Any, Any]:
+        """The mean of every vector added, shrunk towards zero while there are few (the mean
+        of a handful of passages is mostly what they say, not what all text shares)."""
+        with self._lock:
+            n = int(self._meta.get("n") or 0)
+            total = np.asarray(self._meta.get("sum") or [0.0] * self.ndim, dtype=np.float32)
+        return total / (n + CENTRE_PRIOR) if n else np.zeros(self.ndim, dtype=np.float32)
+
     def search(self, vector: np.ndarray[Any, Any], limit: int) -> list[tuple[int, float]]:
-        """(key, cosine similarity) of the `limit` nearest passages, nearest first."""
+        """(key, centred cosine similarity) of about the `limit` nearest units, best first:
+        the graph's nearest `2 * limit` by plain cosine, re-scored centred."""
         with self._lock:
             if not len(self._index):
                 return []
-            found = self._index.search(np.asarray(vector, dtype=np.float32), limit)
-        return [(int(k), 1.0 - float(d)) for k, d in zip(found.keys, found.distances,
-                                                       strict=True)]
+            found = self._index.search(np.asarray(vector, dtype=np.float32), limit * 2)
+        return self.score(vector, [int(k) for k in found.keys])[:limit]
 
     def score(self, vector: np.ndarray[Any, Any],
               keys: Sequence[int]) -> list[tuple[int, float]]:
-        """(key, cosine similarity) for exactly these keys (those that have a vector), best
-        first: exact, for a search confined to a few thousand passages (one branch)."""
+        """(key, centred cosine similarity) for exactly these keys (those that have a vector),
+        best first: exact, for a search confined to a few thousand passages (one branch)."""
         if not len(keys):
             return []
         k = np.asarray(keys, dtype=np.uint64)
@@ -177,10 +196,12 @@ class VectorIndex:
                 return []
             got: Any = self._index.get(k, dtype="f32")
         matrix = np.asarray(got, dtype=np.float32).reshape(len(k), self.ndim)
-        norms = np.linalg.norm(matrix, axis=1)
+        mu = self.mean()
+        centred = matrix - mu
+        norms = np.linalg.norm(centred, axis=1)
         norms[norms == 0] = 1.0
-        q = np.asarray(vector, dtype=np.float32)
+        q = np.asarray(vector, dtype=np.float32) - mu
         qn = float(np.linalg.norm(q)) or 1.0
-        sims = (matrix @ q) / (norms * qn)
+        sims = (centred @ q) / (norms * qn)
         order = np.argsort(-sims, kind="stable")
         return [(int(k[i]), float(sims[i])) for i in order]

@@ -29,10 +29,12 @@ from ...store.fulltext import (
     Passage,
     QueryError,
     any_terms_query,
+    content_terms,
     index_for,
 )
 from ...store.repository import Repository
 from ...store.vectors import VectorIndex
+from .units import best_per_passage, embed_passages, first_keys, unit_keys
 
 EMBED_SLICE = 512  # passages embedded per step
 SAVE_EVERY = 8192  # passages embedded between saves of the vector file
@@ -41,12 +43,12 @@ SEMANTIC_WEIGHT = 1.0
 LEXICAL_WEIGHT = 1.0
 RECENCY_WEIGHT = 0.25
 BRANCH_WEIGHT = 0.5
-# A passage found by meaning alone must be this close to the question, and (where every
-# passage of a set was scored) stand this many deviations above the set's mean: WordLlama's
-# cosines are small and crowded, and a question about nothing that is there should find
-# nothing rather than the least unrelated passage.
-MIN_SIMILARITY = 0.12
-MIN_DEVIATIONS = 1.5
+# A passage found by meaning alone must be closer to the question than to its opposite; for
+# recall (every passage of the hidden nodes scored) it must also stand this many deviations
+# above their mean: recall of something that was never said says so, rather than returning
+# the least unrelated passage.
+MIN_SIMILARITY = 0.0
+MIN_DEVIATIONS = 2.5
 _MARK = "passages"
 _GENERATION = "generation"
 
@@ -149,9 +151,8 @@ class RetrievalEngine:
                     vectors.set_mark(_MARK, "0")
                 if not rows:
                     break
-                texts = [t for _, t in rows]
-                embedded = await asyncio.to_thread(self.embedder.embed, texts)
-                await asyncio.to_thread(vectors.add, [k for k, _ in rows], embedded)
+                keys, embedded = await asyncio.to_thread(embed_passages, self.embedder, rows)
+                await asyncio.to_thread(vectors.add, keys, embedded)
                 vectors.set_mark(_MARK, str(rows[-1][0]))
                 done += len(rows)
                 since_save += len(rows)
@@ -201,10 +202,12 @@ class RetrievalEngine:
 
         words, confined = await self.store.run(lexical)
         if confined is not None:
-            semantic = _standouts(await asyncio.to_thread(vectors.score, qvec, confined))
+            semantic = best_per_passage(
+                await asyncio.to_thread(vectors.score, qvec, unit_keys(confined)))[:CANDIDATES]
         else:
-            semantic = await asyncio.to_thread(vectors.search, qvec, CANDIDATES)
-        return await self._fuse(words, semantic, limit=limit, branch=set(branch))
+            semantic = best_per_passage(
+                await asyncio.to_thread(vectors.search, qvec, CANDIDATES * 4))
+        return await self._fuse(query, words, semantic, limit=limit, branch=set(branch))
 
     async def search_within(self, query: str, seqs: Sequence[int], *,
                             lexical: Sequence[Passage], limit: int) -> list[RetrievalHit]:
@@ -220,28 +223,27 @@ class RetrievalEngine:
             return index.rowids_of(seqs)
 
         keys = await self.store.run(keys_of)
-        have = set(await asyncio.to_thread(vectors.present, keys))
-        missing = [k for k in keys if k not in have]
+        have = set(await asyncio.to_thread(vectors.present, first_keys(keys)))
+        missing = [k for k, f in zip(keys, first_keys(keys), strict=True) if f not in have]
         if missing:
             rows = await self.store.run(
                 lambda repo: index.passages_of([(k, 0.0) for k in missing]))
             if rows:
-                embedded = await asyncio.to_thread(self.embedder.embed, [p.text for p in rows])
-                await asyncio.to_thread(vectors.add, [p.rowid for p in rows], embedded)
+                ukeys, embedded = await asyncio.to_thread(
+                    embed_passages, self.embedder, [(p.rowid, p.text) for p in rows])
+                await asyncio.to_thread(vectors.add, ukeys, embedded)
         qvec = await self.embed_query(query)
-        semantic = _standouts(await asyncio.to_thread(vectors.score, qvec, keys))
-        return await self._fuse(list(lexical), semantic, limit=limit, branch=set())
+        semantic = _standouts(best_per_passage(
+            await asyncio.to_thread(vectors.score, qvec, unit_keys(keys))))
+        return await self._fuse(query, list(lexical), semantic, limit=limit, branch=set())
 
-    async def _fuse(self, words: list[Passage], semantic: list[tuple[int, float]], *,
-                    limit: int, branch: set[int]) -> list[RetrievalHit]:
+    async def _fuse(self, query: str, words: list[Passage], semantic: list[tuple[int, float]],
+                    *, limit: int, branch: set[int]) -> list[RetrievalHit]:
         by_key: dict[int, Passage] = {}
-        lexical_keys: list[int] = []
         for p in words:
-            key = _key_of(p)
-            if key not in by_key:
-                by_key[key] = p
-                lexical_keys.append(key)
-        semantic_keys = [k for k, sim in semantic if sim >= MIN_SIMILARITY]
+            by_key.setdefault(_key_of(p), p)
+        lexical_keys = covering(query, list(by_key.values()))
+        semantic_keys = [k for k, sim in semantic if sim > MIN_SIMILARITY]
         candidates = list(dict.fromkeys(lexical_keys + semantic_keys))
         rankings = [Ranking(lexical_keys, LEXICAL_WEIGHT), Ranking(semantic_keys, SEMANTIC_WEIGHT),
                     Ranking(sorted(candidates, reverse=True), RECENCY_WEIGHT)]
@@ -280,6 +282,24 @@ def _standouts(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
         floor = mean + MIN_DEVIATIONS * spread
         scored = [(k, v) for k, v in scored if v >= floor]
     return scored[:CANDIDATES]
+
+
+def covering(query: str, found: Sequence[Passage]) -> list[int]:
+    """Row ids of the lexical matches that hold at least half of the question's content
+    words (their first five letters), most words first, the given order among equals. A
+    passage sharing one common word with a question is no evidence for it, and ranked
+    beside the semantic list it would push the passage that means the question down."""
+    stems = {t[:5] for t in content_terms(query)}
+    if not stems:
+        return []
+    need = max(1, (len(stems) + 1) // 2)
+    held: list[tuple[int, int, int]] = []
+    for n, p in enumerate(found):
+        low = p.text.lower()
+        count = sum(1 for s in stems if s in low)
+        if count >= need:
+            held.append((-count, n, _key_of(p)))
+    return [key for _, _, key in sorted(held)]
 
 
 def _key_of(p: Passage) -> int:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ...core.fusion import Ranking, fuse
 from ...providers.embeddings import Embedder
@@ -25,8 +24,9 @@ from ...store.database import Store
 from ...store.fulltext import QueryError, any_terms_query
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
 from ...store.vectors import VectorIndex
-from .engine import CANDIDATES, _standouts, default_embedder
+from .engine import CANDIDATES, default_embedder
 from .extract import ExtractError, file_passages
+from .units import best_per_passage, embed_passages, unit_keys
 
 BASES_SETTING = "knowledge.bases"
 SESSION_SETTING = "knowledge.session."
@@ -38,7 +38,6 @@ TEXT_SUFFIXES = frozenset({
     ".java", ".kt", ".swift", ".rb", ".php", ".cs", ".sh", ".bash", ".zsh", ".sql", ".lua",
     ".r", ".m", ".scala", ".hs", ".ex", ".exs", ".erl", ".clj", ".css", ".scss", ".vue",
 })
-EMBED_BATCH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +153,7 @@ class KnowledgeService:
         await self.store.run(lambda r: r.set_setting(BASES_SETTING, bases))
         index, vectors = await self._both()
         dropped = await asyncio.to_thread(index.drop_base, name)
-        await asyncio.to_thread(vectors.remove, dropped)
+        await asyncio.to_thread(vectors.remove, unit_keys(dropped))
         await asyncio.to_thread(vectors.save)
 
     async def stats(self) -> dict[str, tuple[int, int]]:
@@ -204,7 +203,7 @@ class KnowledgeService:
         gone = [p for p in known if p not in seen]
         for p in gone:
             dropped = await asyncio.to_thread(index.drop_file, name, p)
-            await asyncio.to_thread(vectors.remove, dropped)
+            await asyncio.to_thread(vectors.remove, unit_keys(dropped))
         await asyncio.to_thread(vectors.save)
         return IndexReport(name, len(seen) - len(skipped), read, len(gone), tuple(skipped),
                            time.monotonic() - started)
@@ -212,12 +211,11 @@ class KnowledgeService:
     def _index_file(self, index: KnowledgeIndex, vectors: VectorIndex, name: str, path: Path,
                     mtime: float, size: int) -> None:
         passages = file_passages(path)
-        vecs: list[Any] = [self.embedder.embed([t for _, _, t in passages[i:i + EMBED_BATCH]])
-                           for i in range(0, len(passages), EMBED_BATCH)]
         old, ids = index.put_file(name, str(path), mtime, size, passages)
-        vectors.remove(old)
-        for i, v in zip(range(0, len(ids), EMBED_BATCH), vecs, strict=True):
-            vectors.add(ids[i:i + EMBED_BATCH], v)
+        keys, embedded = embed_passages(
+            self.embedder, [(i, t) for i, (_, _, t) in zip(ids, passages, strict=True)])
+        vectors.remove(unit_keys(old))
+        vectors.add(keys, embedded)
 
     # --- searching ---------------------------------------------------------------------
 
@@ -239,8 +237,8 @@ class KnowledgeService:
 
         def find() -> tuple[list[KnowledgePassage], list[tuple[int, float]]]:
             words = index.search(fts, list(names), CANDIDATES) if fts else []
-            keys = index.rowids(names)
-            return words, _standouts(vectors.score(qvec, keys))
+            keys = unit_keys(index.rowids(names))
+            return words, best_per_passage(vectors.score(qvec, keys))[:CANDIDATES]
 
         words, semantic = await asyncio.to_thread(find)
         by_row = {p.rowid: p for p in words}
