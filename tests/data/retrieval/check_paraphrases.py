@@ -9,13 +9,14 @@ import re
 import sys
 from pathlib import Path
 
-FUNCTION_WORDS = frozenset("""a an and are as at be been but by can could did do does for from
+_FUNCTION_WORDS_TEXT = """a an and are as at be been but by can could did do does for from
 had has have he her his how i if in into is it its me my no not of on or our she so than that
 the their them then there these they this to up us was we were what when where which who whom
 why will with would you your again also about please tell remind say said now each every
 whenever whose after before until since while last next new old get got go goes going make
 one two three any some all many much most more less other another same such own right
-""".split())
+"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 
 
 def content(text: str) -> set[str]:
