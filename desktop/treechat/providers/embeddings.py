@@ -15,9 +15,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Characters of a passage the embedder reads: WordLlama averages token vectors, so a long
 # passage's meaning is its beginning's as much as its end's; this caps the tokenizer's work.
@@ -80,6 +81,8 @@ class WordLlamaEmbedder:
                 raise EmbedderUnavailable(f"could not load the embedding model: {exc}") from exc
 
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        import numpy as np
+
         if self._model is None:
             self.load()
         if not texts:

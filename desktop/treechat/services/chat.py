@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import dag
 from ..core.attachments import AttachmentRef, node_attachments, with_attachments
@@ -32,6 +32,7 @@ from ..store.database import Store
 from ..store.repository import Repository
 from ..tools.base import ToolBox, ToolResult
 from ..tools.files import Workspace, file_tools
+from ..tools.knowledge import SearchKnowledgeTool
 from ..tools.recall import RecallTool
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
@@ -59,6 +60,9 @@ from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
 from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
+
+if TYPE_CHECKING:  # numpy, usearch and the embedder load on first use, off start-up
+    from .retrieval.knowledge import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +180,8 @@ class ChatService:
         # Files in messages: stored before the request, rendered by the engine from the store.
         self.attachments = AttachmentService(store, engine.counter, clock=clock)
         engine.files = self.attachments.payloads
+        self._knowledge: KnowledgeService | None = None
+        self._knowledge_of: dict[str, list[str]] = {}  # session -> knowledge bases it uses
 
     # --- public operations -------------------------------------------------------------
 
@@ -593,6 +599,7 @@ class ChatService:
         if self.mcp is not None and self._tools_for_model(endpoint):
             # Servers start before the first request, so the tool list is whole from it on.
             await self.mcp.prepare(session_id)
+        await self.refresh_knowledge(session_id)
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
@@ -1054,6 +1061,30 @@ class ChatService:
 
         return search
 
+    def knowledge(self) -> KnowledgeService:
+        """The knowledge bases (made on first use; the embedder loads on first search)."""
+        if self._knowledge is None:
+            from .retrieval.knowledge import KnowledgeService
+
+            self._knowledge = KnowledgeService(self.store)
+        return self._knowledge
+
+    async def refresh_knowledge(self, session_id: str) -> list[str]:
+        """Which knowledge bases the chat uses, read before its tools are listed."""
+        names = await self.knowledge().for_session(session_id)
+        self._knowledge_of[session_id] = names
+        return names
+
+    def _knowledge_searcher(self, session_id: str) -> Callable[[str, int], Awaitable[str]]:
+        async def search(query: str, limit: int) -> str:
+            names = self._knowledge_of.get(session_id, [])
+            from .retrieval.knowledge import cited
+
+            hits = await self.knowledge().search(names, query, limit=limit)
+            return cited(hits, query)
+
+        return search
+
     def _tools_for_model(self, endpoint: Endpoint) -> bool:
         # A 135M model cannot use tools, and a downloaded one only when its template renders
         # them; offering them otherwise only confuses it.
@@ -1064,6 +1095,8 @@ class ChatService:
             return ToolBox()
         box = ToolBox(todo_tools(TodoStore(self.store, session_id)))
         box.add(RecallTool(self._recaller(session_id)))
+        if self._knowledge_of.get(session_id):
+            box.add(SearchKnowledgeTool(self._knowledge_searcher(session_id)))
         if self.config.workspace is not None:
             for tool in file_tools(Workspace(self.config.workspace)):
                 box.add(tool)

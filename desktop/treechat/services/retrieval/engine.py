@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.fusion import Ranking, boost_list, fuse
 from ...providers.embeddings import Embedder, WordLlamaEmbedder
@@ -33,8 +33,10 @@ from ...store.fulltext import (
     index_for,
 )
 from ...store.repository import Repository
-from ...store.vectors import VectorIndex
-from .units import best_per_passage, embed_passages, first_keys, unit_keys
+
+if TYPE_CHECKING:  # numpy and usearch load with the vector index, off start-up
+    from ...store.knowledge import KnowledgePassage
+    from ...store.vectors import VectorIndex
 
 EMBED_SLICE = 512  # passages embedded per step
 SAVE_EVERY = 8192  # passages embedded between saves of the vector file
@@ -107,6 +109,8 @@ class RetrievalEngine:
         """The vector index, opened on first use (call it off the event loop: it reads a
         file that may be large)."""
         if self._vectors is None:
+            from ...store.vectors import VectorIndex
+
             path = None if self._in_memory else vectors_path(Path(self.store.path))
             self._vectors = VectorIndex(path, ndim=self.embedder.ndim, model=self.embedder.name)
         return self._vectors
@@ -122,6 +126,8 @@ class RetrievalEngine:
                        progress: Progress | None = None) -> int:
         """Index the nodes written since the last call and embed their passages (at most
         `limit` passages; all when None). Returns how many passages were embedded."""
+        from .units import embed_passages
+
         async with self._catching:
             vectors = await self._open_vectors()
             index = self.fulltext
@@ -181,6 +187,8 @@ class RetrievalEngine:
         """The best `limit` passages for `query` over every chat and branch (or one
         session's), best first. `branch`: seqs of the current branch, ranked up. Raises
         `QueryError` (a ValueError) for a query without words."""
+        from .units import best_per_passage, unit_keys
+
         if not query.strip():
             raise QueryError("nothing to search for")
         if catch_up:
@@ -215,6 +223,8 @@ class RetrievalEngine:
         lexical passes, best first) with the exact semantic ranking of the same nodes. Their
         passages not embedded yet are embedded now (a first catch-up of years of history
         need not finish before a recall can use meaning)."""
+        from .units import best_per_passage, embed_passages, first_keys, unit_keys
+
         vectors = await self._open_vectors()
         index = self.fulltext
 
@@ -284,7 +294,7 @@ def _standouts(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return scored[:CANDIDATES]
 
 
-def covering(query: str, found: Sequence[Passage]) -> list[int]:
+def covering(query: str, found: Sequence[Passage | KnowledgePassage]) -> list[int]:
     """Row ids of the lexical matches that hold at least half of the question's content
     words (their first five letters), most words first, the given order among equals. A
     passage sharing one common word with a question is no evidence for it, and ranked
@@ -298,7 +308,7 @@ def covering(query: str, found: Sequence[Passage]) -> list[int]:
         low = p.text.lower()
         count = sum(1 for s in stems if s in low)
         if count >= need:
-            held.append((-count, n, _key_of(p)))
+            held.append((-count, n, p.rowid))
     return [key for _, _, key in sorted(held)]
 
 

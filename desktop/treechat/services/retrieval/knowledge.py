@@ -24,7 +24,7 @@ from ...store.database import Store
 from ...store.fulltext import QueryError, any_terms_query
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
 from ...store.vectors import VectorIndex
-from .engine import CANDIDATES, default_embedder
+from .engine import CANDIDATES, covering, default_embedder
 from .extract import ExtractError, file_passages
 from .units import best_per_passage, embed_passages, unit_keys
 
@@ -80,6 +80,16 @@ class KnowledgeHit:
     def citation(self) -> str:
         where = f", page {self.page}" if self.page else ""
         return f"{self.path}{where}, line {self.line}"
+
+
+def cited(hits: Sequence[KnowledgeHit], query: str) -> str:
+    """What `search_knowledge` gives the model: each passage under its citation."""
+    if not hits:
+        return f"No passage of the chat's knowledge matches {query[:200]!r}."
+    out = [f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:"]
+    for h in hits:
+        out.append(f"--- [{h.citation}] ---\n{h.text.strip()}")
+    return "\n\n".join(out)
 
 
 class KnowledgeError(ValueError):
@@ -242,7 +252,7 @@ class KnowledgeService:
 
         words, semantic = await asyncio.to_thread(find)
         by_row = {p.rowid: p for p in words}
-        fused = fuse([Ranking([p.rowid for p in words]), Ranking([k for k, _ in semantic])])
+        fused = fuse([Ranking(covering(query, words)), Ranking([k for k, _ in semantic])])
         top = fused[:limit]
         missing = [(k, s) for k, s in top if k not in by_row]
         for p in await asyncio.to_thread(index.passages_of, missing):
