@@ -6,7 +6,7 @@ the order of first appearance."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -19,10 +19,12 @@ RRF_K = 60
 
 @dataclass(frozen=True, slots=True)
 class Ranking(Generic[K]):
-    """One ranked list of candidate keys, best first, and how much it counts."""
+    """One ranked list of candidate keys, best first, and how much it counts (`each`: a
+    weight of its own for some keys, times `weight`; a key not in it counts 1)."""
 
     keys: Sequence[K]
     weight: float = 1.0
+    each: Mapping[K, float] | None = None
 
 
 def fuse(rankings: Sequence[Ranking[K]], *, k: int = RRF_K) -> list[tuple[K, float]]:
@@ -39,7 +41,8 @@ def fuse(rankings: Sequence[Ranking[K]], *, k: int = RRF_K) -> list[tuple[K, flo
             if key not in first:
                 first[key] = order
                 order += 1
-            score[key] = score.get(key, 0.0) + ranking.weight / (k + rank)
+            own = ranking.each.get(key, 1.0) if ranking.each is not None else 1.0
+            score[key] = score.get(key, 0.0) + ranking.weight * own / (k + rank)
     return sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))
 
 

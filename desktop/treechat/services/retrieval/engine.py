@@ -252,10 +252,11 @@ class RetrievalEngine:
         by_key: dict[int, Passage] = {}
         for p in words:
             by_key.setdefault(_key_of(p), p)
-        lexical_keys = covering(query, list(by_key.values()))
+        lexical_keys, share = covering(query, list(by_key.values()))
         semantic_keys = [k for k, sim in semantic if sim > MIN_SIMILARITY]
         candidates = list(dict.fromkeys(lexical_keys + semantic_keys))
-        rankings = [Ranking(lexical_keys, LEXICAL_WEIGHT), Ranking(semantic_keys, SEMANTIC_WEIGHT),
+        rankings = [Ranking(lexical_keys, LEXICAL_WEIGHT, share),
+                    Ranking(semantic_keys, SEMANTIC_WEIGHT),
                     Ranking(sorted(candidates, reverse=True), RECENCY_WEIGHT)]
         if branch:
             rankings.append(Ranking(boost_list(candidates, keep={
@@ -294,22 +295,26 @@ def _standouts(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return scored[:CANDIDATES]
 
 
-def covering(query: str, found: Sequence[Passage | KnowledgePassage]) -> list[int]:
+def covering(query: str,
+             found: Sequence[Passage | KnowledgePassage]) -> tuple[list[int], dict[int, float]]:
     """Row ids of the lexical matches that hold at least half of the question's content
-    words (their first five letters), most words first, the given order among equals. A
-    passage sharing one common word with a question is no evidence for it, and ranked
-    beside the semantic list it would push the passage that means the question down."""
+    words (their first five letters), most words first, the given order among equals, and
+    how much each counts: the square of the share of the words it holds. A passage sharing
+    one common word with a question is little evidence for it, and ranked beside the
+    semantic list at full weight it would push the passage that means the question down."""
     stems = {t[:5] for t in content_terms(query)}
     if not stems:
-        return []
+        return [], {}
     need = max(1, (len(stems) + 1) // 2)
     held: list[tuple[int, int, int]] = []
+    share: dict[int, float] = {}
     for n, p in enumerate(found):
         low = p.text.lower()
         count = sum(1 for s in stems if s in low)
         if count >= need:
             held.append((-count, n, p.rowid))
-    return [key for _, _, key in sorted(held)]
+            share[p.rowid] = (count / len(stems)) ** 2
+    return [key for _, _, key in sorted(held)], share
 
 
 def _key_of(p: Passage) -> int:

@@ -252,7 +252,8 @@ class KnowledgeService:
 
         words, semantic = await asyncio.to_thread(find)
         by_row = {p.rowid: p for p in words}
-        fused = fuse([Ranking(covering(query, words)), Ranking([k for k, _ in semantic])])
+        lexical, share = covering(query, words)
+        fused = fuse([Ranking(lexical, 1.0, share), Ranking([k for k, _ in semantic])])
         top = fused[:limit]
         missing = [(k, s) for k, s in top if k not in by_row]
         for p in await asyncio.to_thread(index.passages_of, missing):
