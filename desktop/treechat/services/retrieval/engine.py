@@ -31,6 +31,7 @@ from ...store.fulltext import (
     any_terms_query,
     content_terms,
     index_for,
+    terms_of,
 )
 from ...store.repository import Repository
 
@@ -189,7 +190,7 @@ class RetrievalEngine:
         `QueryError` (a ValueError) for a query without words."""
         from .units import best_per_passage, unit_keys
 
-        if not query.strip():
+        if not terms_of(query):
             raise QueryError("nothing to search for")
         if catch_up:
             await self.catch_up()

@@ -21,7 +21,7 @@ from pathlib import Path
 from ...core.fusion import Ranking, fuse
 from ...providers.embeddings import Embedder
 from ...store.database import Store
-from ...store.fulltext import QueryError, any_terms_query
+from ...store.fulltext import QueryError, any_terms_query, terms_of
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
 from ...store.vectors import VectorIndex
 from .engine import CANDIDATES, covering, default_embedder
@@ -232,7 +232,7 @@ class KnowledgeService:
     async def search(self, names: Sequence[str], query: str, *,
                      limit: int = 5) -> list[KnowledgeHit]:
         """The best passages of these bases for `query`, by words and meaning fused."""
-        if not query.strip():
+        if not terms_of(query):
             raise QueryError("nothing to search for")
         bases = await self.bases()
         for n in names:
