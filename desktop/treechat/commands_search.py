@@ -26,6 +26,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     q.add_argument("name")
     q = actions.add_parser("reindex", help="bring a base up to date with its files")
     q.add_argument("name")
+    q = actions.add_parser("use", help="the knowledge bases a chat's model may search "
+                           "(none: stop using any)")
+    q.add_argument("session", help="the chat: id, unique id prefix or title")
+    q.add_argument("names", nargs="*", metavar="NAME")
     q = actions.add_parser("search", help="search one knowledge base")
     q.add_argument("name")
     q.add_argument("query")
@@ -96,6 +100,8 @@ def cmd_knowledge(args: argparse.Namespace) -> int:
 
 
 async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int:
+    from .services.retrieval.knowledge import KnowledgeError
+
     if action == "add":
         paths = await service.add(args.name, args.paths)
         report = await service.reindex(args.name, _progress)
@@ -112,6 +118,13 @@ async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int
     if action == "remove":
         await service.remove(args.name)
         print(f"removed {args.name}")
+        return 0
+    if action == "use":
+        found = await service.store.run(lambda r: r.find_session(args.session))
+        if found is None:
+            raise KnowledgeError(f"no session {args.session!r}")
+        await service.use_in_session(found.id, args.names)
+        print(f"{found.id}: " + (", ".join(args.names) or "no knowledge"))
         return 0
     if action == "list":
         bases = await service.bases()

@@ -55,6 +55,9 @@ def test_search_and_knowledge(tmp_path: Path) -> None:
                     "--limit", "1", *d)
     (passage,) = json.loads(asked.stdout)
     assert passage["file"] == str(notes / "garden.md") and passage["line"] == 3
+    used = run_cli("knowledge", "use", "s1", "home", *d)
+    assert used.returncode == 0 and used.stdout.strip() == "s1: home"
+    assert run_cli("knowledge", "use", "s1", "nope", *d).returncode == 2
     missing = run_cli("knowledge", "add", "home", str(tmp_path / "nope"), *d)
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
     assert run_cli("knowledge", "remove", "home", *d).returncode == 0
