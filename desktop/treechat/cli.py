@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_connection_parsers(sub)
     add_models_list(sub)
     from .cli_store import register as register_store_commands
+    from .commands_sync import add_parsers as add_sync_parsers
+
+    add_sync_parsers(sub)
 
     register_store_commands(sub)
     _accept_common_options_after(sub)

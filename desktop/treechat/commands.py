@@ -17,6 +17,7 @@ from .commands_chat_controls import COMMANDS as CHAT_CONTROL_COMMANDS
 from .commands_connections import cmd_connections, models_command
 from .commands_mcp import cmd_mcp
 from .commands_model_library import cmd_models
+from .commands_sync import COMMANDS as SYNC_COMMANDS
 from .store.database import Store, StoreError, default_store_path
 
 
@@ -335,4 +336,5 @@ COMMANDS = {
     "connections": cmd_connections,
     "backup": cmd_backup,
     **CHAT_CONTROL_COMMANDS,
+    **SYNC_COMMANDS,
 }
