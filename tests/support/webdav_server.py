@@ -26,6 +26,7 @@ class WebDavServer:
                                    "accept_digest": False, "default_to_digest": False},
             "simple_dc": {"user_mapping": {"*": {USER: {"password": PASSWORD}}}},
             "verbose": 0,
+            "dir_browser": {"enable": False},
             "logging": {"enable": False, "enable_loggers": []},
             "property_manager": True,
             "lock_storage": True,

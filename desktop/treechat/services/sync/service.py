@@ -139,7 +139,10 @@ class SyncService:
                 raise SyncError(f"{folder} is not a folder")
             config = TargetConfig("folder", str(folder.resolve()))
         target = self._targets(config, password)
-        await self._keys(target, passphrase)
+        try:
+            await self._keys(target, passphrase)
+        finally:
+            await asyncio.to_thread(target.close)
         await asyncio.to_thread(self.secrets.set_key, PASSPHRASE_KEY, passphrase)
         if password:
             await asyncio.to_thread(self.secrets.set_key, PASSWORD_KEY, password)
@@ -207,6 +210,13 @@ class SyncService:
         if config.kind == "webdav":
             password = await asyncio.to_thread(self._secret, PASSWORD_KEY)
         target = self._targets(config, password)
+        try:
+            return await self._run_with(target, passphrase, progress)
+        finally:
+            await asyncio.to_thread(target.close)
+
+    async def _run_with(self, target: SyncTarget, passphrase: str,
+                        progress: Progress | None) -> SyncReport:
         keys = await self._keys(target, passphrase)
         engine = SyncEngine(self.store, target, keys, await self.device(), clock=self.clock,
                             device_name=self.device_name)

@@ -46,6 +46,10 @@ class SyncTarget(Protocol):
     def remove(self, path: str) -> None:
         ...
 
+    def close(self) -> None:
+        """Let go of connections (a folder has none)."""
+        ...
+
 
 class FolderTarget:
     def __init__(self, root: Path) -> None:
@@ -100,6 +104,9 @@ class FolderTarget:
 
     def remove(self, path: str) -> None:
         self._path(path).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        return None
 
 
 class WebDavTarget:
@@ -184,3 +191,6 @@ class WebDavTarget:
 
     def remove(self, path: str) -> None:
         self._call(f"remove {path}", self._client.remove, path)
+
+    def close(self) -> None:
+        self._client.http.close()
