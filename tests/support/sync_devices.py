@@ -116,8 +116,13 @@ def graph_of(store: Store) -> dict[str, Any]:
         rows = repo.con.execute(
             "SELECT id, created_at, session_id, role, name, input, output, predecessor, "
             "caller, reads, metadata FROM nodes").fetchall()
-        return {"rows": len(rows), "nodes": {r[0]: json.dumps(list(r[1:]), default=str)
-                                             for r in rows}}
+        def value(v: Any, column: int) -> Any:  # JSON columns compared as values
+            return json.loads(v) if column in (5, 6, 10) and isinstance(v, str) else v
+
+        return {"rows": len(rows), "nodes": {
+            r[0]: json.dumps([value(v, i) for i, v in enumerate(r)][1:], default=str,
+                             sort_keys=True)
+            for r in rows}}
 
     return store.call(read)
 

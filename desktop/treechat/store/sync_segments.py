@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.chat_settings import ChatParameters
-from ..core.model import Annotation, Node, Session
+from ..core.model import Annotation, Session
 from .chat_settings import add_settings_revision, set_session_mark
 from .commits import COMMIT_COLUMNS
 from .repository import Repository, bulk_insert
@@ -29,7 +29,7 @@ _KNOWN_COLUMNS = "source_key, node_id, session_id, imported_at"
 
 
 def known_key(kind: str, ident: str) -> str:
-    return json.dumps(["sync", kind, ident])
+    return f'["sync", "{kind}", {json.dumps(ident)}]'
 
 
 def _known_prefix(kind: str) -> str:
@@ -38,24 +38,56 @@ def _known_prefix(kind: str) -> str:
 
 @dataclass(slots=True)
 class Records:
-    """Records as they travel: plain lists, JSON columns as their JSON text."""
+    """Records as they travel. Nodes are one JSON array of arrays in NODE_FIELDS order, made
+    and read by DuckDB itself: a first sync of a long history spends no time in Python."""
 
-    nodes: list[list[Any]] = field(default_factory=list)
+    nodes: str = "[]"
+    node_count: int = 0
     sessions: list[list[Any]] = field(default_factory=list)
     commits: list[dict[str, Any]] = field(default_factory=list)
     blobs: list[str] = field(default_factory=list)  # attachment hashes the nodes name
 
     def __len__(self) -> int:
-        return len(self.nodes) + len(self.sessions) + len(self.commits) + len(self.blobs)
+        return self.node_count + len(self.sessions) + len(self.commits) + len(self.blobs)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "sessions": self.sessions, "commits": self.commits,
-                "blobs": self.blobs}
+        return {"nodes": self.nodes, "node_count": self.node_count, "sessions": self.sessions,
+                "commits": self.commits, "blobs": self.blobs}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Records:
-        return cls(list(data.get("nodes", [])), list(data.get("sessions", [])),
+        nodes = data.get("nodes", "[]")
+        if not isinstance(nodes, str):
+            raise ValueError("nodes are not a JSON text")
+        return cls(nodes, int(data.get("node_count", 0)), list(data.get("sessions", [])),
                    list(data.get("commits", [])), list(data.get("blobs", [])))
+
+
+RECEIVED_SETTING = "sync.received"
+
+
+def _remember_received(repo: Repository, lo: int, hi: int) -> None:
+    """Nodes that came in are one run of seqs: remembered as the run and the ids at its
+    ends, not a row each (a first sync brings a whole history)."""
+    ends = repo.con.execute("SELECT seq, id FROM nodes WHERE seq IN (?, ?)", [lo, hi]
+                            ).fetchall()
+    ids = dict(ends)
+    runs = list(repo.get_setting(RECEIVED_SETTING) or [])
+    runs.append([lo, hi, ids.get(lo), ids.get(hi)])
+    repo.set_setting(RECEIVED_SETTING, runs)
+
+
+def _received_runs(repo: Repository) -> list[tuple[int, int]]:
+    """The runs still as they came: a run whose end nodes are gone (purged, the seq given to
+    another node since) is not trusted, and what it held is sent again, which is harmless."""
+    runs = [r for r in (repo.get_setting(RECEIVED_SETTING) or []) if len(r) == 4]
+    if not runs:
+        return []
+    wanted = sorted({int(r[0]) for r in runs} | {int(r[1]) for r in runs})
+    at = dict(repo.con.execute("SELECT seq, id FROM nodes WHERE seq IN (SELECT unnest(?))",
+                               [wanted]).fetchall())
+    return [(int(r[0]), int(r[1])) for r in runs
+            if at.get(int(r[0])) == r[2] and at.get(int(r[1])) == r[3]]
 
 
 def _unknown(kind: str, column: str) -> str:
@@ -63,10 +95,17 @@ def _unknown(kind: str, column: str) -> str:
             f"WHERE starts_with(source_key, '{_known_prefix(kind)}'))")
 
 
-def unsent_records(repo: Repository) -> Records:
-    """Everything here that no target has yet, oldest first."""
-    nodes = repo.con.execute(
-        f"SELECT {NODE_FIELDS} FROM nodes WHERE {_unknown('node', 'id')} ORDER BY seq"
+def unsent_records(repo: Repository, per_chunk: int) -> list[Records]:
+    """Everything here that no target has yet, oldest first, `per_chunk` nodes a piece; the
+    chats, commits and attachments ride with the first piece."""
+    runs = _received_runs(repo)
+    pieces = repo.con.execute(
+        f"SELECT CAST(list(json_array({NODE_FIELDS}) ORDER BY seq) AS JSON)::VARCHAR, count(*) "
+        f"FROM ("
+        f"SELECT *, (row_number() OVER (ORDER BY seq) - 1) // ? AS piece FROM nodes "
+        f"WHERE {_unknown('node', 'id')} AND NOT EXISTS (SELECT 1 FROM (SELECT unnest(?) "
+        "AS lo, unnest(?) AS hi) WHERE seq BETWEEN lo AND hi)) GROUP BY piece ORDER BY piece",
+        [per_chunk, [r[0] for r in runs], [r[1] for r in runs]],
     ).fetchall()
     sessions = repo.con.execute(
         f"SELECT {SESSION_FIELDS} FROM sessions WHERE {_unknown('session', 'id')} "
@@ -80,7 +119,7 @@ def unsent_records(repo: Repository) -> Records:
     if commits:
         for cid, position, op, item in repo.con.execute(
             "SELECT commit_id, position, op, item FROM commit_items "
-            "WHERE list_contains(?, commit_id) ORDER BY commit_id, position",
+            "WHERE commit_id IN (SELECT unnest(?)) ORDER BY commit_id, position",
             [[c[0] for c in commits]],
         ).fetchall():
             items.setdefault(cid, []).append([position, op, item])
@@ -88,19 +127,37 @@ def unsent_records(repo: Repository) -> Records:
     blobs = repo.con.execute(
         f"SELECT sha256 FROM attachments WHERE {_unknown('blob', 'sha256')} ORDER BY sha256"
     ).fetchall()
-    return Records(
-        nodes=[list(r) for r in nodes],
-        sessions=[list(r) for r in sessions],
-        commits=[{**dict(zip(names, c, strict=True)), "items": items.get(c[0], [])}
-                 for c in commits],
-        blobs=[r[0] for r in blobs],
-    )
+    out = [Records(str(text), int(count)) for text, count in pieces] or [Records()]
+    out[0].sessions = [list(r) for r in sessions]
+    out[0].commits = [{**dict(zip(names, c, strict=True)), "items": items.get(c[0], [])}
+                      for c in commits]
+    out[0].blobs = [r[0] for r in blobs]
+    return out if len(out[0]) or len(out) > 1 else []
+
+
+# The nodes of a JSON array of records as rows (r is one record).
+_NODE_ROWS = (
+    "SELECT r->>'$[0]' AS id, CAST(r->'$[1]' AS DOUBLE) AS created_at, "
+    "r->>'$[2]' AS session_id, r->>'$[3]' AS role, coalesce(r->>'$[4]', '') AS name, "
+    "CASE WHEN json_type(r->'$[5]') = 'NULL' THEN NULL ELSE r->'$[5]' END AS input, "
+    "CASE WHEN json_type(r->'$[6]') = 'NULL' THEN NULL ELSE r->'$[6]' END AS output, "
+    "r->>'$[7]' AS predecessor, r->>'$[8]' AS caller, "
+    "coalesce(CAST(r->'$[9]' AS VARCHAR[]), []) AS reads, "
+    "CASE WHEN json_type(r->'$[10]') = 'OBJECT' THEN r->'$[10]' ELSE '{}' END AS metadata "
+    "FROM (SELECT unnest(CAST(? AS JSON[])) AS r)"
+)
 
 
 def mark_known(repo: Repository, records: Records, now: float) -> None:
     """Remember that a target holds `records` (sent or received), so they are not sent."""
-    rows = [(known_key("node", n[0]), n[0], n[2], now) for n in records.nodes]
-    rows += [(known_key("session", s[0]), s[0], s[0], now) for s in records.sessions]
+    if records.node_count:
+        repo.con.execute(
+            "INSERT INTO import_sources (source_key, node_id, session_id, imported_at) "
+            f"SELECT DISTINCT '{_known_prefix('node')}' || to_json(id) || ']', id, "
+            f"session_id, ? FROM ({_NODE_ROWS}) WHERE '{_known_prefix('node')}' || "
+            "to_json(id) || ']' NOT IN (SELECT source_key FROM import_sources)",
+            [now, records.nodes])
+    rows = [(known_key("session", s[0]), s[0], s[0], now) for s in records.sessions]
     rows += [(known_key("commit", c["id"]), c["id"], c["session_id"], now)
              for c in records.commits]
     rows += [(known_key("blob", b), b, "", now) for b in records.blobs]
@@ -108,7 +165,7 @@ def mark_known(repo: Repository, records: Records, now: float) -> None:
         return
     keys = [r[0] for r in rows]
     have = {r[0] for r in repo.con.execute(
-        "SELECT source_key FROM import_sources WHERE list_contains(?, source_key)", [keys]
+        "SELECT source_key FROM import_sources WHERE source_key IN (SELECT unnest(?))", [keys]
     ).fetchall()}
     fresh = list({r[0]: r for r in rows if r[0] not in have}.values())
     if fresh:
@@ -126,44 +183,49 @@ def _loads(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def merge_records(repo: Repository, records: Records, now: float) -> Merged:
-    """Add what this file lacks of `records` (set union: the rest is skipped); HEADs stay."""
+def merge_records(repo: Repository, batches: Sequence[Records], now: float) -> Merged:
+    """Add what this file lacks of `batches` (set union: the rest is skipped); HEADs stay.
+    Other devices' nodes are appended in the order they were made (seq is each file's own)."""
+    added = 0
+    new_sessions: dict[str, list[Any]] = {}
     with repo.transaction():
+        sessions = [s for b in batches for s in b.sessions]
         have_sessions = {r[0] for r in repo.con.execute(
-            "SELECT id FROM sessions WHERE list_contains(?, id)",
-            [[s[0] for s in records.sessions]]).fetchall()} if records.sessions else set()
-        new_sessions = {s[0]: s for s in records.sessions if s[0] not in have_sessions}
+            "SELECT id FROM sessions WHERE id IN (SELECT unnest(?))",
+            [[s[0] for s in sessions]]).fetchall()} if sessions else set()
+        new_sessions = {s[0]: s for s in sessions if s[0] not in have_sessions}
         repo.create_sessions([
             Session(id=s[0], title=s[1], head=None, model=s[2] or "", created_at=float(s[3]),
                     forked_from=s[4], updated_at=float(s[3]))
             for s in new_sessions.values()
         ])
-        ids = [n[0] for n in records.nodes]
-        have = {r[0] for r in repo.con.execute(
-            "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
-        } if ids else set()
-        fresh: dict[str, list[Any]] = {}
-        for n in records.nodes:
-            if n[0] not in have:
-                fresh.setdefault(n[0], n)
-        # seq is this file's own order: other devices' nodes are appended as they were made
-        ordered = sorted(fresh.values(), key=lambda n: (float(n[1]), n[0]))
-        repo.append_nodes([
-            Node(id=n[0], seq=0, created_at=float(n[1]), session_id=n[2], role=n[3],
-                 name=n[4] or "", input=_loads(n[5]), output=_loads(n[6]), predecessor=n[7],
-                 caller=n[8], reads=tuple(n[9] or ()), metadata=_loads(n[10]) or {})
-            for n in ordered
-        ])
-        commits = _merge_commits(repo, records.commits)
-        mark_known(repo, records, now)
-    return Merged(len(ordered), tuple(new_sessions), commits)
+        texts = [b.nodes for b in batches if b.node_count]
+        if texts:
+            every = " UNION ALL ".join([_NODE_ROWS] * len(texts))
+            first = repo.last_seq + 1
+            row = repo.con.execute(
+                "INSERT INTO nodes (id, seq, created_at, session_id, role, name, input, "
+                "output, predecessor, caller, reads, metadata) "
+                "SELECT id, ? - 1 + row_number() OVER (ORDER BY created_at, id), created_at, "
+                "session_id, role, name, input, output, predecessor, caller, reads, metadata "
+                f"FROM ({every}) WHERE id NOT IN (SELECT id FROM nodes) "
+                "QUALIFY row_number() OVER (PARTITION BY id) = 1",
+                [first, *texts]).fetchone()
+            added = int(row[0]) if row else 0
+            if added:
+                repo.advance_seq(first + added - 1)
+                _remember_received(repo, first, first + added - 1)
+        commits = _merge_commits(repo, [c for b in batches for c in b.commits])
+        for batch in batches:
+            mark_known(repo, replace(batch, nodes="[]", node_count=0), now)
+    return Merged(added, tuple(new_sessions), commits)
 
 
 def _merge_commits(repo: Repository, commits: Sequence[Mapping[str, Any]]) -> int:
     if not commits:
         return 0
     have = {r[0] for r in repo.con.execute(
-        "SELECT id FROM commits WHERE list_contains(?, id)", [[c["id"] for c in commits]]
+        "SELECT id FROM commits WHERE id IN (SELECT unnest(?))", [[c["id"] for c in commits]]
     ).fetchall()}
     names = [c.strip() for c in COMMIT_COLUMNS.split(",")]
     rows: list[tuple[Any, ...]] = []
@@ -192,7 +254,7 @@ def missing_attachments(repo: Repository, hashes: Iterable[str]) -> list[str]:
     if not wanted:
         return []
     have = {r[0] for r in repo.con.execute(
-        "SELECT sha256 FROM attachments WHERE list_contains(?, sha256)", [wanted]).fetchall()}
+        "SELECT sha256 FROM attachments WHERE sha256 IN (SELECT unnest(?))", [wanted]).fetchall()}
     return [h for h in wanted if h not in have]
 
 
@@ -261,17 +323,16 @@ def apply_state(repo: Repository, values: Mapping[str, Any], *, now: float,
     current = mutable_state(repo)
     sessions = {r[0] for r in repo.con.execute("SELECT id FROM sessions").fetchall()}
     written: list[str] = []
+    columns: dict[str, list[tuple[str, Any]]] = {}  # session column -> (session, value)
     with repo.transaction():
         for key, value in values.items():
             if current.get(key) == value:
                 continue
             what, _, which = key.partition("/")
-            if what in SESSION_FIELDS_MUTABLE and which in sessions:
-                repo.update_session(which, **{what: value})
-            elif what == "head" and which in sessions:
-                if value is None or repo.get_node(value) is None:
+            if what in (*SESSION_FIELDS_MUTABLE, "head") and which in sessions:
+                if what == "head" and value is None:
                     continue
-                repo.set_head(which, value, now, known=True)
+                columns.setdefault(what, []).append((which, value))
             elif what in ("pinned", "favourite") and which in sessions:
                 set_session_mark(repo, which, now=now, **{what: bool(value)})
             elif what == "settings" and which in sessions and isinstance(value, dict):
@@ -294,6 +355,14 @@ def apply_state(repo: Repository, values: Mapping[str, Any], *, now: float,
             else:
                 continue
             written.append(key)
+        for column, changes in columns.items():
+            # one statement per column: a first sync sets the HEAD of every chat at once
+            touch, times = (", updated_at = ?", [now]) if column == "head" else ("", [])
+            repo.con.execute(
+                f"UPDATE sessions SET {column} = v.value{touch} "
+                "FROM (SELECT unnest(?) AS id, unnest(?) AS value) v WHERE sessions.id = v.id",
+                [*times, [c[0] for c in changes], [c[1] for c in changes]])
+            written.extend(f"{column}/{c[0]}" for c in changes)
     return written
 
 

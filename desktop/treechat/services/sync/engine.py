@@ -158,13 +158,7 @@ class SyncEngine:
         sent = _b64(repo.get_setting(SENT_STATE_SETTING))
         vector = doc.state_vector()
         state = doc.update_since(sent) if vector != sent else None
-        records = db.unsent_records(repo)
-        nodes = records.nodes
-        chunks = [replace(records, nodes=nodes[:NODES_PER_SEGMENT])]
-        for start in range(NODES_PER_SEGMENT, len(nodes), NODES_PER_SEGMENT):
-            chunks.append(db.Records(nodes=nodes[start:start + NODES_PER_SEGMENT]))
-        if not len(chunks[0]) and len(chunks) == 1:
-            chunks = []
+        chunks = db.unsent_records(repo, NODES_PER_SEGMENT)
         return _Outgoing(chunks, state, vector, first=sent is None)
 
     async def _send(self, progress: Progress | None) -> SyncReport:
@@ -200,7 +194,7 @@ class SyncEngine:
                                          base64.b64encode(out.vector).decode())
 
             await self.store.run(mark)
-            sent_nodes += len(chunk.nodes)
+            sent_nodes += chunk.node_count
             done += 1
             _tell(progress, "sending", done, total)
         return SyncReport(at=self.clock.now(), sent_nodes=sent_nodes,
@@ -262,10 +256,9 @@ class SyncEngine:
             mine = doc.local_changes(db.mutable_state(repo), {**values, **self._heads(repo, heads)})
             for sha, (media_type, created_at, data) in incoming.blobs.items():
                 repo.put_attachment(sha, media_type, data, created_at)
-            for segment in incoming.segments:
-                merged = db.merge_records(repo, segment.records, now)
-                nodes += merged.nodes
-                new_sessions.extend(merged.sessions)
+            merged = db.merge_records(repo, [s.records for s in incoming.segments], now)
+            nodes += merged.nodes
+            new_sessions.extend(merged.sessions)
             for segment in incoming.segments:
                 if segment.state:
                     doc.apply(segment.state)
@@ -285,7 +278,7 @@ class SyncEngine:
             seen.extend(s.path for s in incoming.segments if s.path)
             repo.set_setting(SEEN_SETTING, seen)
             titles = {r[0]: r[1] for r in repo.con.execute(
-                "SELECT id, title FROM sessions WHERE list_contains(?, id)", [new_sessions]
+                "SELECT id, title FROM sessions WHERE id IN (SELECT unnest(?))", [new_sessions]
             ).fetchall()} if new_sessions else {}
         fresh = set(new_sessions)
         shown = tuple(c for c in changed if not c.startswith("head/")
@@ -299,7 +292,7 @@ class SyncEngine:
         the newest other device's when this one never had one."""
         wanted = {v for slots in heads.values() for v, _ in slots.values() if v}
         exists = {r[0] for r in repo.con.execute(
-            "SELECT id FROM nodes WHERE list_contains(?, id)", [sorted(wanted)]).fetchall()
+            "SELECT id FROM nodes WHERE id IN (SELECT unnest(?))", [sorted(wanted)]).fetchall()
         } if wanted else set()
         out: dict[str, Any] = {}
         for key, slots in heads.items():

@@ -12,13 +12,16 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...core.clock import Clock
 from ...store.database import Store
-from .crypto import SyncCryptoError, WrongPassphrase
-from .engine import Progress, SyncEngine, SyncReport, open_target
 from .targets import FolderTarget, SyncTarget, TargetError, WebDavTarget
+
+if TYPE_CHECKING:  # the engine brings cryptography and pycrdt: loaded at the first sync
+    from .engine import SyncReport
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 log = logging.getLogger(__name__)
 
@@ -167,12 +170,17 @@ class SyncService:
         return had
 
     async def status(self) -> SyncStatus:
+        from .engine import SyncReport
+
         last = await self.store.run(lambda r: r.get_setting(LAST_SETTING))
         return SyncStatus(await self.target(), await self.device(),
                           SyncReport.from_dict(last) if isinstance(last, dict) else None,
                           self._running, self._error)
 
     async def _keys(self, target: SyncTarget, passphrase: str) -> Any:
+        from .crypto import SyncCryptoError, WrongPassphrase
+        from .engine import open_target
+
         try:
             return await asyncio.to_thread(open_target, target, passphrase)
         except TargetError as exc:
@@ -217,6 +225,8 @@ class SyncService:
 
     async def _run_with(self, target: SyncTarget, passphrase: str,
                         progress: Progress | None) -> SyncReport:
+        from .engine import SyncEngine
+
         keys = await self._keys(target, passphrase)
         engine = SyncEngine(self.store, target, keys, await self.device(), clock=self.clock,
                             device_name=self.device_name)

@@ -32,6 +32,7 @@ from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
 from .session_list import SessionListController
+from .sync import SyncController
 from .turns import TurnController
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ class ConversationController(QObject):
         self.attachments = AttachmentsController(self)  # files in a message
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
+        self.sync = SyncController(self)  # in the background, once started
         self.backups: BackupsController | None = None  # with the window's menus
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
@@ -131,11 +133,13 @@ class ConversationController(QObject):
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
         # the first code block on screen should not wait for pygments' lexers to be built
         self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
+        self.sync.start()
 
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
         self.models.close()  # connection changes from now on are not shown
         self.mcp.close()  # a tool call asking now is denied
+        await self.sync.close()
         self.stash_composer()
         await self.turns.stop_all()
         self.session_list.close()  # the queue's news no longer reaches this window

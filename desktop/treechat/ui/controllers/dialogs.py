@@ -61,7 +61,7 @@ class DialogsController:
         dialog = SettingsDialog(
             c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
             tasks=c.tasks, parent=c.parts.window, connections=c.services.connections,
-            mcp=c.services.mcp,
+            mcp=c.services.mcp, sync=c.services.sync,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))
