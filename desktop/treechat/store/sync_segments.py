@@ -333,7 +333,8 @@ def apply_state(repo: Repository, values: Mapping[str, Any], *, now: float,
                 if what == "head" and value is None:
                     continue
                 columns.setdefault(what, []).append((which, value))
-            elif what in ("pinned", "favourite") and which in sessions:
+                continue  # written below, a column at a time
+            if what in ("pinned", "favourite") and which in sessions:
                 set_session_mark(repo, which, now=now, **{what: bool(value)})
             elif what == "settings" and which in sessions and isinstance(value, dict):
                 add_settings_revision(

@@ -94,9 +94,12 @@ async def test_a_title_edited_on_both_converges_and_keeps_both_edits(
     await a.sessions.rename(chat.id, "Named on the laptop")
     clock.advance(5)
     await b.sessions.rename(chat.id, "Named on the desktop")
+    reports = []
     for device in (a, b, a):
         clock.advance(1)
-        await device.sync.sync_now()
+        reports.append(await device.sync.sync_now())
+    # the desktop keeps its later edit; the laptop takes it, and says so once
+    assert [r.changed for r in reports] == [(), (), (f"title/{chat.id}",)]
     titles = [(await d.sessions.get(chat.id)).title for d in (a, b)]  # type: ignore[union-attr]
     assert titles == ["Named on the desktop", "Named on the desktop"]  # the later edit wins
     for device in (a, b):
