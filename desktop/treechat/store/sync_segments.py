@@ -208,8 +208,8 @@ def merge_records(repo: Repository, batches: Sequence[Records], now: float) -> M
                 "output, predecessor, caller, reads, metadata) "
                 "SELECT id, ? - 1 + row_number() OVER (ORDER BY created_at, id), created_at, "
                 "session_id, role, name, input, output, predecessor, caller, reads, metadata "
-                f"FROM ({every}) WHERE id NOT IN (SELECT id FROM nodes) "
-                "QUALIFY row_number() OVER (PARTITION BY id) = 1",
+                f"FROM (SELECT * FROM ({every}) WHERE id NOT IN (SELECT id FROM nodes) "
+                "QUALIFY row_number() OVER (PARTITION BY id) = 1)",  # once each, then numbered
                 [first, *texts]).fetchone()
             added = int(row[0]) if row else 0
             if added:

@@ -97,8 +97,11 @@ def make_target(config: TargetConfig, password: str) -> SyncTarget:
 
 class SyncService:
     def __init__(self, store: Store, secrets: Secrets, *, clock: Clock,
-                 device_name: str | None = None, targets: TargetFactory = make_target) -> None:
+                 device_name: str | None = None, targets: TargetFactory = make_target,
+                 quiet: float = QUIET_BEFORE_SYNC, every: float = SYNC_EVERY) -> None:
         self.store = store
+        self.quiet = quiet  # seconds after the last change before a background sync
+        self.every = every  # seconds between background syncs when nothing changes here
         self.secrets = secrets
         self.clock = clock
         self.device_name = device_name or socket.gethostname() or "this computer"
@@ -296,12 +299,12 @@ class SyncService:
                     log.exception("background sync failed")
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), SYNC_EVERY)
+                await asyncio.wait_for(self._changed.wait(), self.every)
             except TimeoutError:
                 continue
             while True:  # wait for the changes to settle
                 self._changed.clear()
                 try:
-                    await asyncio.wait_for(self._changed.wait(), QUIET_BEFORE_SYNC)
+                    await asyncio.wait_for(self._changed.wait(), self.quiet)
                 except TimeoutError:
                     break

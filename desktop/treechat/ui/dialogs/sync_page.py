@@ -86,7 +86,8 @@ class SyncPage(QWidget):
         status_layout.addWidget(self.status_label)
         status_layout.addWidget(self.progress)
         status_layout.addLayout(buttons)
-        status_layout.addWidget(QLabel("What came in at the last sync:"))
+        self.came_in_label = QLabel("What came in at the last sync:")
+        status_layout.addWidget(self.came_in_label)
         status_layout.addWidget(self.came_in, 1)
 
         self.kind = QComboBox()
@@ -117,6 +118,7 @@ class SyncPage(QWidget):
         self.add_error.setWordWrap(True)
         self.add_error.setObjectName("SyncError")
         add_box = QGroupBox("Sync through")
+        self.add_box = add_box
         form = QFormLayout(add_box)
         form.addRow("Kind", self.kind)
         form.addRow("Where", where)
@@ -167,6 +169,11 @@ class SyncPage(QWidget):
         target = status.target
         self.sync_button.setEnabled(target is not None and not status.running)
         self.remove_button.setEnabled(target is not None)
+        # one target at a time: the form is for setting one up (Stop syncing to change it)
+        self.add_box.setVisible(target is None)
+        for widget in (self.sync_button, self.remove_button, self.came_in_label,
+                       self.came_in):
+            widget.setVisible(target is not None)
         if target is None:
             self.status_label.setText("Not syncing. Choose a folder or a WebDAV server below.")
         else:
