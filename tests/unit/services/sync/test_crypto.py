@@ -19,7 +19,7 @@ from treechat.services.sync.crypto import (
 def test_the_header_opens_with_the_passphrase_and_refuses_another() -> None:
     raw, keys = new_header("right", LIGHT_KDF)
     assert open_header(raw, "right") == keys
-    with pytest.raises(WrongPassphrase, match="^wrong passphrase for this sync target"):
+    with pytest.raises(WrongPassphrase, match=r"^wrong passphrase for this sync target"):
         open_header(raw, "wrong")
     header = json.loads(raw)
     assert set(header) == {"format", "kdf", "salt", "check"}
