@@ -20,6 +20,7 @@ from pycrdt import Doc, Map
 
 ROOT = "state"
 LOGGED = ("title/",)  # fields whose every edit is kept
+DELETABLE = ("preset/",)  # fields whose absence from the store is a deletion
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +105,12 @@ class SyncDocument:
 
     def local_changes(self, local: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
         """The fields where the store differs from what the document last put there: edits
-        made here since."""
-        return {k: v for k, v in local.items() if shown.get(k, _MISSING) != v}
+        made here since. A preset gone from the store was deleted here (None); any other
+        field missing is of a chat not here yet."""
+        changes = {k: v for k, v in local.items() if shown.get(k, _MISSING) != v}
+        changes.update({k: None for k, v in shown.items()
+                        if k.startswith(DELETABLE) and v is not None and k not in local})
+        return changes
 
     def add_annotations(self, rows: Iterable[Sequence[Any]]) -> int:
         added = 0

@@ -234,6 +234,8 @@ def _change(node: Node) -> object:
 async def test_pins_deletions_and_settings_travel(
     pair: tuple[Device, Device, FakeClock],
 ) -> None:
+    from treechat.core.chat_settings import preset_from_dict
+    from treechat.services.chat_settings import ChatSettingsService
     from treechat.store import chat_settings
 
     a, b, clock = pair
@@ -244,9 +246,27 @@ async def test_pins_deletions_and_settings_travel(
                                                                pinned=True, favourite=True))
     await a.sessions.annotate(keep.id, node.id, "pin")
     await a.sessions.delete(gone.id)
+    await ChatSettingsService(a.store, clock=clock).update(keep.id, instructions="Be brief.")
+    for name in ("Terse", "Scratch"):
+        preset = preset_from_dict({"name": name, "system_prompt": f"{name} answers."})
+        await a.store.run(lambda r, p=preset: chat_settings.save_preset(r, p, clock.now()))
+    connections = [{"name": "lab", "kind": "openai-compatible",
+                    "base_url": "http://127.0.0.1:8080/v1"}]
+    await a.store.run(lambda r: r.set_setting("connections", connections))
     await a.sync.sync_now()
     await b.sync.sync_now()
     assert shared_state(a.store) == shared_state(b.store)
+    settings = await ChatSettingsService(b.store, clock=clock).current(keep.id)
+    assert settings.instructions == "Be brief."
+    assert await b.store.run(lambda r: r.get_setting("connections")) == connections
+    # a preset deleted on one computer is deleted on the other, not brought back
+    clock.advance(1)
+    await b.store.run(lambda r: chat_settings.delete_preset(r, "Scratch"))
+    await b.sync.sync_now()
+    await a.sync.sync_now()
+    for device in (a, b):
+        names = await device.store.run(lambda r: [p.name for p in chat_settings.user_presets(r)])
+        assert names == ["Terse"]
     marks = await b.store.run(lambda r: chat_settings.session_marks_of(r, keep.id))
     assert (marks.pinned, marks.favourite) == (True, True)
     assert [s.id for s in await b.sessions.list()] == [keep.id]
