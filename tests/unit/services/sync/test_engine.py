@@ -271,3 +271,34 @@ async def test_pins_deletions_and_settings_travel(
     assert (marks.pinned, marks.favourite) == (True, True)
     assert [s.id for s in await b.sessions.list()] == [keep.id]
     assert PASSPHRASE not in repr(await b.sync.status())
+
+
+@pytest.mark.asyncio
+async def test_a_commit_travels_and_the_other_computer_builds_on_it(
+    pair: tuple[Device, Device, FakeClock],
+) -> None:
+    from treechat.providers.tokenizer import CachedTiktokenCounter
+    from treechat.services.context import ContextEngine
+    from treechat.store import commits
+
+    a, b, clock = pair
+    chat = await a.sessions.create(title="Snapshots")
+    await a.sessions.append_message(chat.id, "What is in the request?")
+    reply = await a.sessions.append_message(chat.id, "Everything so far.", role="assistant")
+    counter = CachedTiktokenCounter()
+    made = await ContextEngine(a.store, counter).ensure_latest_commit(chat.id, now=clock.now())
+    assert made is not None
+    await a.sync.sync_now()
+    await b.sync.sync_now()
+    there = await b.store.run(lambda r: commits.load_commit(r, made.id))
+    assert there is not None and there.head_node_id == reply.id
+    assert [(i.source_node_id, i.rendered) for i in there.items] == [
+        (i.source_node_id, i.rendered) for i in made.items]
+    # the desktop goes on from it: its next commit has the earlier one as parent
+    clock.advance(1)
+    more = await b.sessions.append_message(chat.id, "And one more question")
+    next_commit = await ContextEngine(b.store, counter).ensure_latest_commit(
+        chat.id, now=clock.now())
+    assert next_commit is not None and next_commit.head_node_id == more.id
+    assert made.id in next_commit.parent_ids
+    assert len(next_commit.items) == len(made.items) + 1
