@@ -290,6 +290,8 @@ class SyncService:
 
     async def _background(self) -> None:
         while True:
+            # cleared before the sync: a change made while it runs is synced after it
+            self._changed.clear()
             if await self.target() is not None:
                 try:
                     await self.sync_now()
@@ -297,7 +299,6 @@ class SyncService:
                     log.info("background sync: %s", exc)
                 except Exception:
                     log.exception("background sync failed")
-            self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), self.every)
             except TimeoutError:
