@@ -146,7 +146,9 @@ def cmd_session(args: argparse.Namespace) -> int:
                 asyncio.run(_rename(store, session_id, args.title))
                 session = store.call(lambda r: r.get_session(session_id))
                 if instructions is None and not changes:
-                    print(f"Renamed to {session.title}")
+                    print(json.dumps({"session": session_id, "title": session.title},
+                                     ensure_ascii=False) if args.json
+                          else f"Renamed to {session.title}")
                     return 0
             if instructions is None and not changes:
                 print("treechat: nothing to set (see `treechat session set --help`)",

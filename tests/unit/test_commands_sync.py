@@ -69,8 +69,9 @@ def test_without_a_keychain_sync_is_refused_and_a_title_can_still_be_set(
     assert now.returncode == 1 and now.stderr.startswith("treechat: no sync target is set")
     status = treechat(env, "sync", "status", "--json")
     assert json.loads(status.stdout)["target"] is None
-    renamed = treechat(env, "session", "set", "chat-1", "--title", "Camping")
+    renamed = treechat(env, "session", "set", "chat-1", "--title", "Camping", "--json")
     assert renamed.returncode == 0, renamed.stderr
+    assert json.loads(renamed.stdout) == {"session": "chat-1", "title": "Camping"}
     listed = json.loads(treechat(env, "sessions", "--json").stdout)
     assert [s["title"] for s in listed] == ["Camping"]
 
