@@ -95,17 +95,21 @@ def _unknown(kind: str, column: str) -> str:
             f"WHERE starts_with(source_key, '{_known_prefix(kind)}'))")
 
 
-def unsent_records(repo: Repository, per_chunk: int) -> list[Records]:
-    """Everything here that no target has yet, oldest first, `per_chunk` nodes a piece; the
-    chats, commits and attachments ride with the first piece."""
+def unsent_records(repo: Repository, per_chunk: int,
+                   bytes_per_chunk: int = 4 << 20) -> list[Records]:
+    """Everything here that no target has yet, oldest first, in pieces of at most
+    `per_chunk` nodes and about `bytes_per_chunk` of content (a long pasted document
+    does not make one huge file); the chats, commits and attachments ride with the first."""
     runs = _received_runs(repo)
     pieces = repo.con.execute(
         f"SELECT CAST(list(json_array({NODE_FIELDS}) ORDER BY seq) AS JSON)::VARCHAR, count(*) "
-        f"FROM ("
-        f"SELECT *, (row_number() OVER (ORDER BY seq) - 1) // ? AS piece FROM nodes "
-        f"WHERE {_unknown('node', 'id')} AND NOT EXISTS (SELECT 1 FROM (SELECT unnest(?) "
-        "AS lo, unnest(?) AS hi) WHERE seq BETWEEN lo AND hi)) GROUP BY piece ORDER BY piece",
-        [per_chunk, [r[0] for r in runs], [r[1] for r in runs]],
+        f"FROM (SELECT *, greatest((row_number() OVER w - 1) // ?, (sum(200 + "
+        "strlen(coalesce(CAST(input AS VARCHAR), '')) + "
+        "strlen(coalesce(CAST(output AS VARCHAR), ''))) OVER w - 1) // ?) AS piece "
+        f"FROM nodes WHERE {_unknown('node', 'id')} AND NOT EXISTS (SELECT 1 FROM (SELECT "
+        "unnest(?) AS lo, unnest(?) AS hi) WHERE seq BETWEEN lo AND hi) "
+        "WINDOW w AS (ORDER BY seq)) GROUP BY piece ORDER BY piece",
+        [per_chunk, bytes_per_chunk, [r[0] for r in runs], [r[1] for r in runs]],
     ).fetchall()
     sessions = repo.con.execute(
         f"SELECT {SESSION_FIELDS} FROM sessions WHERE {_unknown('session', 'id')} "

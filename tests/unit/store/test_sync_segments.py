@@ -33,6 +33,8 @@ def test_records_travel_once_and_merge_by_set_union(tmp_path: Path) -> None:
         (records,) = a.call(lambda r: db.unsent_records(r, 2))[:1]
         pieces = a.call(lambda r: db.unsent_records(r, 2))
         assert [p.node_count for p in pieces] == [2, 1]
+        by_size = a.call(lambda r: db.unsent_records(r, 100, bytes_per_chunk=205))
+        assert [p.node_count for p in by_size] == [1, 1, 1]  # about 200 bytes a node
         assert [s[0] for s in records.sessions] == ["s"]
         for piece in pieces:
             a.call(lambda r, p=piece: db.mark_known(r, p, 1.0))
