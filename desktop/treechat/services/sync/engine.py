@@ -169,7 +169,8 @@ class SyncEngine:
         for sha in blobs:
             meta, data = await self.store.run(_attachment_reader(sha))
             if meta is not None and data is not None:
-                path, sealed = seal_blob(self.keys, sha, meta[0], meta[2], data)
+                path, sealed = await asyncio.to_thread(seal_blob, self.keys, sha, meta[0],
+                                                       meta[2], data)
                 await asyncio.to_thread(self.target.write, path, sealed)
             done += 1
             _tell(progress, "sending", done, total)
@@ -180,8 +181,9 @@ class SyncEngine:
             # The document's update goes with the chats' records, so a chat never arrives
             # without its title, flags and settings; the later segments hold only nodes.
             first = i == 0
-            path, sealed = seal_segment(self.keys, self.device, chunk,
-                                        out.state if first else None)
+            # sealing (compressing, encrypting) a segment takes a moment: off the loop
+            path, sealed = await asyncio.to_thread(seal_segment, self.keys, self.device,
+                                                   chunk, out.state if first else None)
             await asyncio.to_thread(self.target.write, path, sealed)
             now = self.clock.now()
 
@@ -214,7 +216,8 @@ class SyncEngine:
             try:
                 if raw is None:
                     raise SegmentRefused("it went away while being read")
-                incoming.segments.append(open_segment(self.keys, stored.path, raw))
+                incoming.segments.append(
+                    await asyncio.to_thread(open_segment, self.keys, stored.path, raw))
             except SegmentRefused as exc:
                 incoming.refused.append(Refused(stored.path, str(exc)))
             _tell(progress, "receiving", i + 1, len(new))
@@ -235,7 +238,7 @@ class SyncEngine:
             try:
                 if raw is None:
                     raise SegmentRefused("an attachment it names is not on the target yet")
-                incoming.blobs[sha] = open_blob(self.keys, sha, raw)
+                incoming.blobs[sha] = await asyncio.to_thread(open_blob, self.keys, sha, raw)
             except SegmentRefused as exc:
                 incoming.refused.append(Refused(path, str(exc)))
                 failed.add(named[sha].path)
