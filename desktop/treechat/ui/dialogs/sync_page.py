@@ -247,12 +247,14 @@ class SyncPage(QWidget):
             self.add_error.setText("Choose a folder or enter the server's URL.")
             return
         self.add_button.setEnabled(False)
+        self.add_error.setStyleSheet("")
         self.add_error.setText("Checking…")
 
         async def work() -> None:
             try:
                 await self._sync.add(config, passphrase, password)
             except SyncError as exc:
+                self.add_error.setStyleSheet(f"color: {colors_of(self.palette()).danger};")
                 self.add_error.setText(str(exc))
                 self.add_button.setEnabled(True)
                 return
