@@ -38,6 +38,7 @@ steps = st.lists(
         st.tuples(st.just("pin"), st.integers(0, DEVICES - 1), pick, st.booleans()),
         st.tuples(st.just("hide"), st.integers(0, DEVICES - 1), pick, st.booleans()),
         st.tuples(st.just("pin_node"), st.integers(0, DEVICES - 1), pick),
+        st.tuples(st.just("hide_branch"), st.integers(0, DEVICES - 1), pick),
         st.tuples(st.just("sync"), st.integers(0, DEVICES - 1),
                   st.one_of(st.none(), st.integers(0, 3)), st.booleans()),
     ),
@@ -80,6 +81,8 @@ async def _apply(device: Device, step: tuple[Any, ...], clock: FakeClock,
         await (device.sessions.delete(chat.id) if step[3] else device.sessions.restore(chat.id))
     elif kind == "pin_node" and chat.head is not None:
         await device.sessions.annotate(chat.id, chat.head, "pin")
+    elif kind == "hide_branch" and chat.head is not None:
+        await device.sessions.annotate(chat.id, chat.head, "hidden")
 
 
 @pytest.mark.slow
