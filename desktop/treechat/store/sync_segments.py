@@ -90,6 +90,14 @@ def _received_runs(repo: Repository) -> list[tuple[int, int]]:
             if at.get(int(r[0])) == r[2] and at.get(int(r[1])) == r[3]]
 
 
+def forget_sent(repo: Repository) -> None:
+    """Forget which records a target holds: a new target (another folder or server, or the
+    same one started again) gets everything this file has."""
+    repo.con.execute("DELETE FROM import_sources WHERE starts_with(source_key, ?)",
+                     [json.dumps(["sync"])[:-1] + ", "])
+    repo.set_setting(RECEIVED_SETTING, [])
+
+
 def _unknown(kind: str, column: str) -> str:
     return (f"{column} NOT IN (SELECT node_id FROM import_sources "
             f"WHERE starts_with(source_key, '{_known_prefix(kind)}'))")

@@ -38,6 +38,7 @@ NODES_PER_SEGMENT = 5000
 DOCUMENT_SETTING = "sync.document"
 SENT_STATE_SETTING = "sync.sent_state"
 SEEN_SETTING = "sync.seen"
+TARGET_TAG_SETTING = "sync.target_tag"  # which target the three above are about
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -136,8 +137,21 @@ class SyncEngine:
         self.device_name = device_name or device[:8]
 
     async def run(self, progress: Progress | None = None) -> SyncReport:
+        await self.store.run(self._check_target)
         report = await self._send(progress)
         return await self._receive(report, progress)
+
+    def _check_target(self, repo: Repository) -> None:
+        """A target other than the last one (its key differs: another place, or the same
+        place started afresh) holds none of this computer's records: send them all again."""
+        tag = self.keys.tag("target")
+        if repo.get_setting(TARGET_TAG_SETTING) == tag:
+            return
+        with repo.transaction():
+            db.forget_sent(repo)
+            for key in (SEEN_SETTING, SENT_STATE_SETTING):
+                repo.set_setting(key, None)
+            repo.set_setting(TARGET_TAG_SETTING, tag)
 
     # --- sending ------------------------------------------------------------------------
 

@@ -302,3 +302,34 @@ async def test_a_commit_travels_and_the_other_computer_builds_on_it(
     assert next_commit is not None and next_commit.head_node_id == more.id
     assert made.id in next_commit.parent_ids
     assert len(next_commit.items) == len(made.items) + 1
+
+
+@pytest.mark.asyncio
+async def test_a_new_target_gets_the_whole_history_again(
+    pair: tuple[Device, Device, FakeClock], tmp_path: Path
+) -> None:
+    a, b, clock = pair
+    chat = await a.sessions.create(title="Moves house")
+    await a.sessions.append_message(chat.id, "first written here")
+    await a.sync.sync_now()
+    await b.sync.sync_now()
+    clock.advance(1)
+    await b.sessions.append_message(chat.id, "then written on the desktop")
+    await b.sync.sync_now()
+    await a.sync.sync_now()
+    # both move to a new, empty folder: each sends everything it has, its own or not
+    (tmp_path / "new").mkdir()
+    start_target(FolderTarget(tmp_path / "new"))
+    for device in (a, b):
+        device.target.inner = FolderTarget(tmp_path / "new")
+        await connect(device, str(tmp_path / "new"))
+    c = make_device(tmp_path, "third", FolderTarget(tmp_path / "new"), clock)
+    try:
+        await connect(c, str(tmp_path / "new"))
+        sent = await a.sync.sync_now()
+        assert sent.sent_nodes == 2
+        got = await c.sync.sync_now()
+        assert got.received_nodes == 2 and got.new_chats == ("Moves house",)
+        assert graph_of(c.store) == graph_of(a.store) == graph_of(b.store)
+    finally:
+        c.close()
