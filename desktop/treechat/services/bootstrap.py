@@ -46,8 +46,6 @@ class Services:
     sync: SyncService | None = None  # one history across computers
 
     async def close(self) -> None:
-        if self.sync is not None:
-            await self.sync.stop()
         await self.chat.close()
         if self.mcp is not None:
             await self.mcp.close()

@@ -1,11 +1,9 @@
 """Sync as the window and the command line use it: one target per store, its passphrase
-(and a WebDAV password) in the system keychain, a sync now, the last report, and a
-background sync after changes and every few minutes."""
+(and a WebDAV password) in the system keychain, a sync now and the last report."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import uuid
@@ -100,6 +98,7 @@ class SyncService:
                  device_name: str | None = None, targets: TargetFactory = make_target,
                  quiet: float = QUIET_BEFORE_SYNC, every: float = SYNC_EVERY) -> None:
         self.store = store
+        # how the window schedules its background syncs (ui/controllers/sync.py)
         self.quiet = quiet  # seconds after the last change before a background sync
         self.every = every  # seconds between background syncs when nothing changes here
         self.secrets = secrets
@@ -109,8 +108,6 @@ class SyncService:
         self._lock = asyncio.Lock()
         self._running = False
         self._error = ""
-        self._changed = asyncio.Event()
-        self._loop_task: asyncio.Task[None] | None = None
         self.listeners: list[Callable[[SyncReport | None, str], None]] = []
         self.progress_listeners: list[Progress] = []
 
@@ -268,44 +265,3 @@ class SyncService:
                     for e in doc.history(f"title/{session_id}")]
 
         return await self.store.run(read)
-
-    # --- in the background --------------------------------------------------------------
-
-    def changed(self) -> None:
-        """Something worth sending was written here: sync once things are quiet."""
-        self._changed.set()
-
-    def start(self) -> None:
-        """Sync now (with progress on a first sync), then after changes and every few
-        minutes, until `stop`. Call on the event loop."""
-        if self._loop_task is None or self._loop_task.done():
-            self._loop_task = asyncio.get_running_loop().create_task(self._background())
-
-    async def stop(self) -> None:
-        task, self._loop_task = self._loop_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _background(self) -> None:
-        while True:
-            # cleared before the sync: a change made while it runs is synced after it
-            self._changed.clear()
-            if await self.target() is not None:
-                try:
-                    await self.sync_now()
-                except SyncError as exc:
-                    log.info("background sync: %s", exc)
-                except Exception:
-                    log.exception("background sync failed")
-            try:
-                await asyncio.wait_for(self._changed.wait(), self.every)
-            except TimeoutError:
-                continue
-            while True:  # wait for the changes to settle
-                self._changed.clear()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), self.quiet)
-                except TimeoutError:
-                    break
