@@ -257,3 +257,23 @@ def test_a_new_chat_counts_its_chips_against_the_chosen_models_window(
         assert fmt.new_chat_pending_text(chip, window) in ring.toolTip()
 
     aio.run(scenario(), timeout=120)
+
+
+def test_ctrl_n_leaves_no_trace_of_the_previous_chat_in_the_inspector(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(short_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "dragon")
+        history.refresh_timeline()  # a read of the chat still on its way…
+        desk.window.new_chat_action.trigger()  # …when Ctrl+N opens a new chat
+        await desk.controller.tasks.idle()
+        await aio.settle(0.2)
+        assert desk.controller.current_view is None
+        assert history.timeline.commit is None
+        assert history.timeline.model.rowCount() == 0
+        assert history.timeline.header.text() == "No context yet: send a message."
+        assert history.graph.view.graph_scene.nodes == {}
+
+    aio.run(scenario())

@@ -23,6 +23,7 @@ from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
 from ..shell.parts import WindowParts
+from .artifacts import ArtifactsController
 from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
 from .dialogs import DialogsController
@@ -99,6 +100,7 @@ class ConversationController(QObject):
         self.attachments = AttachmentsController(self)  # files in a message
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
+        self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
         self.backups: BackupsController | None = None  # with the window's menus
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
@@ -136,6 +138,8 @@ class ConversationController(QObject):
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
         self.models.close()  # connection changes from now on are not shown
         self.mcp.close()  # a tool call asking now is denied
+        if self.backups is not None:
+            await self.backups.close()
         self.stash_composer()
         await self.turns.stop_all()
         self.session_list.close()  # the queue's news no longer reaches this window
@@ -199,7 +203,8 @@ class ConversationController(QObject):
         self.parts.sessions.select(None)
         self.show(None)
         self.parts.composer.set_text(self.drafts.pop("", ""))
-        self.parts.composer.select_model(self.models.next_model or self.models.default_model())
+        self.models.next_model = None  # a new chat starts on the default model (Settings)
+        self.parts.composer.select_model(self.models.default_model())
         self.parts.composer.focus_input()
 
     def stash_composer(self) -> None:

@@ -84,6 +84,8 @@ class DialogsController:
             summarize_trigger=values.summarize_trigger,
             emergency_trigger=values.emergency_trigger,
         )
+        if values.default_model != c.services.models.default_model:
+            c.models.next_model = None  # the new default is what a new chat starts on
         c.preferences.apply(prefs)
         c.themeChosen.emit(values.theme)
         summarizer = values.summarizer

@@ -423,7 +423,7 @@ class TurnController:
                 c.redraw(extend_view(view, [node], head))
         elif isinstance(event, OccupancyChanged):
             if current:
-                c.occupancy.set(event.occupancy)
+                c.occupancy.from_turn(event.occupancy)
             else:
                 c.occupancy.remember(session_id, event.occupancy)
         elif isinstance(event, TurnFinished):
@@ -436,7 +436,7 @@ class TurnController:
                 c.redraw(extend_view(view, [event.node],
                                      view.head if away else event.node.id))
                 if event.occupancy is not None:
-                    c.occupancy.set(event.occupancy)
+                    c.occupancy.from_turn(event.occupancy)
                 c.parts.status("Reply stopped" if event.node.interrupted else "")
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)

@@ -169,7 +169,16 @@ class ModelLibraryDialog(QDialog):
     # --- the list -----------------------------------------------------------------------------
 
     def refresh(self) -> asyncio.Task[None]:
+        self._tasks.spawn(self._check_hub(), name="model hub")
         return self._tasks.spawn(self._refresh(), name="model library")
+
+    async def _check_hub(self) -> None:
+        """Say at once when the hub cannot be reached: what is on disk is still listed and
+        usable, searching and downloading wait for a network."""
+        problem = await self._library.hub_problem()
+        if problem is not None and not self.status.text():
+            self.status.setText(f"{problem}. The models on this computer are listed and can "
+                                "be used; search and download need the hub.")
 
     async def _refresh(self) -> None:
         recommended = await self._library.recommended()
