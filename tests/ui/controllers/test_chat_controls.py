@@ -250,7 +250,8 @@ def test_each_reply_says_its_tokens_and_cost_and_the_header_the_chats_total(
     assert isinstance(usage, UsageDialog)
     aio.run(desk.controller.tasks.idle())
     assert usage.tables["day"].rowCount() == 1
-    assert cell(usage.tables["model"], 0, 0).endswith("gpt-4o")
+    assert cell(usage.tables["model"], 0, 0) == "Loopback GPT-4o"  # as the picker names it
+    assert usage.tables["model"].item(0, 0).toolTip().endswith("gpt-4o")
     assert cell(usage.tables["session"], 0, 0) == desk.window.title.text()
     shoot(desk, "usage", usage)
 
@@ -457,7 +458,8 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
     shoot(desk, "free")
     usage = c.open_usage()
     aio.run(desk.controller.tasks.idle())
-    assert cell(usage.tables["model"], 0, 0) == local
+    assert cell(usage.tables["model"], 0, 0) == "Loopback local"
+    assert usage.tables["model"].item(0, 0).toolTip() == local
     assert cell(usage.tables["model"], 0, 5) == "free"
     assert "1 request to models on this computer cost nothing" in usage.note.text()
     assert "unpriced" not in usage.note.text()
