@@ -54,6 +54,7 @@ class BackupsController:
         self.action.setObjectName("RestoreBackupAction")
         self.action.triggered.connect(lambda *_: self.open_dialog())
         menu = help_or_file_menu(window)
+        menu.addSeparator()
         menu.addAction(self.back_up_action)
         menu.addAction(self.action)
 

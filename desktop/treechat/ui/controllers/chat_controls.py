@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from ...core.budget import output_reserve
 from ...core.chat_settings import SettingsError
 from ...core.reply import can_continue, reasoning_of
 from ...services.export_jobs import ChatExports
@@ -479,13 +480,23 @@ class ChatControls(QObject):
         if sid is not None:
             self._c.spawn(self._open_parameters(sid), name="parameters")
 
+    async def _reply_cap(self, model: str | None) -> int:
+        """The reply cap a request on `model` is sent with when the chat sets none: the
+        model's own cap, else the share of its window kept for the reply."""
+        cap = self._chat.models.default_reply_cap(model)
+        if cap is not None:
+            return cap
+        endpoint = await self._chat.model_endpoint(model)
+        return endpoint.reply_cap or output_reserve(endpoint.window,
+                                                    self._c.services.engine.config.budget)
+
     async def _open_parameters(self, session_id: str) -> ParametersDialog:
         model = self._c.models.selected()
         caps = await self._chat.capabilities(model, session_id=session_id)
         current = await self._chat.settings.current(session_id)
         dialog = ParametersDialog(self._c.models.label_for(model) if model else "",
                                   current.parameters, Shown.of(caps), parent=self._w,
-                                  default_max_tokens=self._chat.models.default_reply_cap(model))
+                                  default_max_tokens=await self._reply_cap(model))
         dialog.saved.connect(lambda values: self._c.spawn(
             self._save_parameters(session_id, dialog, values), name="save-parameters"))
         self.dialog = dialog
