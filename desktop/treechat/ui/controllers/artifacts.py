@@ -9,11 +9,12 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QStandardPaths, QUrl
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMenu
 
 from ...core.artifacts import Artifact, artifacts_of
+from .chat_controls import export_folder
 
 if TYPE_CHECKING:
     from .conversation import ConversationController
@@ -49,10 +50,8 @@ class ArtifactsController:
             menu.addAction(show)
 
     def save(self, artifact: Artifact) -> QFileDialog:
-        folder = QStandardPaths.writableLocation(
-            QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
         dialog = QFileDialog(self._c.parts.window, "Save artifact",
-                             str(Path(folder) / artifact.file_name))
+                             str(export_folder() / artifact.file_name))
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.fileSelected.connect(lambda path: self.write(artifact, Path(path)))
         self.save_dialog = dialog

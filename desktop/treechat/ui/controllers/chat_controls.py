@@ -73,6 +73,14 @@ def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str
             f"\n{name or cost.model}")
 
 
+def export_folder() -> Path:
+    """Where an export is offered: the person's documents (their home when there is no such
+    folder), never the folder the process happened to start in."""
+    documents = QStandardPaths.writableLocation(
+        QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(documents) if documents and Path(documents).is_dir() else Path.home()
+
+
 def find_menu(window: MainWindow, title: str) -> QMenu:
     for action in window.menuBar().actions():
         menu = action.menu()
@@ -588,9 +596,7 @@ class ChatControls(QObject):
         dialog.setFileMode(QFileDialog.FileMode.AnyFile if save
                            else QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilters(filters)
-        # the person's documents, never the folder the process happened to start in
-        dialog.setDirectory(QStandardPaths.writableLocation(
-            QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home()))
+        dialog.setDirectory(str(export_folder()))
         if name:
             dialog.selectFile(name)
         self.file_dialog = dialog
