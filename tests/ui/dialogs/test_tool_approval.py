@@ -210,3 +210,25 @@ def test_tab_turns_to_the_prompt_and_space_answers_it(desk: Desk, aio: Aio) -> N
         assert "alpha-knows-4410" in carried(desk.provider.requests[-1].body)
 
     aio.run(scenario(), timeout=120)
+
+
+def test_ctrl_r_after_a_denied_call_asks_again(desk: Desk, aio: Aio) -> None:
+    mcp = desk.services.mcp
+    assert mcp is not None
+
+    async def scenario() -> None:
+        await mcp.add(stdio_config("alpha", "alpha-knows-4410"))
+        dialog = await ask_for_secret(desk, aio, "What is alpha's secret?")
+        QTest.mouseClick(dialog.deny_button, Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 2)
+        desk.provider.reply_with_tool_calls([{"name": "alpha__secret_value", "arguments": {}}])
+        desk.provider.queue(Reply(text="now with it"))
+        desk.window.retry_action.trigger()  # Ctrl+R on the reply written after the denial
+        await aio.until(lambda: prompt(desk) is not None, what="the prompt again")
+        again = prompt(desk)
+        assert again is not None and again is not dialog
+        QTest.mouseClick(again.allow_once_button, Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 4)
+        assert "alpha-knows-4410" in carried(desk.provider.requests[-1].body)
+
+    aio.run(scenario(), timeout=120)
