@@ -60,7 +60,8 @@ class ToolApprovalDialog(QDialog):
         self.arguments = QPlainTextEdit(request.arguments_text())
         self.arguments.setReadOnly(True)
         self.arguments.setAccessibleName("Arguments")
-        self.note = QLabel("Nothing runs until you answer. Stopping the reply denies it.")
+        self.note = QLabel("Nothing runs until you answer: click an answer, or press Tab to "
+                           "reach them. Stopping the reply denies it.")
         self.note.setObjectName("DialogMuted")
         self.note.setWordWrap(True)
 
