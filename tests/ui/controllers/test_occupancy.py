@@ -277,3 +277,48 @@ def test_ctrl_n_leaves_no_trace_of_the_previous_chat_in_the_inspector(
         assert history.graph.view.graph_scene.nodes == {}
 
     aio.run(scenario())
+
+
+def test_switching_branch_while_a_reply_streams_keeps_the_ring_on_the_branch_shown(
+    desk: Desk, aio: Aio
+) -> None:
+    """The reply being written finishes on the other branch: the ring and /context read the
+    branch on screen, its own measured request, never the other branch's."""
+    release = threading.Event()
+
+    async def scenario() -> None:
+        desk.provider.queue(Reply(text="The first answer."))
+        desk.composer.set_text("A first question")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running(),
+                        what="the first reply")
+        await desk.controller.tasks.idle()
+        view = desk.controller.current_view
+        assert view is not None
+        first_head = view.head
+        first_prompt = desk.provider.requests[0].prompt_tokens
+        desk.provider.queue(Reply(text="A second answer, written on the other branch.",
+                                  hold=release))
+        desk.composer.set_text("A second question, much longer than the first one: " + LONG)
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 2, what="the second request")
+        assert first_head is not None
+        desk.controller.history.checkout(first_head)  # back to the first answer meanwhile
+        await aio.until(lambda: desk.controller.current_view is not None
+                        and desk.controller.current_view.head == first_head, what="checkout")
+        release.set()
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the reply")
+        await desk.controller.tasks.idle()
+        await aio.settle(0.3)
+        await desk.controller.tasks.idle()
+        occ = desk.composer.ring.occupancy
+        assert occ is not None and occ.head == first_head
+        assert occ.basis == "measured" and occ.total_used == first_prompt
+        desk.controller.occupancy.open_dialog()
+        dialog = desk.controller.occupancy.context_dialog
+        assert dialog is not None and fmt.headline(occ) in dialog.headline.text()
+
+    try:
+        aio.run(scenario(), timeout=120)
+    finally:
+        release.set()
