@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QPushButton
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio, Desk
 
@@ -157,6 +158,9 @@ def test_an_unreachable_hub_is_said_at_once_and_what_is_on_disk_is_listed(
         assert "nothing answers at that address" in text and "Errno" not in text
         assert "on this computer" in text
         assert any(r.installed_name for r in dialog.rows())  # the model on disk is listed
+        # Enter never cancels a download or removes a model because focus landed there
+        assert not any(b.autoDefault() for b in dialog.findChildren(QPushButton)
+                       if b is not dialog.search_button)
 
         dialog.search_field.setText("qwen")
         dialog.search()

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.model_library import DownloadStopped, LibraryError, Progress, size_text
+from ..common.safe_controls import guard_wheel, never_default
 
 if TYPE_CHECKING:
     from ...services.model_library import DownloadJob, ModelLibraryService
@@ -153,6 +154,10 @@ class ModelLibraryDialog(QDialog):
         layout.addLayout(buttons)
         if ollama_url is not None:
             layout.addLayout(self._ollama_row())
+        # Enter never cancels, pauses or removes because focus happened to land there (a
+        # button that turns itself off hands the focus to its neighbour)
+        never_default(b for b in self.findChildren(QPushButton) if b is not self.search_button)
+        guard_wheel(self)  # a passing wheel never changes the window size
         self._update_buttons()
 
     def _ollama_row(self) -> QHBoxLayout:
