@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QMenu
 
 from ...services.mcp import ApprovalRequest, Decision
+from ..common.announce import announce
 
 if TYPE_CHECKING:
     from ..dialogs.tool_approval import ToolApprovalDialog
@@ -149,6 +150,9 @@ class McpController:
         if self._c.current_session_id == request.session_id:
             self._c.parts.status(
                 f"{request.public_name} waits for your answer: allow it or deny it")
+        # the prompt does not take the focus: a screen reader says it is there
+        announce(dialog, f"The model asks to run {request.tool} from {request.server}. "
+                         "The approval window waits for your answer.")
         try:
             decision = await future
             log.info("%s/%s: %s", request.server, request.tool, decision.value)
