@@ -75,6 +75,7 @@ def accessibility_session(home: Path) -> Iterator[dict[str, str]]:
             "QT_ACCESSIBILITY": "1",
             "NO_AT_BRIDGE": "0",
             "LANG": "C.UTF-8",
+            "TREECHAT_LOCAL_SERVERS": "none",  # never the machine's own servers
         }
         (home / "runtime").mkdir(mode=0o700, exist_ok=True)
         yield env
