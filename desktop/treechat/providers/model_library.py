@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 from .. import paths
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
+from .network_words import failure_words as _why
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A look at whether the hub answers at all, before the client's own retries (see `_api`).
@@ -237,8 +238,7 @@ class ModelLibrary:
                 for info in found
             ]
         except Exception as exc:
-            raise LibraryError(f"could not search the hub at {self.endpoint}: {_why(exc)}"
-                               ) from exc
+            raise LibraryError(f"could not search the hub at {self.endpoint}: {_why(exc)}") from exc
 
     def files(self, repo: str) -> list[HubFile]:
         """The GGUF files of a repository with their sizes and sha256 from the hub."""
@@ -594,27 +594,3 @@ def size_text(n: int) -> str:
     """A model file's size as the library shows it everywhere: "1.1 GB", "98 MB"."""
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
 
-
-# What the network layer says, as a person would say it.
-_NETWORK_WORDS = (
-    (("name or service not known", "nodename nor servname", "getaddrinfo failed",
-      "temporary failure in name resolution", "no address associated"),
-     "no network, or its name cannot be looked up"),
-    (("connection refused",), "nothing answers at that address"),
-    (("timed out", "timeout"), "it does not answer"),
-    (("network is unreachable", "no route to host"), "no network"),
-)
-
-
-def _why(exc: BaseException) -> str:
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:  # the reason is often a cause deep down
-        seen.add(id(link))
-        lower = str(link).lower()
-        for needles, words in _NETWORK_WORDS:
-            if any(n in lower for n in needles):
-                return words
-        link = link.__cause__ or link.__context__
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__

@@ -184,15 +184,3 @@ def test_the_gguf_header_reader(tmp_path: Path, gguf: Path) -> None:
     other.write_bytes(b"PK\x03\x04 not a model")
     with pytest.raises(GGUFError, match="not a GGUF"):
         read_header(other)
-
-
-def test_network_failures_are_said_in_words_not_errnos() -> None:
-    from treechat.providers.model_library import _why
-
-    resolver = OSError("[Errno -2] Name or service not known")
-    wrapped = RuntimeError("Max retries exceeded")
-    wrapped.__cause__ = resolver
-    assert _why(wrapped) == "no network, or its name cannot be looked up"
-    assert _why(ConnectionRefusedError("[Errno 111] Connection refused")) == (
-        "nothing answers at that address")
-    assert _why(ValueError("a bad answer")) == "a bad answer"

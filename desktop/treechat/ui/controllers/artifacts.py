@@ -14,7 +14,7 @@ from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMenu
 
 from ...core.artifacts import Artifact, artifacts_of
-from .chat_controls import export_folder
+from ..common.folders import export_folder
 
 if TYPE_CHECKING:
     from .conversation import ConversationController

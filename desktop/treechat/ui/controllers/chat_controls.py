@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QObject, QStandardPaths, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QHelpEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -35,6 +35,7 @@ from ...core.reply import can_continue, reasoning_of
 from ...services.export_jobs import ChatExports
 from ...services.sessions import SessionView
 from ...services.spending import ReplyCost
+from ..common.folders import export_folder
 from ..dialogs.chat_controls import (
     InstructionsDialog,
     ParametersDialog,
@@ -71,14 +72,6 @@ def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str
         price = "unpriced (no known price for this model)"
     return (f"{cost.input_tokens:,} tokens in{cached} · {cost.output_tokens:,} out · {price}"
             f"\n{name or cost.model}")
-
-
-def export_folder() -> Path:
-    """Where an export is offered: the person's documents (their home when there is no such
-    folder), never the folder the process happened to start in."""
-    documents = QStandardPaths.writableLocation(
-        QStandardPaths.StandardLocation.DocumentsLocation)
-    return Path(documents) if documents and Path(documents).is_dir() else Path.home()
 
 
 def find_menu(window: MainWindow, title: str) -> QMenu:
@@ -573,7 +566,6 @@ class ChatControls(QObject):
 
     async def _read_presets(self, path: str) -> None:
         import asyncio
-        from pathlib import Path
 
         try:
             data = await asyncio.to_thread(Path(path).read_bytes)
