@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.keys import KeyAccess, try_key
+from ..common.safe_controls import guard_wheel
 from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class SettingsDialog(QDialog):
         layout.setContentsMargins(16, 14, 16, 14)
         layout.addWidget(tabs, 1)
         layout.addWidget(buttons)
+        guard_wheel(self)  # scrolling over a setting never changes it
         if connections is None:
             self._tasks.spawn(self._load_statuses(), name="settings-key-status")
 
