@@ -230,6 +230,8 @@ async def _serve(
         # of what is found through the connections' listener.
         if services.connections is not None:
             services.connections.start_detection(interval=30.0)
+        if controller.backups is not None:  # at once when due, then soon after a day's change
+            controller.backups.start()
         # the search index catches up with what was written since it was last built; its
         # slices run on the store's thread, after the first paint
         if services.search is not None:

@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_beam_parsers(sub)
     from .cli_store import register as register_store_commands
+    from .commands_sync import add_parsers as add_sync_parsers
+
+    add_sync_parsers(sub)
 
     register_store_commands(sub)
     _accept_common_options_after(sub)

@@ -18,6 +18,7 @@ from .commands_connections import cmd_connections, models_command
 from .commands_mcp import cmd_mcp
 from .commands_model_library import cmd_models
 from .commands_search import COMMANDS as SEARCH_COMMANDS
+from .commands_sync import COMMANDS as SYNC_COMMANDS
 from .store.database import Store, StoreError, default_store_path
 
 
@@ -344,4 +345,5 @@ COMMANDS = {
     "fuse": cmd_fuse,
     **CHAT_CONTROL_COMMANDS,
     **SEARCH_COMMANDS,
+    **SYNC_COMMANDS,
 }

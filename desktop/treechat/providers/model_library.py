@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 from .. import paths
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
+from .network_words import failure_words as _why
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A look at whether the hub answers at all, before the client's own retries (see `_api`).
@@ -210,6 +211,14 @@ class ModelLibrary:
         except httpx.HTTPError as exc:
             raise ConnectionError(_why(exc) or "no answer") from exc
         self._reached_at = now
+
+    def hub_problem(self) -> str | None:
+        """None when the hub answers; otherwise why not, in words, for a person."""
+        try:
+            self._reach()
+        except ConnectionError as exc:
+            return f"The model hub ({self.endpoint}) is not reachable: {exc}"
+        return None
 
     def search(self, query: str, *, limit: int = 30) -> list[HubRepo]:
         """GGUF repositories on the hub matching `query`, most downloaded first."""
@@ -585,7 +594,3 @@ def size_text(n: int) -> str:
     """A model file's size as the library shows it everywhere: "1.1 GB", "98 MB"."""
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
 
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__

@@ -56,6 +56,7 @@ from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
+from .stopped_usage import StoppedRequest, record_stopped
 from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
 from .turn_records import (
@@ -356,9 +357,8 @@ class ChatService:
         if view is None or view.session.id != session_id:
             view = await self.sessions.view(session_id)
         endpoint = await self._endpoint_for_estimate(model or view.session.model or None, api_base)
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(lambda r: ledger.last_measurement(
+            r, session_id, head=view.head, model=_address(endpoint))))
         if self.mcp is not None:
             await self.mcp.load_chat(session_id)
         return await self.engine.occupancy(
@@ -661,9 +661,8 @@ class ChatService:
         step: int,
         continuing: str | None = None,
     ) -> _StepDone | _StepContinue:
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(  # the tokenizer's drift: this model's
+            lambda r: ledger.last_measurement(r, session_id, model=_address(endpoint))))
         # Read before every request: a change of instructions or parameters applies from the
         # next request on, and the reply records the revision it ran under.
         settings = await self.settings.current(session_id)
@@ -761,6 +760,9 @@ class ChatService:
                 session_id, head, endpoint, draft, "stopped",
                 extra=with_reasoning(run_meta, "".join(reasoning)),
             )
+            await record_stopped(self.store, self.engine.counter.count, node, StoppedRequest(
+                self.make_id(), session_id, prep.commit_id, _address(endpoint), endpoint.model,
+                prep.estimated_prompt_tokens, self.clock.now()))  # billed all the same
             occupancy = await self._occupancy_after(session_id, endpoint, node.id)
             sink(TurnFinished(session_id, node, occupancy))
             return _StepDone(node)
@@ -941,9 +943,8 @@ class ChatService:
         return stored
 
     async def _occupancy_after(self, session_id: str, endpoint: Endpoint, head: str) -> Any:
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(lambda r: ledger.last_measurement(
+            r, session_id, head=head, model=_address(endpoint))))
         return await self.engine.occupancy(
             session_id,
             model=endpoint.model,

@@ -23,6 +23,7 @@ from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
 from ..shell.parts import WindowParts
+from .artifacts import ArtifactsController
 from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
 from .dialogs import DialogsController
@@ -32,6 +33,7 @@ from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
 from .session_list import SessionListController
+from .sync import SyncController
 from .turns import TurnController
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ class ConversationController(QObject):
         self.attachments = AttachmentsController(self)  # files in a message
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
+        self.sync = SyncController(self)  # in the background, once started
+        self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
         self.backups: BackupsController | None = None  # with the window's menus
         self.beam: BeamController | None = None  # several models at once, with the menus
         parts.composer.commandRequested.connect(self.command)
@@ -133,11 +137,15 @@ class ConversationController(QObject):
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
         # the first code block on screen should not wait for pygments' lexers to be built
         self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
+        self.sync.start()
 
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
         self.models.close()  # connection changes from now on are not shown
         self.mcp.close()  # a tool call asking now is denied
+        await self.sync.close()
+        if self.backups is not None:
+            await self.backups.close()
         self.stash_composer()
         await self.turns.stop_all()
         self.session_list.close()  # the queue's news no longer reaches this window
@@ -201,7 +209,8 @@ class ConversationController(QObject):
         self.parts.sessions.select(None)
         self.show(None)
         self.parts.composer.set_text(self.drafts.pop("", ""))
-        self.parts.composer.select_model(self.models.next_model or self.models.default_model())
+        self.models.next_model = None  # a new chat starts on the default model (Settings)
+        self.parts.composer.select_model(self.models.default_model())
         self.parts.composer.focus_input()
 
     def stash_composer(self) -> None:
