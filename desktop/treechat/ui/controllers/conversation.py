@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
@@ -22,6 +22,7 @@ from ...services.sessions import SessionView
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
+from ..shell.outline import LAST_MODEL, LAST_MODEL_LABEL
 from ..shell.parts import WindowParts
 from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
@@ -114,21 +115,30 @@ class ConversationController(QObject):
     # --- start-up and shutdown -----------------------------------------------------
 
     async def start(self, open_session: str | None = None) -> None:
-        """Fill the list and the model picker; open `open_session` or the last one."""
-        await self.preferences.load_compaction()
-        self.drafts = await self.preferences.load_drafts()
-        await self.session_list.reload()
-        await self.models.refresh()
+        """Fill the list and the model picker; open `open_session` or the last one, unless
+        the user has moved on meanwhile (typed, sent, opened or started a chat): nothing
+        switches the chat under them."""
+        opened, typed = self._open_token, self.parts.composer.text()
+
+        def moved_on() -> bool:
+            return (self._open_token != opened or self.current_view is not None
+                    or self.parts.composer.text() != typed or self.turns.is_running())
+
         target = open_session
         if target is None and self.prefs is not None:
             saved = self.prefs.value("last_session", "")
             target = str(saved) if saved else None
-        if target and self.parts.sessions.session(target) is not None:
+        await self.preferences.load_compaction()
+        self.drafts = await self.preferences.load_drafts()
+        await self.session_list.reload()
+        if target and self.parts.sessions.session(target) is not None and not moved_on():
             self.parts.sessions.select(target)
-            await self.load_session(target)
-        else:
+            # the chat first, then the picker's whole list
+            await self.load_session(target, unless=moved_on)
+        elif not moved_on():
             self.show(None)
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
+        await self.models.refresh()
         # the first code block on screen should not wait for pygments' lexers to be built
         self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
 
@@ -146,6 +156,10 @@ class ConversationController(QObject):
             log.warning("could not save unsent text", exc_info=True)
         if self.prefs is not None:
             self.prefs.setValue("last_session", self.current_session_id or "")
+            model = self.models.selected()
+            if model:  # named in the next start's first frame
+                self.prefs.setValue(LAST_MODEL, model)
+                self.prefs.setValue(LAST_MODEL_LABEL, self.models.label_for(model))
 
     # --- the open session ----------------------------------------------------------
 
@@ -158,9 +172,12 @@ class ConversationController(QObject):
             return
         self.spawn(self.load_session(session_id), name="open-session")
 
-    async def load_session(self, session_id: str) -> None:
+    async def load_session(
+        self, session_id: str, *, unless: Callable[[], bool] | None = None
+    ) -> None:
         """Make `session_id` the open session: from memory at once if it was shown this run
-        (then checked against the store), else from the store."""
+        (then checked against the store), else from the store; not if `unless()` says the
+        user moved on while it was read."""
         self._open_token += 1
         token = self._open_token
         self.parts.chat.hold_background()
@@ -174,7 +191,7 @@ class ConversationController(QObject):
                 self.redraw(fresh)
         else:
             view = await self.sessions.view(session_id)
-            if token != self._open_token:
+            if token != self._open_token or (unless is not None and unless()):
                 return  # the user moved on while this loaded
             self._present(view)
         await self.occupancy.refresh()
@@ -189,7 +206,10 @@ class ConversationController(QObject):
         error = self.last_errors.get(session_id)
         if error is not None:
             self.parts.banner.show_error(error)
-        self.parts.composer.select_model(view.session.model or self.models.default_model())
+        model = view.session.model or self.models.default_model()
+        if not self.models.choices and model:  # the list is still on its way: name it
+            self.parts.composer.name_model(model, self.models.label_for(model))
+        self.parts.composer.select_model(model)
 
     def new_chat(self) -> None:
         """An empty chat: the session is created when its first message is sent."""
