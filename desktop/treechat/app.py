@@ -1,5 +1,6 @@
 """Composition root: one QApplication on one qasync loop, the window painted first, then the
-store and services built once and handed to the window; litellm warms up after that."""
+store and services built once and handed to the window; litellm loads once a message is being
+written."""
 
 from __future__ import annotations
 
@@ -234,15 +235,29 @@ async def _serve(
         # slices run on the store's thread, after the first paint
         if services.search is not None:
             controller.spawn(services.search.catch_up(), name="search-catch-up")
-        # litellm takes seconds to import; the window is up and filled by now
-        from .providers import llm
-
-        llm.start_warmup()
+        _warm_up_when_typing(window)
     await closed.wait()
     heartbeat.stop()
     await _shutdown(controller, services)
     window.close_now()
     return code
+
+
+def _warm_up_when_typing(window: MainWindow) -> None:
+    """litellm (seconds and ~200 MB to import) loads once a message is being written, in the
+    background, not for a window that only shows chats: the first key typed starts it."""
+    from .providers import llm
+
+    field = window.composer.input
+
+    def typed() -> None:
+        field.textChanged.disconnect(typed)
+        llm.start_warmup()
+
+    if field.toPlainText():
+        llm.start_warmup()
+    else:
+        field.textChanged.connect(typed)
 
 
 def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Session, ...], str]:

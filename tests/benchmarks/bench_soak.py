@@ -31,7 +31,8 @@ from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 
-pytestmark = [pytest.mark.bench, pytest.mark.qt_log_ignore("This plugin does not support")]
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
+              pytest.mark.qt_log_ignore("This plugin does not support")]
 
 ROOT = Path(__file__).resolve().parents[2]
 TURNS = int(os.environ.get("TREECHAT_SOAK_TURNS", "2000"))

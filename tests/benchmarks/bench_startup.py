@@ -52,7 +52,8 @@ from treechat.store.search import search_sessions
 from treechat.ui.sessions.list import SessionList
 from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 
-pytestmark = [pytest.mark.bench, pytest.mark.qt_log_ignore("This plugin does not support")]
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
+              pytest.mark.qt_log_ignore("This plugin does not support")]
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,7 +42,8 @@ TEXTS = (
     "Keeping the system prompt and tool list constant is what makes the hits possible.",
 )
 
-pytestmark = [pytest.mark.bench, pytest.mark.qt_log_ignore("This plugin does not support")]
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
+              pytest.mark.qt_log_ignore("This plugin does not support")]
 
 
 def chain(n: int, session: str) -> list[Node]:

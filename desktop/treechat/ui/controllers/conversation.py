@@ -120,9 +120,12 @@ class ConversationController(QObject):
         switches the chat under them."""
         opened, typed = self._open_token, self.parts.composer.text()
 
-        def moved_on() -> bool:
-            return (self._open_token != opened or self.current_view is not None
-                    or self.parts.composer.text() != typed or self.turns.is_running())
+        def typed_or_sent() -> bool:
+            return (self.current_view is not None or self.parts.composer.text() != typed
+                    or self.turns.is_running())
+
+        def moved_on() -> bool:  # (loading a chat moves the token itself)
+            return self._open_token != opened or typed_or_sent()
 
         target = open_session
         if target is None and self.prefs is not None:
@@ -134,7 +137,7 @@ class ConversationController(QObject):
         if target and self.parts.sessions.session(target) is not None and not moved_on():
             self.parts.sessions.select(target)
             # the chat first, then the picker's whole list
-            await self.load_session(target, unless=moved_on)
+            await self.load_session(target, unless=typed_or_sent)
         elif not moved_on():
             self.show(None)
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
