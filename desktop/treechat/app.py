@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .core.model import Session
     from .services.bootstrap import Services
     from .services.clock import Clock
+    from .services.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
     from .ui.controllers.conversation import ConversationController
@@ -185,6 +186,7 @@ async def _serve(
     from PySide6.QtCore import QTimer
 
     from .services.clock import SYSTEM_CLOCK
+    from .ui.shell.outline import LAST_SESSION
 
     clock = SYSTEM_CLOCK  # the one clock the window and the services read
 
@@ -212,6 +214,13 @@ async def _serve(
     else:
         if not closed.is_set():
             window.sessions.set_sessions(listed, clock.now())
+            # the chat it reopens, shown before the services are built (the tokenizer above
+            # all takes seconds): the first frame of the filled window is the one it opens on
+            wanted = args.session or str(prefs.value(LAST_SESSION, "") or "")
+            if any(s.id == wanted for s in listed):
+                view = await loop.run_in_executor(None, _read_view, store, wanted)
+                if view is not None and not closed.is_set():
+                    window.show_first_view(view)
         services = await loop.run_in_executor(None, _build_services, data_dir, store, clock)
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
@@ -275,6 +284,17 @@ def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Sessi
     except StoreError:  # a damaged store whose list cannot be read: it opens, read-only, empty
         listed = ()
     return store, listed, ""
+
+
+def _read_view(store: Store, session_id: str) -> SessionView | None:
+    from .core.model import GraphError
+    from .services.sessions import load_view
+    from .store.database import StoreError
+
+    try:
+        return store.call(lambda r: load_view(r, session_id))
+    except (StoreError, GraphError):  # the controller says why when it opens it
+        return None
 
 
 def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:

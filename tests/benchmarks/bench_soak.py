@@ -1,10 +1,11 @@
 """A working day in minutes: 2,000 turns through the window against a loopback server (in a
-process of its own, so its record of requests is not ours), spread over twenty chats opened in
-turn, with a file attached every tenth message, a retry and a switch back to the first version
-every twenty-fifth, and a search of every chat every fiftieth. Resident memory and the count of
-live Qt objects are read after the first 200 turns (everything has been loaded and used once
-by then) and again at the end; then the window sits idle and its CPU use is read, side by side
-with a bare PySide6 window idling in a process of its own.
+process of its own, so its record of requests is not ours), a hundred in each of twenty chats,
+with a look at the chat before every tenth turn, a file attached every tenth message, a retry
+and a switch back to the first version every twenty-fifth, and a search of every chat every
+fiftieth. Resident memory and the count of live Qt objects are read after the first 200 turns
+(everything has been loaded and used once by then) and again at the end; then the window sits
+idle and its CPU use is read, side by side with a bare PySide6 window idling in a process of
+its own.
 
 Writes build/bench/soak.json: rss_growth_mb, qt_objects_growth, idle_cpu_percent (+ the bare
 window's idle CPU, the turns per second and the resident memory at both points)."""
@@ -22,14 +23,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication
 
-from treechat.app import connect_services, create_window
-from treechat.providers.keys import KeyStore
-from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
-from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
+
+from .bench_window import close_window, open_window
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
               pytest.mark.qt_log_ignore("This plugin does not support")]
@@ -105,16 +104,9 @@ def test_soak(tmp_path: Path, qapp: QApplication, bench_report) -> None:  # type
     note = tmp_path / "notes.txt"
     note.write_text("Meeting notes: the cache is keyed by prefix; keep the stable parts first.\n"
                     * 40)
-    loop = create_event_loop(qapp)
-    services = build_services(
-        tmp_path / "data", bundled=False, detect_local_servers=False,
-        keys=KeyStore(environ={}),
-        extra_models=(ModelChoice(MODEL, "Soak", "openai", api_base=base),),
-    )
-    services.models.default_model = MODEL
-    window, prefs, theme = create_window(qapp, tmp_path / "data")
-    controller = connect_services(window, services, prefs, theme)
-    window.show()
+    bench = open_window(qapp, tmp_path / "data", ModelChoice(MODEL, "Soak", "openai",
+                                                             api_base=base))
+    loop, window, controller = bench.loop, bench.window, bench.controller
     finished: list[str] = []
     controller.turnFinished.connect(finished.append)
     samples: dict[str, float] = {}
@@ -123,8 +115,13 @@ def test_soak(tmp_path: Path, qapp: QApplication, bench_report) -> None:  # type
     async def turn(text: str) -> None:
         done = len(finished)
         window.composer.set_text(text)
+        t0 = time.perf_counter()
         window.composer.submit()
-        await until(lambda: len(finished) > done and not controller.turns.is_running())
+        await until(lambda: len(finished) > done)
+        t1 = time.perf_counter()
+        await until(lambda: not controller.turns.is_running())
+        if os.environ.get("SOAK_DEBUG"):
+            print(f"turn {t1 - t0:.3f} then {time.perf_counter() - t1:.3f}", flush=True)
 
     async def scenario() -> None:
         await controller.start()
@@ -135,17 +132,19 @@ def test_soak(tmp_path: Path, qapp: QApplication, bench_report) -> None:  # type
                 samples["rss_warm"] = rss_mb()
                 samples["qt_warm"] = qt_objects(qapp)
                 started = time.perf_counter()
-            chat = i % CHATS
-            if i < CHATS:
+            chat = i * CHATS // TURNS  # a hundred turns in a chat, then the next
+            if chat == len(chats):
                 controller.new_chat()
-            elif i % CHATS == 0 or controller.current_session_id != chats[chat]:
+            elif i % 10 == 0:  # back to the chat after a look at the one before it
+                controller.open_session(chats[max(chat - 1, 0)])
+                await until(lambda c=chat: controller.current_session_id == chats[max(c - 1, 0)])
                 controller.open_session(chats[chat])
                 await until(lambda c=chat: controller.current_session_id == chats[c])
             if i % 10 == 5:
                 controller.attachments.add_paths([note])
                 await until(controller.attachments.has_files)
             await turn(f"Turn {i}: what did we say about the cache in chat {chat}?")
-            if i < CHATS:
+            if chat == len(chats):
                 assert controller.current_session_id is not None
                 chats.append(controller.current_session_id)
             if i % 25 == 24:
@@ -176,13 +175,7 @@ def test_soak(tmp_path: Path, qapp: QApplication, bench_report) -> None:  # type
     try:
         loop.run_until_complete(asyncio.wait_for(scenario(), 3600))
     finally:
-        loop.run_until_complete(controller.close())
-        loop.run_until_complete(services.close())
-        services.close_store()
-        window.close_now()
-        window.deleteLater()
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-        close_event_loop(loop)
+        close_window(bench)
         assert server.stdin is not None
         server.stdin.close()
         server.wait(timeout=30)

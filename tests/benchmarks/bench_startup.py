@@ -38,19 +38,17 @@ from typing import Any, TypeVar
 import psutil
 import pytest
 import qasync
-from PySide6.QtCore import QEvent, QSettings
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from treechat.app import connect_services, create_window
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.providers.keys import KeyStore
-from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.store.search import search_sessions
 from treechat.ui.sessions.list import SessionList
-from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
+
+from .bench_window import close_window, open_window
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
               pytest.mark.qt_log_ignore("This plugin does not support")]
@@ -345,17 +343,9 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
     long_ids = [f"long-{k}" for k in range(COLD_OPENS)]
     for session_id in long_ids:
         seed_long_session(big, session_id, MESSAGES)
-    loop = create_event_loop(qapp)
-    services = build_services(
-        big, bundled=False, detect_local_servers=False, keys=KeyStore(environ={}),
-        extra_models=(ModelChoice("openai/bench", "Bench", "openai",
-                                  api_base="http://127.0.0.1:9"),),
-    )
-    services.models.default_model = "openai/bench"
-    window, prefs, theme = create_window(qapp, big)
-    window.resize(1180, 760)
-    controller = connect_services(window, services, prefs, theme)
-    window.show()
+    bench = open_window(qapp, big, ModelChoice("openai/bench", "Bench", "openai",
+                                               api_base="http://127.0.0.1:9"))
+    loop, window, controller = bench.loop, bench.window, bench.controller
     opens: list[float] = []
     occupancy: list[float] = []
 
@@ -380,13 +370,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
         rss_mb = psutil.Process().memory_info().rss / 2**20
         shown = len(window.chat.model.rows)
     finally:
-        run_on(loop, controller.close())
-        run_on(loop, services.close())
-        services.close_store()
-        window.close_now()
-        window.deleteLater()  # its timers stop with it, before the loop goes
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-        close_event_loop(loop)
+        close_window(bench)
     assert shown == MESSAGES
     open_ms = statistics.median(opens[:COLD_OPENS]) * 1000
     first_open_ms = opens[0] * 1000  # the first session opened after start-up

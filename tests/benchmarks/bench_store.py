@@ -23,13 +23,11 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QListView, QWidge
 
 from treechat.core.dag import Change, Graph, active_path
 from treechat.core.model import Node, Session
-from treechat.providers.keys import KeyStore
-from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
-from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 
-SIZE = (1180, 760)
+from .bench_window import SIZE, close_window, open_window
+
 LONG = 10_000
 COLD_OPENS = 3
 WHEEL_PX = 120  # one notch of a mouse wheel, scrolled per frame
@@ -179,8 +177,6 @@ def long_chat_in_the_window(
     tmp_path: Path, qapp: QApplication
 ) -> tuple[dict[str, float], list[tuple[str, float, str]]]:
     """The window's figures for 10,000-message chats, and their table rows."""
-    from treechat.app import connect_services, create_window
-
     data_dir = tmp_path / "window"
     store = Store.open(default_store_path(data_dir))
     ids = [f"long-{k}" for k in range(COLD_OPENS)]
@@ -192,17 +188,9 @@ def long_chat_in_the_window(
             s, Change(tuple(n), n[-1].id), 1.0))
     store.close()
 
-    loop = create_event_loop(qapp)
-    services = build_services(
-        data_dir, bundled=False, detect_local_servers=False, keys=KeyStore(environ={}),
-        extra_models=(ModelChoice("openai/bench", "Bench", "openai",
-                                  api_base="http://127.0.0.1:9"),),
-    )
-    services.models.default_model = "openai/bench"
-    window, prefs, theme = create_window(qapp, data_dir)
-    window.resize(*SIZE)
-    controller = connect_services(window, services, prefs, theme)
-    window.show()
+    bench = open_window(qapp, data_dir, ModelChoice("openai/bench", "Bench", "openai",
+                                                    api_base="http://127.0.0.1:9"))
+    loop, window, controller = bench.loop, bench.window, bench.controller
     opens: list[float] = []
     frames: list[float] = []
 
@@ -226,13 +214,7 @@ def long_chat_in_the_window(
         loop.run_until_complete(asyncio.wait_for(scenario(), 600))
         shown = len(window.chat.model.rows) if window.chat is not None else 0
     finally:
-        loop.run_until_complete(controller.close())
-        loop.run_until_complete(services.close())
-        services.close_store()
-        window.close_now()
-        window.deleteLater()
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-        close_event_loop(loop)
+        close_window(bench)
     assert shown == LONG
 
     bare = QListView()

@@ -22,7 +22,7 @@ from ...services.sessions import SessionView
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
-from ..shell.outline import LAST_MODEL, LAST_MODEL_LABEL
+from ..shell.outline import LAST_MODEL, LAST_MODEL_LABEL, LAST_SESSION
 from ..shell.parts import WindowParts
 from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
@@ -119,25 +119,38 @@ class ConversationController(QObject):
         the user has moved on meanwhile (typed, sent, opened or started a chat): nothing
         switches the chat under them."""
         opened, typed = self._open_token, self.parts.composer.text()
+        shown = self.parts.chat.model.view  # the chat the window opened on, if it has one
 
         def typed_or_sent() -> bool:
-            return (self.current_view is not None or self.parts.composer.text() != typed
-                    or self.turns.is_running())
+            # typing into the chat the window already shows is typing into that chat
+            return (self.current_view is not None or self.turns.is_running()
+                    or (shown is None and self.parts.composer.text() != typed))
 
         def moved_on() -> bool:  # (loading a chat moves the token itself)
             return self._open_token != opened or typed_or_sent()
 
         target = open_session
         if target is None and self.prefs is not None:
-            saved = self.prefs.value("last_session", "")
+            saved = self.prefs.value(LAST_SESSION, "")
             target = str(saved) if saved else None
         await self.preferences.load_compaction()
         self.drafts = await self.preferences.load_drafts()
         await self.session_list.reload()
+        if shown is not None and target is None:
+            target = shown.session.id
         if target and self.parts.sessions.session(target) is not None and not moved_on():
             self.parts.sessions.select(target)
+            saved_new = self.drafts.get("")  # a new chat's unsent text from the last run
             # the chat first, then the picker's whole list
             await self.load_session(target, unless=typed_or_sent)
+            if shown is not None and self.current_session_id == target:
+                # what was typed into the chat on screen before the services came was put
+                # aside as a new chat's text when the chat opened: it goes back in the box
+                early = self.drafts.pop("", "")
+                if saved_new is not None:
+                    self.drafts[""] = saved_new
+                if early.strip() and early != saved_new:
+                    self.parts.composer.restore(early)
         elif not moved_on():
             self.show(None)
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
@@ -158,7 +171,7 @@ class ConversationController(QObject):
         except Exception:  # the store may already be unusable; nothing more to save then
             log.warning("could not save unsent text", exc_info=True)
         if self.prefs is not None:
-            self.prefs.setValue("last_session", self.current_session_id or "")
+            self.prefs.setValue(LAST_SESSION, self.current_session_id or "")
             model = self.models.selected()
             if model:  # named in the next start's first frame
                 self.prefs.setValue(LAST_MODEL, model)

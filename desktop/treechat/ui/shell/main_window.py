@@ -436,6 +436,14 @@ class MainWindow(QMainWindow):
 
     # --- showing -------------------------------------------------------------------
 
+    def show_first_view(self, view: SessionView) -> None:
+        """The chat the window opens on, shown as soon as the store has read it (before the
+        services are built); the controller takes it over when it starts."""
+        self.sessions.select(view.session.id)
+        self.show_view(view)
+        if view.path:
+            self.ensure_chat_view().set_view(view)
+
     def show_view(self, view: SessionView | None) -> None:
         if view is None:
             self.title.setText("New chat")
