@@ -292,9 +292,27 @@ def _read_view(store: Store, session_id: str) -> SessionView | None:
     from .store.database import StoreError
 
     try:
-        return store.call(lambda r: load_view(r, session_id))
+        view = store.call(lambda r: load_view(r, session_id))
     except (StoreError, GraphError):  # the controller says why when it opens it
         return None
+    _preload("ui.chat.view")
+    return view
+
+
+# Modules the GUI thread needs next, imported on the worker thread that waits anyway: their
+# import (hundreds of ms on a loaded machine) would hold the window still. None of them makes
+# a Qt object when imported.
+_NEXT_ON_THE_GUI_THREAD = (
+    "ui.controllers.conversation", "ui.controllers.window_actions",
+    "ui.controllers.store_health", "ui.controllers.command_replies", "services.search",
+)
+
+
+def _preload(*names: str) -> None:
+    import importlib
+
+    for name in names:
+        importlib.import_module(f"{__package__}.{name}")
 
 
 def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
@@ -302,10 +320,12 @@ def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
     from .services.bootstrap import build_services
 
     try:
-        return build_services(data_dir, store=store, clock=clock)
+        services = build_services(data_dir, store=store, clock=clock)
     except BaseException:
         store.close()
         raise
+    _preload(*_NEXT_ON_THE_GUI_THREAD)
+    return services
 
 
 async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:
