@@ -19,6 +19,7 @@ run: $(STAMP)
 	$(BIN)/treechat
 
 test: $(STAMP)
+	tests/system/packages.sh
 	$(BIN)/ruff check desktop tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports

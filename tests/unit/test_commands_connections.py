@@ -45,6 +45,20 @@ def ollama() -> Iterator[OllamaServer]:
     server.stop()
 
 
+def test_detection_looks_only_where_it_is_told(tmp_path: Path, ollama: OllamaServer) -> None:
+    """The tests' own environment probes nothing (so a server the machine runs is never
+    listed); pointed at a server on a free port, `connections list` finds it there."""
+    env = environment(tmp_path, PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    quiet = treechat(env, "connections", "list", "--json")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "ollama" not in [c["name"] for c in json.loads(quiet.stdout)]
+    pointed = treechat({**env, "TREECHAT_LOCAL_SERVERS": f"ollama={ollama.url}"},
+                       "connections", "list", "--json")
+    assert pointed.returncode == 0, pointed.stderr
+    (found,) = [c for c in json.loads(pointed.stdout) if c["name"] == "ollama"]
+    assert found["base_url"] == ollama.url
+
+
 def test_add_list_send_and_remove_without_a_key(tmp_path: Path, ollama: OllamaServer) -> None:
     env = environment(tmp_path, PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     added = treechat(env, "connections", "add", "--kind", "ollama", "--name", "box",

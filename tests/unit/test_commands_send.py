@@ -128,7 +128,9 @@ def test_a_message_longer_than_the_window_is_not_cut_silently(
 def test_a_signal_during_the_reply_keeps_what_streamed(
     tmp_path: Path, loopback: LoopbackProvider, sig: signal.Signals, name: str
 ) -> None:
-    loopback.queue(Reply(text=" ".join(f"w{i}" for i in range(400)), tokens_per_second=20))
+    # The stream pauses after 60 pieces until the server stops, so the signal always lands
+    # mid-reply however slow the machine is.
+    loopback.queue(Reply(text=" ".join(f"w{i}" for i in range(400)), pause_after=60))
     child = subprocess.Popen(
         send_command(tmp_path, loopback, "--new", "tell me a long story"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),

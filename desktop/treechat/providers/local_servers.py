@@ -1,5 +1,6 @@
 """Model servers already running on this machine: Ollama (11434), LM Studio (1234) and a
-llama.cpp server (8080), found by probing those loopback ports and nothing beyond them.
+llama.cpp server (8080), found by probing those loopback ports (or the ones
+`TREECHAT_LOCAL_SERVERS` names) and nothing beyond them.
 
 A probe runs on a thread of its own with short timeouts, so neither start-up nor the GUI
 thread waits on it. A server that answered once and then stops answering is kept, marked
@@ -13,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,6 +77,34 @@ OLLAMA = ServerSpec("ollama", "Ollama", "http://127.0.0.1:11434")
 LM_STUDIO = ServerSpec("lmstudio", "LM Studio", "http://127.0.0.1:1234")
 LLAMA_CPP = ServerSpec("llamacpp", "llama.cpp", "http://127.0.0.1:8080")
 DEFAULT_SERVERS: tuple[ServerSpec, ...] = (OLLAMA, LM_STUDIO, LLAMA_CPP)
+_KINDS: dict[str, ServerSpec] = {s.kind: s for s in DEFAULT_SERVERS}
+
+# Where local servers are looked for: unset means the usual ports; "none" (or empty) means
+# nowhere; otherwise "kind=url" pairs separated by commas ("ollama=http://127.0.0.1:21434").
+# Tests set it so they never see the machine's own servers; a person can point detection at
+# a server on another port.
+LOCAL_SERVERS_ENV = "TREECHAT_LOCAL_SERVERS"
+
+
+def servers_from_environment(environ: Mapping[str, str] = os.environ) -> tuple[ServerSpec, ...]:
+    """The servers to probe, as `TREECHAT_LOCAL_SERVERS` says; a bad entry is one line."""
+    raw = environ.get(LOCAL_SERVERS_ENV)
+    if raw is None:
+        return DEFAULT_SERVERS
+    raw = raw.strip()
+    if raw.lower() in ("", "none"):
+        return ()
+    specs: list[ServerSpec] = []
+    for entry in raw.split(","):
+        kind, sep, url = entry.strip().partition("=")
+        known = _KINDS.get(kind.strip())
+        if not sep or known is None:
+            raise ConnectionProblem(
+                f"{LOCAL_SERVERS_ENV}: {entry.strip()!r} is not kind=url with kind one of "
+                f"{', '.join(_KINDS)} (or 'none')"
+            )
+        specs.append(ServerSpec(known.kind, known.label, url.strip()))
+    return tuple(specs)
 
 ServerState = Literal["detected", "unreachable"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..providers.keys import KeyStore
 from ..providers.local_model import LocalModel
-from ..providers.local_servers import LocalServers
+from ..providers.local_servers import LocalServers, servers_from_environment
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
@@ -81,7 +81,9 @@ def build_services(
         }
     )
     keys = keys or KeyStore()
-    servers = local_servers or (LocalServers(clock=clock) if detect_local_servers else None)
+    servers = local_servers or (
+        LocalServers(servers_from_environment(), clock=clock) if detect_local_servers else None
+    )
     provider = provider or LiteLLMProvider()
     connections = ConnectionService(
         store, keys, detector=servers, provider=provider, bundled=bundled, clock=clock

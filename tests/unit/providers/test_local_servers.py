@@ -24,6 +24,7 @@ from treechat.providers.local_servers import (
     LocalServers,
     ServerSpec,
     ServerStatus,
+    servers_from_environment,
 )
 
 
@@ -139,6 +140,23 @@ def test_default_addresses_are_the_usual_loopback_ports() -> None:
     ]
     assert OLLAMA.connection().api_base == "http://127.0.0.1:11434"
     assert LM_STUDIO.connection().api_base == "http://127.0.0.1:1234/v1"
+
+
+def test_where_to_look_comes_from_the_environment() -> None:
+    assert servers_from_environment({}) == DEFAULT_SERVERS
+    assert servers_from_environment({"TREECHAT_LOCAL_SERVERS": "none"}) == ()
+    assert servers_from_environment({"TREECHAT_LOCAL_SERVERS": " "}) == ()
+    moved = servers_from_environment(
+        {"TREECHAT_LOCAL_SERVERS": "ollama=http://127.0.0.1:21434, lmstudio=http://localhost:4321"}
+    )
+    assert [(s.kind, s.label, s.base_url) for s in moved] == [
+        ("ollama", "Ollama", "http://127.0.0.1:21434"),
+        ("lmstudio", "LM Studio", "http://localhost:4321"),
+    ]
+    with pytest.raises(ConnectionProblem, match="not kind=url"):
+        servers_from_environment({"TREECHAT_LOCAL_SERVERS": "vllm=http://127.0.0.1:8000"})
+    with pytest.raises(ConnectionProblem, match="only loopback"):
+        servers_from_environment({"TREECHAT_LOCAL_SERVERS": "ollama=http://10.0.0.2:11434"})
 
 
 def test_a_probe_never_leaves_the_machine() -> None:
