@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "configured default, else the bundled offline model)",
     )
     p.add_argument("--api-base", help="an OpenAI-compatible server to send to")
+    p.add_argument("--models", metavar="A,B,C", help="send to several models at once: one "
+                   "reply each, side by side in the chat (`treechat fuse` combines them)")
     p.add_argument(
         "--attach", metavar="FILE", action="append", default=[],
         help="attach FILE to the message (repeatable): text or code, a PNG, JPEG, WebP or "
@@ -118,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_connection_parsers(sub)
     add_models_list(sub)
+    from .commands_beam import add_parsers as add_beam_parsers
+
+    add_beam_parsers(sub)
     from .cli_store import register as register_store_commands
 
     register_store_commands(sub)

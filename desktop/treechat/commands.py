@@ -322,6 +322,12 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return run_backup(args)
 
 
+def cmd_fuse(args: argparse.Namespace) -> int:
+    from .commands_beam import cmd_fuse as run_fuse
+
+    return run_fuse(args)
+
+
 COMMANDS = {
     "sessions": cmd_sessions,
     "import": cmd_import,
@@ -334,5 +340,6 @@ COMMANDS = {
     "models": models_command(cmd_models),
     "connections": cmd_connections,
     "backup": cmd_backup,
+    "fuse": cmd_fuse,
     **CHAT_CONTROL_COMMANDS,
 }

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,10 @@ def normalize_send_args(args: argparse.Namespace) -> None:
             "or --file - for standard input"
         )
     args.session, args.text = session, text
+    if getattr(args, "models", None) is not None:
+        from .commands_beam import check_models
+
+        check_models(args)
 
 
 def message_text(args: argparse.Namespace) -> str:
@@ -97,7 +101,10 @@ def cmd_send(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        code = _reply(store, data_dir, args, session_id, user_id, text)
+        from .commands_beam import several_replies
+
+        reply = several_replies if getattr(args, "models", None) else _reply
+        code = reply(store, data_dir, args, session_id, user_id, text)
         if code != 130 and not store.released:
             _daily_backup(store)
         return code
@@ -165,27 +172,11 @@ def _reply(
     user_id: str,
     text: str,
 ) -> int:
-    from .services.bootstrap import build_services
-    from .services.drafts import ReplyKeptError, StoreRelease
     from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
-    # A detected server is addressable (`ollama/llama3.2:3b`): it is probed when asked for.
-    services = build_services(data_dir, store=store)
-    # The store is let go of while the provider is awaited (the reply, a model's summary, a
-    # call to an MCP server over HTTP): another `treechat` command or the window can open it
-    # meanwhile; the reply so far is journaled beside it.
-    release = StoreRelease(
-        notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
-    )
-    services.chat.config.release_store = release
-    if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
-        from .commands_mcp import terminal_approver
-
-        services.mcp.set_approver(terminal_approver())
-        services.mcp.release_store = release
+    services = turn_services(store, data_dir)
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
-    stopped_by: list[str] = []
 
     def on_event(event: object) -> None:
         if isinstance(event, TextDelta):
@@ -198,13 +189,29 @@ def _reply(
         elif isinstance(event, TurnFinished):
             finished.append(event)
 
+    code = run_turn(services, session_id, lambda: services.chat.retry(
+        session_id, user_id, model=args.model, api_base=args.api_base, on_event=on_event))
+    if code is not None:
+        return code
+    if failed:
+        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
+        return 1
+    if finished:
+        _print_summary(session_id, finished[0], text)
+    return 0
+
+
+def run_turn(services: Any, session_id: str, work: Callable[[], Awaitable[object]]) -> int | None:
+    """Run `work` (a turn) until it ends or a signal stops it, then close the services: the
+    exit code when it was stopped or its reply could not be kept, None when it ran through."""
+    from .services.drafts import ReplyKeptError
+
+    stopped_by: list[str] = []
+
     async def run() -> None:
         try:
-            with _stop_on_signals(stopped_by):
-                await services.chat.retry(
-                    session_id, user_id, model=args.model, api_base=args.api_base,
-                    on_event=on_event,
-                )
+            with stop_on_signals(stopped_by):
+                await work()
         finally:
             await services.close()
 
@@ -227,16 +234,33 @@ def _reply(
             file=sys.stderr,
         )
         return 130
-    if failed:
-        print(f"treechat: {failed[0].error.message}", file=sys.stderr)
-        return 1
-    if finished:
-        _print_summary(session_id, finished[0], text)
-    return 0
+    return None
+
+
+def turn_services(store: Store, data_dir: Path) -> Any:
+    """The services a command-line turn runs on. A detected server is addressable
+    (`ollama/llama3.2:3b`): it is probed when asked for. The store is let go of while the
+    provider is awaited (the reply, a model's summary, a call to an MCP server over HTTP):
+    another `treechat` command or the window can open it meanwhile; the reply so far is
+    journaled beside it."""
+    from .services.bootstrap import build_services
+    from .services.drafts import StoreRelease
+
+    services = build_services(data_dir, store=store)
+    release = StoreRelease(
+        notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
+    )
+    services.chat.config.release_store = release
+    if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
+        from .commands_mcp import terminal_approver
+
+        services.mcp.set_approver(terminal_approver())
+        services.mcp.release_store = release
+    return services
 
 
 @contextlib.contextmanager
-def _stop_on_signals(stopped_by: list[str]) -> Iterator[None]:
+def stop_on_signals(stopped_by: list[str]) -> Iterator[None]:
     """SIGTERM and SIGHUP stop the turn the way Ctrl+C does: the running task is cancelled,
     the chat service writes the text so far as an interrupted reply, then the command ends."""
     loop = asyncio.get_running_loop()

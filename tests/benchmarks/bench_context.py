@@ -1,20 +1,26 @@
 """Context engine benchmark: Treechat's engine against peers that trim on the same seeded
 conversations with the same tokenizer, plus prepare() scaling and commit storage growth.
 
-Two generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
+Three generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
 chatter, code, tool results up to 30k characters, an edited message, an attached branch, a
-two-hour pause) and one of real prose (`context_sim.simulate_prose`: the running
-interpreter's standard library docstrings and source files) with facts of three kinds planted
-in plain words: said by the user, concluded by the assistant, and only inside a tool result.
+two-hour pause), one of real prose (`context_sim.simulate_prose`: the running interpreter's
+standard library docstrings and source files) and one of long replies
+(`long_replies.simulate_long_replies`: 300-800 words of the Language Reference a reply, facts
+in several phrasings), the two prose ones with facts of three kinds planted in plain words:
+said by the user, concluded by the assistant, and only inside a tool result. Two more seeds
+of each prose generator, never looked at while tuning, are reported on their own (`_heldout`).
 Each fact is asked about once, later, and is counted at that turn: kept when the request holds
 its key and value together, or (for Treechat) when `recall` for the question returns it in its
 top three.
 
-Arms: Treechat; `trim` (drop the oldest whole turns with Treechat's own 80%->50% hysteresis on
-the same history budget); `trim + summary` (the same trim, the dropped turns condensed by
-Treechat's summarizer); litellm's and langchain's `trim_messages` at the whole prompt
-allowance. Cache reuse is simulated under OpenAI's automatic rule (longest common prefix,
->= 1,024 tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
+Arms: Treechat; `trim` (drop the oldest whole turns, 80%->50% of the same history budget);
+`trim + summary` (the same trim, the dropped turns condensed by Treechat's summarizer);
+litellm's and langchain's `trim_messages` at the whole prompt allowance; the same-size trims
+(langchain's `trim_messages` cut to the size of our request at every request, and trims of
+the same history budget on other schedules): the cheapest of those whose requests are on
+average as large as ours is the `cost_vs_same_size_trim` baseline.
+Cache reuse is simulated under OpenAI's automatic rule (longest common prefix, >= 1,024
+tokens, 128-token steps) priced at OpenAI's gpt-4o prices, and under Anthropic's
 breakpoint rule priced at Claude Sonnet's (the peers get breakpoints on the system prompt and
 on the last message); prices come from litellm's own table. A request over the window is a
 failure: counted, never priced."""
@@ -42,6 +48,7 @@ from tests.support.context_sim import (
     simulate,
     simulate_prose,
 )
+from tests.support.long_replies import simulate_long_replies
 
 from treechat.core.budget import plan_budget
 from treechat.core.commit import ContextCommit
@@ -71,9 +78,13 @@ ANTHROPIC_PRICED = "claude-sonnet-4-5"
 OPENAI_MIN, OPENAI_STEP = 1024, 128
 ANTHROPIC_MIN, ANTHROPIC_LOOKBACK = 1024, 20
 SEEDS = (11, 23, 37)
+# Seeds no feature was ever looked at or tuned on: their figures are reported on their own.
+HELDOUT_SEEDS = (101, 131)
 TURNS = 210
 LONG_TURNS = 520
 TRIGGER, TARGET = RuleConfig().summarize_trigger, RuleConfig().summarize_target
+# (trim at, down to) as shares of the history budget: the schedules a same-size trim may use.
+SCHEDULES = ((0.8, 0.6), (0.9, 0.6), (0.9, 0.75), (1.0, 0.6), (1.0, 0.75), (1.0, 0.9))
 
 SYSTEM = (
     "You are Treechat's coding assistant. You help the user maintain a Python billing service. "
@@ -204,6 +215,8 @@ class Arm:
     breaks_by_cause: dict[str, int] = field(default_factory=dict)
     rollup_loss: list[float] = field(default_factory=list)
     rollup_total_loss: list[float] = field(default_factory=list)
+    rollup_whole_openai: list[float] = field(default_factory=list)
+    rollup_whole_anthropic: list[float] = field(default_factory=list)
     last_sizes: list[int] = field(default_factory=list)
     last_prev_sizes: list[int] = field(default_factory=list)
     last_lcp: int = 0
@@ -475,8 +488,10 @@ class Trim:
     are condensed by Treechat's summarizer into summaries kept after the system prompt (the
     oldest dropped once they pass Treechat's summary share)."""
 
-    def __init__(self, budget: int, counter: CachedTiktokenCounter, *, summarize: bool) -> None:
+    def __init__(self, budget: int, counter: CachedTiktokenCounter, *, summarize: bool,
+                 high: float = TRIGGER, low: float = TARGET) -> None:
         self.budget = budget
+        self.high, self.low = high, low
         self.counter = counter
         self.summarize = summarize
         self.start = 0
@@ -492,12 +507,12 @@ class Trim:
         self.start = min(self.start, len(body))
         sizes = [self._tok(m) for m in body]
         hist = sum(self._tok(s) for s in self.summaries) + sum(sizes[self.start:])
-        if hist > TRIGGER * self.budget:
+        if hist > self.high * self.budget:
             users = [i for i in range(self.start + 1, len(body)) if body[i]["role"] == "user"]
             new_start = self.start
             for u in users:
                 new_start = u
-                if hist - sum(sizes[self.start:u]) <= TARGET * self.budget:
+                if hist - sum(sizes[self.start:u]) <= self.low * self.budget:
                     break
             dropped = body[self.start:new_start]
             if self.summarize and dropped:
@@ -572,6 +587,13 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
     trim_s = Arm("trim + summary", counter, tools_tok)
     lite = Arm("litellm", counter, tools_tok)
     lang = Arm("langchain", counter, tools_tok)
+    same = Arm("same-size trim", counter, tools_tok)
+    at_limit = Arm("langchain at our size", counter, tools_tok)
+    # Trims of the whole history budget with other schedules: the one of them whose requests
+    # are as large as ours on average and costs least is the other same-size baseline.
+    schedules = [(Arm(f"trim@{hi:.2f}-{lo:.2f}", counter, tools_tok),
+                  Trim(budget.history, counter, summarize=False, high=hi, low=lo))
+                 for hi, lo in SCHEDULES]
     trimmer = Trim(budget.history, counter, summarize=False)
     trimmer_s = Trim(budget.history, counter, summarize=True)
     lang_trim = LangchainTrim(counter)
@@ -591,7 +613,17 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
     def record_break(commit: ContextCommit, parts: tuple[RenderedMessage, ...]) -> None:
         """Cache breaks by cause: tokens of the previous request that this one rewrote."""
         prev_total = sum(ours.last_prev_sizes) + tools_tok
-        if not prev_parts or ours.last_lcp >= prev_total:
+        if not prev_parts:
+            return
+        new_summaries = [it for it in commit.live_items() if it.is_summary and (
+            prev_commit is None or it.source_node_id not in
+            {x.source_node_id for x in prev_commit.items})]
+        if any(s.reason.startswith("rolled up") for s in new_summaries):
+            # The whole loss at a roll-up, fold included, under both cache rules.
+            ours.rollup_whole_openai.append(max(0, prev_total - ours.last_lcp) / prev_total)
+            ours.rollup_whole_anthropic.append(
+                max(0, prev_total - ours.a_read[-1]) / prev_total)
+        if ours.last_lcp >= prev_total:
             return
         at = 0
         while at < min(len(parts), len(prev_parts)) and _fingerprint(
@@ -601,9 +633,6 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
         lost = prev_total - ours.last_lcp
         ours.lost_by_cause[cause] = ours.lost_by_cause.get(cause, 0) + lost
         ours.breaks_by_cause[cause] = ours.breaks_by_cause.get(cause, 0) + 1
-        new_summaries = [it for it in commit.live_items() if it.is_summary and (
-            prev_commit is None or it.source_node_id not in
-            {x.source_node_id for x in prev_commit.items})]
         if any(s.reason.startswith("rolled up") for s in new_summaries):
             folded = any(s.reason.startswith("summarized") for s in new_summaries) or any(
                 commit.items[p].state == "summarized" and not commit.items[p].is_summary
@@ -639,8 +668,18 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
         ours.compactions += int(prep.compacted)
         new_entries = raw.entries[prev_raw:]
         k = len(new_entries)
+        # The strongest fair trim: langchain's at every request, to the size of ours (same
+        # tokenizer, same window), so it follows our schedule and keeps raw turns instead.
+        # Trimming whole messages leaves it short of its limit, so its limit also carries
+        # what it has fallen short of ours so far: the same size on average, never over the
+        # window. `at_limit` is the plain per-request limit, reported beside it.
+        limit = ours.prompts[-1] - tools_tok
+        gap = sum(ours.prompts[:-1]) - sum(same.prompts)
         arms: list[tuple[Arm, list[dict[str, Any]]]] = [
-            (trim, trimmer(raw.entries)), (trim_s, trimmer_s(raw.entries))]
+            (trim, trimmer(raw.entries)), (trim_s, trimmer_s(raw.entries)),
+            (same, lang_trim(raw.entries, min(peer_allowance, limit + max(0, int(gap))))),
+            (at_limit, lang_trim(raw.entries, limit)),
+            *((arm, t(raw.entries)) for arm, t in schedules)]
         if peers:
             arms += [(lite, litellm_trim(raw.messages(), peer_allowance)),
                      (lang, lang_trim(raw.entries, peer_allowance))]
@@ -729,7 +768,8 @@ async def run_conversation(conv: Conversation | ProseConversation, tmp: Path, *,
         if side is not None and i == side.from_turn:
             side_head, side_raw = _side_branch(store, conv, head, t)  # type: ignore[arg-type]
     store.close()
-    arms_out = (ours, trim, trim_s, *((lite, lang) if peers else ()))
+    arms_out = (ours, trim, trim_s, same, at_limit, *(a for a, _ in schedules),
+                *((lite, lang) if peers else ()))
     return {"arms": arms_out, "requests": len(ours.prompts), "prepare_seconds": prepare_seconds,
             "budget": budget.history}
 
@@ -899,7 +939,75 @@ def _pooled(arms: Sequence[Arm], kind: str, *, request_only: bool = False) -> fl
     return sum(got) / len(got) if got else None
 
 
-@pytest.mark.timeout(3600)
+_GEN_SLUG = {"prose": "stdlib", "long replies": "long_replies", "synthetic": "synthetic"}
+
+
+def same_size_cost(ours: Arm, arms: Sequence[Arm], cost: Callable[[Arm, Prices], float],
+                   prices: Prices) -> float:
+    """The cheapest trim whose requests are on average as large as ours (within 5%):
+    langchain's trimmed to our size at every request, or a trim of the same history budget
+    on whichever schedule costs least. A trim sending less would win on price by keeping
+    less."""
+    size = statistics.fmean(ours.prompts)
+    fits = [a for a in arms if a.name in ("same-size trim", "langchain at our size")
+            or a.name.startswith("trim@")]
+    fits = [a for a in fits if statistics.fmean(a.prompts) >= 0.95 * size]
+    if not fits:
+        raise AssertionError("no trim as large as ours to compare with")
+    return min(cost(a, prices) for a in fits)
+
+
+def _issue_figures(per: Mapping[tuple[str, str], list[Arm]],
+                   held: Mapping[tuple[str, str], list[Arm]],
+                   every: Mapping[tuple[str, str], list[Sequence[Arm]]], long_ours: Arm,
+                   openai: Prices, anthropic: Prices) -> dict[str, float]:
+    """The compaction figures, per generator and per seed split (`_heldout`: seeds nothing
+    was tuned on), each headline the worst over both prose generators and both splits."""
+    out: dict[str, float] = {}
+    loss: dict[str, list[float]] = {"openai": [], "anthropic": []}
+    cost: dict[str, list[float]] = {"openai": [], "anthropic": []}
+    plain: list[float] = []
+    tool: list[float] = []
+    for split, table in (("", per), ("_heldout", held)):
+        for gen in ("prose", "long replies"):
+            ours, same = table[(gen, "treechat")], table[(gen, "same-size trim")]
+            tag = f"_{_GEN_SLUG[gen]}{split}"
+            extra = [long_ours] if gen == "prose" and not split else []
+            for rule, prices, f in (("openai", openai, Arm.openai_cost),
+                                    ("anthropic", anthropic, Arm.anthropic_cost)):
+                whole = [x for a in [*ours, *extra] for x in getattr(a, f"rollup_whole_{rule}")]
+                value = statistics.fmean(whole) if whole else 0.0
+                out[f"rollup_prefix_loss_whole_{rule}{tag}"] = value
+                loss[rule].append(value)
+                ratio = statistics.median(
+                    f(o, prices) / same_size_cost(o, arms, f, prices)
+                    for o, arms in zip(ours, every[(split, gen)], strict=True))
+                out[f"cost_vs_same_size_trim_{rule}{tag}"] = ratio
+                cost[rule].append(ratio)
+                out[f"cost_vs_langchain_at_our_limit_{rule}{tag}"] = statistics.median(
+                    f(o, prices) / f(next(a for a in arms if a.name == "langchain at our size"),
+                                     prices)
+                    for o, arms in zip(ours, every[(split, gen)], strict=True))
+            for kind in ("plain", "assistant", "tool"):
+                out[f"in_request_at_ask_{kind}{tag}"] = _pooled(ours, kind,
+                                                                request_only=True) or 0.0
+                out[f"same_size_trim_in_request_{kind}{tag}"] = _pooled(
+                    same, kind, request_only=True) or 0.0
+            out[f"mean_prompt_vs_same_size_trim{tag}"] = statistics.median(
+                statistics.fmean(o.prompts) / statistics.fmean(t.prompts)
+                for o, t in zip(ours, same, strict=True))
+            if gen == "long replies":
+                plain.append(out[f"in_request_at_ask_plain{tag}"])
+            tool.append(out[f"in_request_at_ask_tool{tag}"])
+    out["rollup_prefix_loss_whole"] = max(*loss["openai"], *loss["anthropic"])
+    out["cost_vs_same_size_trim_openai"] = max(cost["openai"])
+    out["cost_vs_same_size_trim_anthropic"] = max(cost["anthropic"])
+    out["in_request_at_ask_long_replies"] = min(plain)
+    out["tool_facts_in_request"] = min(tool)
+    return out
+
+
+@pytest.mark.timeout(5400)
 def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
@@ -912,11 +1020,21 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
                       for s in SEEDS],
         "prose": [asyncio.run(run_conversation(simulate_prose(s, TURNS), tmp_path, tag="p"))
                   for s in SEEDS],
+        "long replies": [asyncio.run(run_conversation(simulate_long_replies(s, TURNS), tmp_path,
+                                                      tag="l")) for s in SEEDS],
+    }
+    heldout: dict[str, list[dict[str, Any]]] = {
+        "prose": [asyncio.run(run_conversation(simulate_prose(s, TURNS), tmp_path, peers=False,
+                                               tag="hp")) for s in HELDOUT_SEEDS],
+        "long replies": [asyncio.run(run_conversation(simulate_long_replies(s, TURNS), tmp_path,
+                                                      peers=False, tag="hl"))
+                         for s in HELDOUT_SEEDS],
     }
     long_run = asyncio.run(run_conversation(simulate_prose(SEEDS[0], LONG_TURNS), tmp_path,
                                             peers=False, tag="long"))
-    names = ["treechat", "trim", "trim + summary", "litellm", "langchain"]
-    kinds = {"synthetic": ["synthetic"], "prose": ["plain", "assistant", "tool"]}
+    names = ["treechat", "trim", "trim + summary", "same-size trim", "litellm", "langchain"]
+    kinds = {"synthetic": ["synthetic"], "prose": ["plain", "assistant", "tool"],
+             "long replies": ["plain", "assistant", "tool"]}
     figures: dict[str, float] = {}
     rows: list[list[object]] = []
     per: dict[tuple[str, str], list[Arm]] = {}
@@ -938,6 +1056,20 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
                 ", ".join(kept),
             ])
     ours_all = [a for gen in gens for a in per[(gen, "treechat")]]
+    held: dict[tuple[str, str], list[Arm]] = {
+        (gen, name): [next(a for a in r["arms"] if a.name == name) for r in runs]
+        for gen, runs in heldout.items() for name in ("treechat", "same-size trim")}
+    for gen in heldout:
+        for name in ("treechat", "same-size trim"):
+            arms = held[(gen, name)]
+            rows.append([f"{gen} (held out)", name, sum(a.over for a in arms),
+                         _spread([a.reuse_mean() / a.best_mean() for a in arms]),
+                         _spread([a.openai_cost(openai) for a in arms], "${:.2f}"),
+                         _spread([a.anthropic_reuse_mean() / a.best_mean() for a in arms]),
+                         _spread([a.anthropic_cost(anthropic) for a in arms], "${:.2f}"),
+                         _spread([statistics.fmean(a.prompts) for a in arms], "{:.0f}"),
+                         ", ".join(f"{k} {_pooled(arms, k):.0%}" for k in kinds[gen]
+                                   if _pooled(arms, k) is not None)])
     long_ours = next(a for a in long_run["arms"] if a.name == "treechat")
     long_trim = next(a for a in long_run["arms"] if a.name == "trim")
     rows.append(["prose, 520 turns", "treechat", long_ours.over,
@@ -1006,6 +1138,12 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
         slug = c.replace(" ", "_").replace("-", "")
         figures[f"cache_lost_tokens_{slug}"] = causes.get(c, 0)
         figures[f"cache_breaks_{slug}"] = breaks.get(c, 0)
+    every = {(split, gen): [r["arms"] for r in runs]
+             for split, table in (("", gens), ("_heldout", heldout))
+             for gen, runs in table.items()}
+    figures.update(_issue_figures(per, held, every, long_ours, openai, anthropic))
+    figures["over_window"] += sum(a.over for arms in held.values() for a in arms
+                                  if a.name == "treechat")
     header = ["generator", "arm", "over window", "reuse/best (OpenAI)", "cost at gpt-4o",
               "reuse/best (Anthropic)", "cost at Sonnet", "mean prompt", "kept at ask time"]
     _merge_report(bench_report, figures, rows, header)
@@ -1015,6 +1153,11 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
           f"{figures['rollup_prefix_loss']:.3f}, by its whole compaction",
           f"{figures['rollup_compaction_loss']:.3f}")
     assert figures["over_window"] == 0
+    assert figures["rollup_prefix_loss_whole"] <= 0.25
+    assert figures["cost_vs_same_size_trim_openai"] <= 1.0
+    assert figures["cost_vs_same_size_trim_anthropic"] <= 0.8
+    assert figures["in_request_at_ask_long_replies"] >= 0.6
+    assert figures["tool_facts_in_request"] >= 0.5
     assert figures["reuse_vs_best"] >= 0.85
     assert figures["recall_tool"] >= 0.5
 

@@ -445,15 +445,10 @@ def _plant_in_tool(rng: random.Random, c: _Corpus, line: str) -> ToolCall:
     return ToolCall("read_file", {"path": f"Lib/{name}"}, text[:mid] + line + "\n" + text[mid:])
 
 
-def simulate_prose(seed: int, turns: int = 210) -> ProseConversation:
-    rng = random.Random(seed)
-    c = stdlib_corpus()
-    plans: list[ProseFact] = []
-    for kind, templates, n in (("plain", PLAIN_FACTS, 5), ("assistant", ASSISTANT_FACTS, 4),
-                               ("tool", TOOL_FACTS, 4)):
-        for key, statement, question, values in rng.sample(templates, n):
-            v = rng.choice(values)
-            plans.append(ProseFact(kind, key, v, statement.format(v=v), question, 0))
+def schedule_facts(rng: random.Random, plans: list[ProseFact],
+                   turns: int) -> tuple[dict[int, ProseFact], dict[int, ProseFact]]:
+    """Each fact gets its own turn in the first three quarters and a later turn, 15 or more
+    turns on, where it is asked about: (facts by turn stated, facts by turn asked)."""
     slots = rng.sample(range(2, int(turns * 0.75)), len(plans))
     for fact, slot in zip(plans, slots, strict=True):
         fact.turn = slot
@@ -463,7 +458,19 @@ def simulate_prose(seed: int, turns: int = 210) -> ProseConversation:
         later = [t for t in free if fact.turn + 15 <= t < turns]
         fact.ask_turn = rng.choice(later)
         free.remove(fact.ask_turn)
-    asks = {f.ask_turn: f for f in plans}
+    return by_turn, {f.ask_turn: f for f in plans}
+
+
+def simulate_prose(seed: int, turns: int = 210) -> ProseConversation:
+    rng = random.Random(seed)
+    c = stdlib_corpus()
+    plans: list[ProseFact] = []
+    for kind, templates, n in (("plain", PLAIN_FACTS, 5), ("assistant", ASSISTANT_FACTS, 4),
+                               ("tool", TOOL_FACTS, 4)):
+        for key, statement, question, values in rng.sample(templates, n):
+            v = rng.choice(values)
+            plans.append(ProseFact(kind, key, v, statement.format(v=v), question, 0))
+    by_turn, asks = schedule_facts(rng, plans, turns)
     out: list[ProseTurn] = []
     now = 1_700_000_000.0
     for i in range(turns):

@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .attachments import AttachmentRef, node_attachments
-from .model import Node
 from .tokens import MESSAGE_FRAMING_TOKENS, TOOL_CALL_FRAMING_TOKENS, TokenCounter
 
 ItemState = Literal["full", "aged", "cleared", "summarized", "summary"]
@@ -318,43 +317,3 @@ def tool_args_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def generate_commit(
-    parent: ContextCommit | None,
-    nodes: Sequence[Node],
-    *,
-    session_id: str,
-    head_node_id: str,
-    now: float,
-    counter: TokenCounter,
-    config: Any = None,
-    pinned: frozenset[str] = frozenset(),
-    attachments: Mapping[str, ContextCommit | None] | None = None,
-    compaction: Any = None,
-    summarizer: Any = None,
-    instructions: str = "",
-) -> ContextCommit:
-    """Extend `parent` with `nodes` (new nodes of the active path, in order) and run the
-    rule pipeline: attach/merge expansion, per-item cap, tool aging, idle clearing and,
-    when `compaction` asks for it, summarize. Returns `parent` itself when nothing changed.
-
-    `attachments` maps each attach pointer node id to the source commit it names (None when
-    it could not be loaded). Only a merge node yields several parent ids (invariant 7).
-    """
-    from .rules import RuleConfig, run_pipeline
-
-    return run_pipeline(
-        parent,
-        nodes,
-        session_id=session_id,
-        head_node_id=head_node_id,
-        now=now,
-        counter=counter,
-        config=config if config is not None else RuleConfig(),
-        pinned=pinned,
-        attachments=attachments or {},
-        compaction=compaction,
-        summarizer=summarizer,
-        instructions=instructions,
-    )

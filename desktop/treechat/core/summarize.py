@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .findings import stated_facts, tool_findings
 from .tokens import TokenCounter
 
 SUMMARY_OPEN = "<<<conversation-summary"
@@ -78,7 +79,8 @@ _CAMEL = re.compile(r"\b[A-Za-z]+[a-z][A-Z][A-Za-z0-9]*\b")
 # General features of English, not of any one conversation: a speaker talking about
 # themselves (facts and preferences are stated in the first person), absolutes and negation
 # (constraints: never, always, must, only), and a plain "X is Y" statement.
-_SELF = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|mine|me|we|we're|we've|our|ours|us)\b")
+_SELF = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|me|we|we're|we've|our|ours|us)\b",
+                   re.IGNORECASE)
 _ABSOLUTE = re.compile(
     r"\b(never|always|must|mustn't|don't|do not|doesn't|can't|cannot|won't|only|every|"
     r"no longer|instead|rather than|not)\b",
@@ -94,6 +96,17 @@ _POOL = 3000
 _MIN_LINE_TOKENS = 6
 _ROLE_WEIGHT = {"user": 3.0, "assistant": 1.2, "system": 1.5, "runtime": 1.0, "tool": 0.4}
 _MAX_UNIT_CHARS = 360
+# Lines a summary carries whole, and a roll-up carries on: what the user stated ("fact") and
+# what tool results found ("finding"). They take at most this share of a summary's target;
+# past it the weakest go first.
+CARRIED = ("fact", "finding")
+_CARRY_SHARE = 0.6
+# A roll-up condenses summaries whose notes were already picked once: what they carry comes
+# first.
+_ROLLUP_CARRY_SHARE = 0.85
+# Only a tool result's lines that stand out this clearly are carried as findings (a typical
+# comment or docstring line of a source file scores about 4): carrying fewer keeps them longer.
+_CARRY_FINDING_SCORE = 4.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,9 +199,35 @@ class DeterministicSummarizer:
         units = self._units(request.entries)
         header = _header(request.entries)
         budget = max(16, request.target_tokens - self._counter.count(header))
-        chosen = self._select(units, budget)
-        lines = [header, *(u.line for u in chosen)] if header else [u.line for u in chosen]
-        return "\n".join(lines)
+        share = _CARRY_SHARE if request.level == 0 else _ROLLUP_CARRY_SHARE
+        carried = self._carry([u for u in units if u.role in CARRIED], int(budget * share))
+        said = {u.line.split(": ", 1)[-1] for u in carried}
+        rest = [u for u in units
+                if u.role not in CARRIED and u.line.split(": ", 1)[-1] not in said]
+        used = sum(self._counter.count(u.line) + 1 for u in carried)
+        chosen = self._select(rest, budget - used)
+        body = [u.line for u in carried if u.role == "fact"]
+        body += [u.line for u in carried if u.role == "finding"]
+        body += [u.line for u in chosen]
+        return "\n".join([header, *body] if header else body)
+
+    def _carry(self, units: Sequence[_Unit], budget: int) -> list[_Unit]:
+        """The carried lines that fit `budget`, strongest first (facts before findings),
+        returned in their order; a line already carried is not carried twice."""
+        seen: set[str] = set()
+        unique = []
+        for u in units:
+            if u.line.lower() not in seen:
+                seen.add(u.line.lower())
+                unique.append(u)
+        used = 0
+        kept: list[_Unit] = []
+        for u in sorted(unique, key=lambda u: (-u.score, -u.index)):
+            cost = self._counter.count(u.line) + 1
+            if used + cost <= budget:
+                kept.append(u)
+                used += cost
+        return sorted(kept, key=lambda u: u.index)
 
     def _select(self, units: Sequence[_Unit], budget: int) -> list[_Unit]:
         """Greedy selection by value, novelty and non-redundancy (maximal marginal relevance):
@@ -247,14 +286,27 @@ class DeterministicSummarizer:
                     if m is None:
                         continue
                     role = m.group(1)
+                    as_role = "user" if role in CARRIED else role
+                    bonus = {"fact": 2.0, "finding": 1.5}.get(role, 0.0)
                     units.append(_Unit(len(units), role, line.strip(),
-                                       score_sentence(role, m.group(3))))
+                                       score_sentence(as_role, m.group(3)) + bonus))
                 continue
             if entry.role == "tool":
-                first = next((ln.strip() for ln in entry.text.splitlines() if ln.strip()), "")
-                line = f"- tool ({entry.name or 'tool'}): {first[:160]}"
-                units.append(_Unit(len(units), "tool", line, score_sentence("tool", first)))
+                label = entry.name or "tool"
+                found = tool_findings(entry.text, limit=2, min_score=_CARRY_FINDING_SCORE)
+                for line in found:
+                    units.append(_Unit(len(units), "finding", f"- finding ({label}): {line}",
+                                       score_sentence("user", line) + 1.5))
+                if not found:
+                    first = next((ln.strip() for ln in entry.text.splitlines() if ln.strip()),
+                                 "")
+                    units.append(_Unit(len(units), "tool", f"- tool ({label}): {first[:160]}",
+                                       score_sentence("tool", first)))
                 continue
+            if entry.role == "user":
+                for fact in stated_facts(entry.text):
+                    units.append(_Unit(len(units), "fact", f"- fact: {fact}",
+                                       score_sentence("user", fact) + 2.0))
             start = len(units)
             for sentence, lead in _sentences(entry.text):
                 units.append(

@@ -20,11 +20,9 @@ from ..core.attachments import AttachmentRef, node_attachments, with_attachments
 from ..core.budget import shrink_history
 from ..core.chat_settings import SessionSettings, join_instructions
 from ..core.model import GraphError, Node
-from ..core.occupancy import MeasuredUsage
 from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
 from ..core.summarize import AsyncSummarizer, ModelSummarizer
 from ..providers import stream as provider_stream
-from ..providers.errors import ErrorKind, ProviderFailure
 from ..providers.llm import supports_vision as llm_supports_vision
 from ..providers.provider import LiteLLMProvider, Provider
 from ..store import usage as ledger
@@ -59,6 +57,13 @@ from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
 from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
+from .turn_records import (
+    CostEstimate,
+    measured_from,
+    reply_usage,
+    turn_error,
+    usage_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,20 +78,6 @@ CONTINUE_PROMPT = (
 )
 """Sent after a cut-short reply to have it carried on (the request only: the graph keeps the
 partial reply and its continuation as two nodes)."""
-
-ACTIONS = {
-    "overflow": "retry",
-    "auth": "settings",
-    "rate_limit": "wait",
-    "offline": "retry",
-    "server": "retry",
-    "bad_request": "settings",
-    "cancelled": "",
-    "busy": "",
-    "unavailable": "settings",
-    "internal": "retry",
-}
-
 
 @dataclass
 class ChatConfig:
@@ -105,8 +96,7 @@ class ChatConfig:
 
 @dataclass
 class _Running:
-    task: asyncio.Task[Node | None]
-    draft: DraftWriter | None = None
+    task: asyncio.Task[Any]
     stopped: bool = False
 
 
@@ -198,12 +188,21 @@ class ChatService:
         `attachments` are staged branch attaches; `files` the files the message carries
         (prepared ones, or paths prepared here). A file that cannot be sent raises
         `AttachmentError` before anything is written."""
+        commit = await self.message_writer(session_id, text, attachments, files)
+        return await self._guarded(session_id, commit, model, api_base, on_event)
+
+    async def message_writer(
+        self, session_id: str, text: str, attachments: Sequence[Attachment] = (),
+        files: Sequence[PreparedFile | str | os.PathLike[str]] = (),
+    ) -> Callable[[], Awaitable[tuple[str, Node]]]:
+        """What commits `text` (with its staged attaches and files) under HEAD when called,
+        the files prepared now: a file that cannot be sent raises before anything is written."""
         text = text.strip()
         prepared = await self._prepared(files)
         if not text and not attachments and not prepared:
             raise ValueError("nothing to send")
 
-        async def commit() -> tuple[str | None, Node | None]:
+        async def commit() -> tuple[str, Node]:
             # The bytes are stored before the node that names them, and before the request.
             await self.attachments.save(prepared)
             refs = await asyncio.to_thread(self.attachments.refs, prepared)
@@ -211,7 +210,7 @@ class ChatService:
                                            [f.meta() for f in prepared])
             return user.id, user
 
-        return await self._guarded(session_id, commit, model, api_base, on_event)
+        return commit
 
     async def retry(
         self,
@@ -282,17 +281,56 @@ class ChatService:
         on_event: EventSink | None,
         continuing: str | None = None,
     ) -> Node | None:
-        """Claim the session, write what the turn starts from, run the turn. The claim is
-        taken before the first await, so a double-clicked send cannot start two turns."""
+        """The one turn of a send, retry, edit or continuation, after `before`."""
         sink = on_event if on_event is not None else _ignore
         if self.is_running(session_id):
             return self._busy(session_id, sink)
+        reply: Node | None = await self._claimed_run(
+            session_id, before, lambda parent, user: self._turn(
+                session_id, parent, user, model, api_base, sink, continuing))
+        return reply
+
+    async def fan_out(
+        self,
+        session_id: str,
+        before: Callable[[], Awaitable[tuple[str | None, Node | None]]],
+        runs: Sequence[tuple[str, EventSink]],
+    ) -> tuple[Node | None, ...]:
+        """One turn per (model, sink) from what `before` writes, all at once under one claim
+        of the session: the replies are siblings, each request waits its turn at its own
+        server, and `stop` stops them all (each keeps what streamed)."""
+        if self.is_running(session_id):
+            return tuple(self._busy(session_id, sink) for _, sink in runs)
+
+        async def every(parent: str | None, user: Node | None) -> tuple[Node | None, ...]:
+            tasks = [asyncio.ensure_future(self._turn(session_id, parent, user, m, None, s))
+                     for m, s in runs]
+            try:
+                done = await asyncio.gather(*tasks, return_exceptions=True)
+            except asyncio.CancelledError:  # stopped: each turn writes what it has
+                done = await asyncio.gather(*tasks, return_exceptions=True)
+            for outcome, (_, sink) in zip(done, runs, strict=True):
+                if isinstance(outcome, Exception):  # one sibling's fault is not the others'
+                    log.error("a reply failed", exc_info=outcome)
+                    sink(TurnFailed(session_id, TurnError(
+                        "internal", f"The reply could not be finished: {outcome}", True,
+                        action="retry"), None))
+            return tuple(n if isinstance(n, Node) else None for n in done)
+
+        replies: tuple[Node | None, ...] = await self._claimed_run(session_id, before, every)
+        return replies
+
+    async def _claimed_run(
+        self, session_id: str,
+        before: Callable[[], Awaitable[tuple[str | None, Node | None]]],
+        turn: Callable[[str | None, Node | None], Awaitable[Any]],
+    ) -> Any:
+        """Claim the session, write what the turn starts from, run it. The claim is taken
+        before the first await, so a double-clicked send cannot start two turns."""
         self._claimed.add(session_id)
         try:
             parent, user = await before()
-            return await self._start(
-                session_id, parent, user, model, api_base, sink, continuing=continuing
-            )
+            return await self._start(session_id, turn(parent, user))
         finally:
             self._claimed.discard(session_id)
 
@@ -511,19 +549,8 @@ class ChatService:
         )
         return None
 
-    async def _start(
-        self,
-        session_id: str,
-        parent: str | None,
-        user: Node | None,
-        model: str | None,
-        api_base: str | None,
-        sink: EventSink,
-        continuing: str | None = None,
-    ) -> Node | None:
-        task = asyncio.ensure_future(
-            self._turn(session_id, parent, user, model, api_base, sink, continuing)
-        )
+    async def _start(self, session_id: str, turn: Awaitable[Any]) -> Any:
+        task = asyncio.ensure_future(turn)
         running = _Running(task)
         self._running[session_id] = running
         try:
@@ -661,9 +688,6 @@ class ChatService:
             interval=self.config.draft_interval,
             clock=self.clock,
         )
-        running = self._running.get(session_id)
-        if running is not None:
-            running.draft = draft
         await draft.start()
         reasoning: list[str] = []
 
@@ -734,12 +758,12 @@ class ChatService:
             sink(TurnFinished(session_id, node, occupancy))
             return _StepDone(node)
 
-        usage_meta = _usage_meta(result)
+        usage_meta = reply_usage(result)
 
         async def record(measured_head: str | None) -> None:
             # The measurement belongs to the head the turn leaves behind, so the ring reads
             # "measured" until the graph moves again (spec §7).
-            row = _usage_record(
+            row = usage_record(
                 self.make_id(),
                 session_id,
                 measured_head,
@@ -766,7 +790,7 @@ class ChatService:
                 await draft.settle()
                 await self.store.run(lambda r: r.delete_draft(draft.draft_id))
             await record(partial.id if partial is not None else head)
-            sink(TurnFailed(session_id, _turn_error(result.error), partial))
+            sink(TurnFailed(session_id, turn_error(result.error), partial))
             return _StepDone(partial)
 
         now = self.clock.now()
@@ -1074,20 +1098,6 @@ class ChatService:
 
 
 @dataclass(frozen=True, slots=True)
-class CostEstimate:
-    """The next request before it is sent: prompt tokens (cached ones counted whole) and its
-    cost at the uncached price, and the ceiling if the reply runs to `max_reply_tokens`.
-    `priced` False: the model has no known price (the costs are 0, meaning unknown)."""
-
-    model: str
-    prompt_tokens: int
-    max_reply_tokens: int
-    prompt_usd: float
-    ceiling_usd: float
-    priced: bool
-
-
-@dataclass(frozen=True, slots=True)
 class _StepDone:
     node: Node | None
 
@@ -1131,87 +1141,3 @@ def _json_or_raw(arguments: str) -> Any:
         return json.loads(arguments) if arguments else {}
     except json.JSONDecodeError:
         return arguments
-
-
-def _usage_meta(result: provider_stream.TurnResult) -> dict[str, Any] | None:
-    u = result.usage
-    if u is None:
-        return None
-    return {
-        "prompt_tokens": u.prompt_tokens,
-        "cache_read": u.cache_read,
-        "cache_write": u.cache_write,
-        "output_tokens": u.output_tokens,
-        # Part of output_tokens, as providers bill it; shown apart beside "Thinking".
-        "reasoning_tokens": u.reasoning_tokens,
-        "cost_usd": result.cost.usd if result.cost else None,
-    }
-
-
-def _turn_error(failure: ProviderFailure) -> TurnError:
-    kind = failure.kind.value if isinstance(failure.kind, ErrorKind) else str(failure.kind)
-    return TurnError(
-        kind=kind,
-        message=failure.message,
-        retry=failure.retry,
-        retry_after=failure.retry_after,
-        action=ACTIONS.get(kind, "retry"),
-    )
-
-
-def _usage_record(
-    record_id: str,
-    session_id: str,
-    head: str | None,
-    commit_id: str,
-    model: str,
-    result: provider_stream.TurnResult,
-    estimated: int,
-    now: float,
-) -> ledger.UsageRecord:
-    u = result.usage
-    if u is None:
-        return ledger.UsageRecord(
-            id=record_id,
-            session_id=session_id,
-            model=model,
-            created_at=now,
-            estimated_tokens=estimated,
-            basis="unmeasured",
-            head=head,
-            commit_id=commit_id,
-            priced=False,
-            phase="chat",
-        )
-    cost = result.cost
-    return ledger.UsageRecord(
-        id=record_id,
-        session_id=session_id,
-        model=model,
-        created_at=now,
-        input_tokens=u.prompt_tokens,
-        cache_read=u.cache_read,
-        cache_write=u.cache_write,
-        output_tokens=u.output_tokens,
-        cost_usd=cost.usd if cost else 0.0,
-        priced=bool(cost and cost.priced),
-        estimated_tokens=estimated,
-        calibration=(u.prompt_tokens / estimated) if estimated else None,
-        basis="measured",
-        head=head,
-        commit_id=commit_id,
-        phase="chat",
-    )
-
-
-def measured_from(record: ledger.UsageRecord | None) -> MeasuredUsage | None:
-    """The ledger's last request as the engine's measurement of a head."""
-    if record is None or record.head is None:
-        return None
-    return MeasuredUsage(
-        head=record.head,
-        prompt_tokens=record.input_tokens,
-        cache_read=record.cache_read,
-        cache_write=record.cache_write,
-        estimated_tokens=record.estimated_tokens,
-    )

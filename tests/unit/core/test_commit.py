@@ -8,13 +8,13 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.commits import generate_commit
 from tests.support.context_graph import ChainBuilder
 
 from treechat.core.commit import (
     ContextCommit,
     ContextItem,
     apply_delta,
-    generate_commit,
     item_from_record,
     item_record,
     make_commit,

@@ -105,7 +105,7 @@ def test_auto_compaction_keeps_the_request_inside_the_budget(store: Store) -> No
         b = ChainBuilder()
         engine = ContextEngine(store, COUNTER)
         compactions = 0
-        for i in range(40):
+        for i in range(60):
             nodes = b.turn(f"Turn {i}: the code is {7000 + i}. " + "detail " * 80, "ok " * 40)
             _append(store, b, nodes)
             prep = await _prepare(engine, b)
@@ -357,7 +357,8 @@ def test_recall_returns_the_original_of_folded_and_cut_content(store: Store) -> 
         engine = ContextEngine(store, COUNTER)
         prep = await _prepare(engine, b)
         sent = "\n".join(str(m.get("content")) for m in prep.messages)
-        assert "obsidian" not in sent  # cut from the request ...
+        # Cut from the request (its finding rides with the cut's marker) ...
+        assert "row 300: nothing to see" not in sent and "obsidian" in sent
         found = await engine.recall("s", "which staging server?", now=b.now + 2)
         assert found.hits and "the staging server is obsidian" in found.hits[0].text
         assert found.hits[0].state in ("cut", "aged", "summarized", "cleared")

@@ -26,6 +26,7 @@ from .file_chips import PaperclipButton
 from .hint import ComposerHint
 from .input import ComposerInput
 from .model_picker import DETAIL_ROLE, GROUP_ROLE, ModelPicker, detail_text, group_text
+from .model_set import ModelSetButton
 
 if TYPE_CHECKING:
     from ...core.occupancy import Occupancy
@@ -73,6 +74,8 @@ class Composer(QWidget):
         self.picker.setMinimumContentsLength(8)
         self.picker.setPlaceholderText("Models…")  # until the list of models arrives
         self.picker.currentIndexChanged.connect(self._picked)
+        self.several = ModelSetButton()  # the next message to several models at once
+        self.picker.severalRequested.connect(lambda: self.several.open_popup(self.picker))
 
         self.ring = OccupancyRing()
         self.ring.clicked.connect(self.contextRequested)
@@ -92,6 +95,7 @@ class Composer(QWidget):
         self.attach_button = PaperclipButton()  # files for the next message
         footer.addWidget(self.attach_button)
         footer.addWidget(self.picker)
+        footer.addWidget(self.several)
         footer.addWidget(self.ring)
         footer.addWidget(self.hint, 1)
         footer.addWidget(self.send_button)
@@ -199,6 +203,7 @@ class Composer(QWidget):
                 item.setData(current, MODEL_ID_ROLE)
                 self.models.appendRow(item)
             self.select_model(current)
+            self.several.set_choices([(c.id, c.label, c.available) for c in choices])
         finally:
             self.picker.blockSignals(False)
 

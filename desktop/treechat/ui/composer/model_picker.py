@@ -93,6 +93,7 @@ def group_text(choice: ModelChoice) -> str:
 class ModelPickerPopup(QFrame):
     chosen = Signal(int)  # a row of the combo's model
     refreshRequested = Signal()
+    severalRequested = Signal()
 
     def __init__(self, picker: ModelPicker) -> None:
         super().__init__(picker, Qt.WindowType.Popup)
@@ -137,6 +138,10 @@ class ModelPickerPopup(QFrame):
         top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.search, 1)
         top.addWidget(self.refresh_button)
+        self.several_button = QPushButton("Several…")
+        self.several_button.setToolTip("Send the next message to several models at once")
+        self.several_button.clicked.connect(lambda _checked=False: self._several())
+        top.addWidget(self.several_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
@@ -208,6 +213,10 @@ class ModelPickerPopup(QFrame):
         check = QIcon(picture(colors.accent))
         check.addPixmap(picture(colors.accent_text), QIcon.Mode.Selected)
         return check, QIcon(picture(None))
+
+    def _several(self) -> None:
+        self.hide()
+        self.severalRequested.emit()
 
     def _entered(self, item: QTreeWidgetItem, _column: int) -> None:
         if item.parent() is not None and not item.isDisabled():
@@ -300,12 +309,14 @@ class ModelPicker(QComboBox):
     cut mid-letter, and the window is never widened for it."""
 
     refreshRequested = Signal()
+    severalRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.popup = ModelPickerPopup(self)
         self.popup.chosen.connect(self._chosen)
         self.popup.refreshRequested.connect(self.refreshRequested)
+        self.popup.severalRequested.connect(self.severalRequested)
 
     def sizeHint(self) -> QSize:
         # room for the current name whole (Qt's own hint can lag behind the style's font)

@@ -37,6 +37,7 @@ from .turns import TurnController
 
 if TYPE_CHECKING:
     from .backups import BackupsController
+    from .beam import BeamController
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ class ConversationController(QObject):
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
         self.backups: BackupsController | None = None  # with the window's menus
+        self.beam: BeamController | None = None  # several models at once, with the menus
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
 

@@ -42,6 +42,9 @@ FileSource = Callable[[str], list[PreparedFile]]
 # Asked before a message is sent (text, model): False keeps it unsent (the check says why).
 Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
 EventSink = Callable[[TurnEvent], None]
+# a send to several models: (session, text, models, staged attaches, files, sink) -> its run
+SeveralRun = Callable[[str, str, Sequence[str], Sequence[Attachment], Sequence[PreparedFile],
+                       EventSink], Coroutine[Any, Any, Node | None]]
 # a held message made ready to send: its text, the files with it, what the composer gets back
 Held = tuple[str, Sequence[PreparedFile], str | None]
 
@@ -89,6 +92,7 @@ class TurnController:
         self._files: FileSource | None = None
         self._preflight: Preflight | None = None
         self._has_files: Callable[[], bool] | None = None
+        self._several: tuple[Callable[[], Sequence[str]], SeveralRun] | None = None
         self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
         self._turn_heads: dict[str, str | None] = {}  # session -> the head its turn showed
         parts = conversation.parts
@@ -109,6 +113,11 @@ class TurnController:
         self._files = take
         self._preflight = preflight
         self._has_files = has_files
+
+    def take_several_from(self, chosen: Callable[[], Sequence[str]], run: SeveralRun) -> None:
+        """Where a send learns the models a message goes to when it goes to several, and
+        what sends it to them."""
+        self._several = (chosen, run)
 
     def _staged_files(self) -> bool:
         return self._has_files is not None and self._has_files()
@@ -243,7 +252,12 @@ class TurnController:
                 head.id)
         )
         sink = self.sink(session_id)
-        if files:
+        several = self._several[0]() if self._several is not None else ()
+        if several and self._several is not None:
+            self._preview(view, text)
+            staged = self._attachments(session_id) if self._attachments is not None else ()
+            run = self._several[1](session_id, text, several, staged, files, sink)
+        elif files:
             # a message with files is always a new message: an edit or retry would drop them
             self._preview(view, text)
             staged = self._attachments(session_id) if self._attachments is not None else ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..shell.main_window import MainWindow
 from .backups import BackupsController
+from .beam import add_beam_controls
 from .chat_controls import add_chat_controls
 from .conversation import ConversationController
 
@@ -28,4 +29,5 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     c.busyChanged.connect(window.set_busy)
     add_chat_controls(window, c)
     c.backups = BackupsController(window, c)
+    c.beam = add_beam_controls(window, c)
     window.set_ready(True)

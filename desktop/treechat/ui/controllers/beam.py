@@ -1,0 +1,315 @@
+"""Several models at once in the window: a send to the models the set button names streams a
+column per model in the compare view (the chat view follows the first), the compare view
+opens on any message with several replies, a column's reply is continued from, and a chosen
+model fuses them into a merge node."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu, QStackedWidget, QWidget
+
+from ...core.model import GraphError, Node
+from ...services.attachments import PreparedFile
+from ...services.beam import DEFAULT_FUSE_INSTRUCTION, BeamEvent, BeamService, SiblingReply
+from ...services.chat import Attachment
+from ...services.events import (
+    TextDelta,
+    TurnEvent,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+)
+from ...services.sessions import SessionView
+from ..chat.compare_view import Column, CompareView, facts_text
+from .turns import EventSink
+
+if TYPE_CHECKING:
+    from ..shell.main_window import MainWindow
+    from .conversation import ConversationController
+
+COMPARE_SHORTCUT = "Ctrl+Shift+B"
+
+
+class BeamController:
+    def __init__(self, conversation: ConversationController) -> None:
+        self._c = conversation
+        self.beam = BeamService(conversation.chat_service)
+        self.view: CompareView | None = None
+        self._message: tuple[str, str] | None = None  # (session, message) the view shows
+        self._open = False  # shown until the user goes back (a redraw does not close it)
+        composer = conversation.parts.composer
+        composer.several.saveRequested.connect(self.save_set)
+        composer.several.deleteRequested.connect(self.delete_set)
+        conversation.turns.take_several_from(composer.several.chosen, self.send_several)
+        # a message to one model is answered in the chat: that is where it shows
+        composer.sendRequested.connect(lambda _text: None if composer.several.chosen()
+                                       else self.back())
+        conversation.parts.chat.menuRequested.connect(self._reply_menu)
+        conversation.sessionOpened.connect(lambda _view: self.back())
+        conversation.spawn(self._load_sets(), name="model-sets")
+
+    # --- the set button ------------------------------------------------------------
+
+    async def _load_sets(self) -> None:
+        self._c.parts.composer.several.set_sets(await self.beam.model_sets())
+
+    def save_set(self, name: str, models: list[str]) -> None:
+        async def work() -> None:
+            sets = await self.beam.save_model_set(name, models)
+            self._c.parts.composer.several.set_sets(sets)
+            self._c.parts.status(f"Saved “{' '.join(name.split())}”")
+
+        self._c.spawn(work(), name="save-model-set")
+
+    def delete_set(self, name: str) -> None:
+        async def work() -> None:
+            self._c.parts.composer.several.set_sets(await self.beam.delete_model_set(name))
+
+        self._c.spawn(work(), name="delete-model-set")
+
+    # --- sending to several --------------------------------------------------------
+
+    def send_several(
+        self, session_id: str, text: str, models: Sequence[str],
+        staged: Sequence[Attachment], files: Sequence[PreparedFile], sink: EventSink,
+    ) -> Coroutine[Any, Any, Node | None]:
+        """The run of a send to `models`: a column each streams in the compare view, the
+        chat view follows the first to start, the banner speaks only if none answered."""
+        c = self._c
+        order = list(models)
+        view = self._ensure_view()
+        view.set_message(text)
+        view.show_columns([Column("", c.models.label_for(m), state="streaming") for m in order])
+        view.set_running(True)
+        self._message = None
+        self._show_view()
+        lead: list[int] = []
+        failed: list[TurnFailed] = []
+
+        def on_event(event: BeamEvent) -> None:
+            inner = event.event
+            shown = self._message is None and self.view is not None
+            if shown and isinstance(inner, TextDelta):
+                self.view.append(event.index, inner.text)  # type: ignore[union-attr]
+            elif shown and isinstance(inner, TurnFinished | TurnFailed):
+                self._column_done(event.index, inner)
+            if isinstance(inner, TurnStarted) and not lead:
+                lead.append(event.index)
+            if isinstance(inner, TurnFailed):
+                failed.append(inner)
+                if len(failed) == len(order):
+                    sink(inner)  # nobody answered: the banner, the text back in the box
+                elif lead and event.index == lead[0]:
+                    c.parts.chat.end_stream()
+                return
+            if lead and event.index == lead[0]:
+                sink(inner)
+
+        async def run() -> Node | None:
+            result = await self.beam.send(session_id, text, order, attachments=staged,
+                                          files=files, on_event=on_event)
+            if self.view is not None:
+                self.view.set_running(False)
+            if result.message_id and self._showing():
+                await self._fill(session_id, result.message_id)
+            return next((r for r in result.replies if r is not None), None)
+
+        return run()
+
+    def _column_done(self, index: int, event: TurnEvent) -> None:
+        view = self.view
+        if view is None or not 0 <= index < len(view.columns):
+            return
+        column = view.columns[index].column
+        if isinstance(event, TurnFinished):
+            node = event.node
+            usage = node.metadata.get("usage") or {}
+            state = "stopped" if node.interrupted else ""
+            facts = facts_text(usage.get("cost_usd"), usage.get("cost_usd") is not None,
+                               None, self._c.models.is_local(str(node.metadata.get("model"))))
+            view.columns[index].show_column(Column(node.id, column.label, column.text or
+                                                   node.text, facts, state))
+        elif isinstance(event, TurnFailed):
+            view.columns[index].show_column(Column("", column.label, column.text, "",
+                                                   event.error.message))
+
+    # --- comparing -----------------------------------------------------------------
+
+    def compare(self, node_id: str | None = None) -> None:
+        """Show the replies to the message `node_id` is (or answers) side by side; without a
+        node, those of the last message of the branch on screen that has several."""
+        c = self._c
+        shown = c.current_view
+        if shown is None:
+            return
+
+        async def work() -> None:
+            target = node_id or last_with_siblings(await c.sessions.view(shown.session.id))
+            if target is None:
+                c.parts.status("This branch has no message with several replies to compare")
+                return
+            await self._fill(shown.session.id, target, open_it=True)
+
+        c.spawn(work(), name="compare")
+
+    async def _fill(self, session_id: str, node_id: str, *, open_it: bool = False) -> None:
+        c = self._c
+        try:
+            replies = await self.beam.siblings(session_id, node_id)
+        except GraphError as exc:
+            c.parts.status(str(exc))
+            return
+        if c.current_session_id != session_id or not replies:
+            return
+        stored = await c.sessions.view(session_id)
+        message = stored.graph.find(replies[0].first.predecessor or "")
+        view = self._ensure_view()
+        self._message = (session_id, replies[0].first.predecessor or "")
+        view.set_message(message.text if message is not None else "")
+        view.show_columns([self._column(r) for r in replies])
+        view.set_fuse_models(
+            [(ch.id, ch.label) for ch in c.models.choices if ch.available],
+            c.models.selected(), DEFAULT_FUSE_INSTRUCTION)
+        if open_it:
+            self._show_view()
+
+    def _column(self, reply: SiblingReply) -> Column:
+        local = self._c.models.is_local(reply.model)
+        return Column(reply.first.id, self._c.models.label_for(reply.model) or reply.label,
+                      reply.text, facts_text(reply.cost_usd, reply.priced, reply.first_token_s,
+                                             local),
+                      "stopped" if reply.interrupted else "")
+
+    def continue_from(self, node_id: str) -> None:
+        """The chat goes on from that reply: HEAD moves to its branch, nothing is sent."""
+        c = self._c
+        shown = c.current_view
+        if shown is None or not node_id:
+            return
+
+        async def work() -> None:
+            updated = await c.sessions.show_branch_of(shown.session.id, node_id)
+            self.back()
+            if c.current_session_id == shown.session.id:
+                c.redraw(updated)
+                await c.occupancy.refresh()
+
+        c.spawn(work(), name="continue-from")
+
+    def fuse(self, model: str, instruction: str) -> None:
+        """One reply by `model` that reads every column's reply, as a merge node."""
+        c = self._c
+        if self._message is None:
+            return
+        session_id, message_id = self._message
+        order = [col.column.key for col in self.view.columns] if self.view else None
+
+        def make(sink: EventSink) -> Coroutine[Any, Any, Any]:
+            async def run() -> Node | None:
+                try:
+                    result = await self.beam.fuse(session_id, message_id, model=model,
+                                                  instruction=instruction, replies=order,
+                                                  on_event=sink)
+                except GraphError as exc:
+                    c.parts.status(str(exc))
+                    return None
+                return result.reply
+
+            return run()
+
+        if c.turns.run_external(make):
+            self.back()
+
+    # --- where it shows ------------------------------------------------------------
+
+    def _ensure_view(self) -> CompareView:
+        if self.view is None:
+            self.view = CompareView(monotonic=self._c.clock.monotonic)
+            self.view.backRequested.connect(self.back)
+            self.view.continueRequested.connect(self.continue_from)
+            self.view.fuseRequested.connect(self.fuse)
+            stack = self._stack()
+            if stack is not None:
+                stack.addWidget(self.view)
+                stack.currentChanged.connect(lambda _index: self._keep_open())
+        return self.view
+
+    def _stack(self) -> QStackedWidget | None:
+        """The window's centre, where the chat view is one page: the compare view is
+        another, so the header, banner and composer stay where they are."""
+        parent: QWidget | None = self._c.parts.chat.parentWidget()
+        while parent is not None and not isinstance(parent, QStackedWidget):
+            parent = parent.parentWidget()
+        return parent
+
+    def _showing(self) -> bool:
+        stack = self._stack()
+        return self.view is not None and stack is not None and stack.currentWidget() is self.view
+
+    def _show_view(self) -> None:
+        stack = self._stack()
+        if stack is not None and self.view is not None:
+            self._open = True
+            stack.setCurrentWidget(self.view)
+
+    def _keep_open(self) -> None:
+        """Every redraw of the chat shows its page; while open, the compare view stays (the
+        empty state of a new chat closes it)."""
+        stack = self._stack()
+        if self._open and stack is not None and self.view is not None \
+                and stack.currentWidget() is self._c.parts.chat:
+            stack.setCurrentWidget(self.view)
+        elif stack is not None and stack.currentWidget() is not self.view:
+            self._open = False
+
+    def back(self) -> None:
+        """Back to one reply at a time (`< N/M >`)."""
+        self._open = False
+        stack = self._stack()
+        if stack is not None and self.view is not None and stack.currentWidget() is self.view:
+            stack.setCurrentWidget(self._c.parts.chat)
+
+    def _reply_menu(self, key: str, menu: QMenu) -> None:
+        view = self._c.current_view
+        if view is None or key not in view.graph:
+            return
+        node = view.graph.get(key)
+        message = node if node.role == "user" else view.graph.find(node.predecessor or "")
+        if message is None or node.role not in ("user", "assistant"):
+            return
+        replies = [n for n in view.graph.conversation_children(message.id)
+                   if n.role == "assistant"]
+        if len(replies) < 2:
+            return
+        action = QAction(f"Compare the {len(replies)} replies side by side", menu)
+        action.triggered.connect(lambda *_: self.compare(message.id))
+        menu.addSeparator()
+        menu.addAction(action)
+
+
+def last_with_siblings(view: SessionView) -> str | None:
+    """The last message on the branch shown that has two or more replies."""
+    for node in reversed(view.path):
+        if node.role == "user" and len([
+                n for n in view.graph.conversation_children(node.id)
+                if n.role == "assistant"]) >= 2:
+            return node.id
+    return None
+
+
+def add_beam_controls(window: MainWindow, conversation: ConversationController) -> BeamController:
+    """Wire sending to several models, comparing and fusing into the window."""
+    controller = BeamController(conversation)
+    action = QAction("Compare replies side by side", window)
+    action.setShortcut(QKeySequence(COMPARE_SHORTCUT))
+    action.triggered.connect(lambda *_: controller.compare())
+    for menu_action in window.menuBar().actions():
+        menu = menu_action.menu()
+        if isinstance(menu, QMenu) and menu_action.text().replace("&", "") == "Chat":
+            menu.addSeparator()
+            menu.addAction(action)
+    window.addAction(action)
+    return controller
