@@ -223,7 +223,7 @@ class TurnController:
         composer gets back if it never starts (the text typed, when that became a file)."""
         c = self._c
         view = c.current_view
-        model = c.models.selected()
+        model = await c.models.chosen()
         try:
             if self._preflight is not None and not await self._preflight(text, model):
                 self._sending = False
