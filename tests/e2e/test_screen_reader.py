@@ -125,7 +125,7 @@ def test_a_screen_reader_reads_the_window_and_hears_a_finished_reply(tmp_path: P
 
             settings = find(tree, "dialog", "Settings")
             tabs = [n["name"] for n, _ in walk(settings) if n["role"] == "page tab"]
-            assert tabs == ["Connections", "General", "Tools"]
+            assert tabs == ["Connections", "General", "Tools", "Sync"]
             assert find(settings, "push button", "Save")["showing"]
             for tab in ("Graph", "Context"):
                 find(tree, "page tab", tab)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QTimer
 
 from ...services.sync.service import SyncError
+from ..common.tasks import loop_running
 
 if TYPE_CHECKING:
     import asyncio
@@ -49,6 +50,8 @@ class SyncController:
             self._every.start(int(self.service.every * 1000))
 
     def sync_soon(self) -> None:
+        if not loop_running():
+            return
         if self._task is not None and not self._task.done():
             self._again = True
             return
@@ -71,8 +74,10 @@ class SyncController:
         self._every.stop()
         if self.service is None:
             return
-        self.service.listeners.remove(self._synced)
-        self.service.progress_listeners.remove(self._progress)
+        if self._synced in self.service.listeners:  # a second close finds them gone
+            self.service.listeners.remove(self._synced)
+        if self._progress in self.service.progress_listeners:
+            self.service.progress_listeners.remove(self._progress)
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         if total > 1:  # a first sync or a long absence: say how far it is
