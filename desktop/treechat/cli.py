@@ -4,10 +4,11 @@ headless on the same store and engine. Kept light: the window's start-up goes th
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
-from . import __version__, paths
+from . import __version__, leave_on_interrupt, paths
 
 DATA_DIR_HELP = (
     f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
@@ -156,11 +157,42 @@ def window_arguments(words: Sequence[str]) -> list[str] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `treechat` command. Ctrl+C at any instant, even while modules still load, ends it
+    with one line and status 130; run as the command itself (no `argv`), it then leaves at
+    once rather than wait on a thread still importing or a library's shutdown."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("treechat: interrupted", file=sys.stderr)
+        if argv is None:
+            leave_now(130)
+        return 130
+
+
+def leave_now(code: int) -> None:
+    """End the process now: streams flushed, no interpreter shutdown (a daemon thread halfway
+    through an import or a C++ call can hang or abort it)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _default_interrupt() -> None:
+    if signal.getsignal(signal.SIGINT) is leave_on_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     window = window_arguments(words)
     if window is not None:  # the window sets up its log once it has painted
         from .app import main as run_app
 
+        _default_interrupt()
         return run_app(window)
     parser = build_parser()
     from .commands_mcp import split_command_tail
@@ -177,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:  # the window sets up its log once it has painted
         from .app import main as run_app
 
+        _default_interrupt()
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
     from .logs import configure_logging
 
@@ -195,11 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
     from .commands import run as run_command
 
+    if args.command != "send":  # `send` stops its reply gracefully itself; the others are
+        _default_interrupt()  # interrupted the usual way (a download pauses, and says so)
     try:
         return run_command(args)
-    except KeyboardInterrupt:
-        print("treechat: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `treechat export … | head`: the reader left, nothing to say
         _silence_stdout()
         return 141

@@ -31,7 +31,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except StoreError as exc:
-        print(f"treechat: {exc}", file=sys.stderr)
+        from .store.database import StoreDamagedError
+
+        if isinstance(exc, StoreDamagedError) and _damage_said:
+            # the store's damage was said when it opened: say only that it stopped this
+            print("treechat: stopped here: the damaged part of the store cannot be read",
+                  file=sys.stderr)
+        else:
+            print(f"treechat: {exc}", file=sys.stderr)
         return 2
     except LookupError as exc:
         print(f"treechat: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -56,7 +63,12 @@ def open_store(args: argparse.Namespace) -> Store:
     store = open_and_recover(store_path(args))
     if store.damage is not None:  # what can be read is shown, with the warning first
         print(f"treechat: {damaged_message(store.path, store.damage.problem)}", file=sys.stderr)
+        _damage_said.add(store.path)
     return store
+
+
+# Stores whose damage this command has already described (once is enough).
+_damage_said: set[Path] = set()
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -171,6 +171,16 @@ async def _add(service: Any, args: argparse.Namespace) -> int:
         headers=_pairs(args.header, "header"),
         policy=args.policy or "ask",
     )
+    if config.env or config.headers:
+        keys = service.keys
+        if not await asyncio.to_thread(lambda: keys.keychain_available):
+            # kept in memory only, the secret would be gone when this command ends, and the
+            # server started later with it empty
+            raise ConfigError(
+                "no system keychain is available, so the server's secrets (--env, --header) "
+                "could not be kept and nothing was added; install and unlock one (GNOME "
+                "Keyring, KWallet or another Secret Service provider)"
+            )
     await service.add(config, replace_existing=args.replace)
     asks = {
         "ask": "each tool call is asked about",

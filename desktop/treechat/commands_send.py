@@ -7,13 +7,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from . import paths
+from .core.bounded_read import Bounds, ReadLimitError, human_bytes, read_fd, read_path
 from .store.database import Store, default_store_path
 
 STDIN = "-"
@@ -48,23 +51,55 @@ def normalize_send_args(args: argparse.Namespace) -> None:
         from .commands_beam import check_models
 
         check_models(args)
+    if getattr(args, "api_base", None):
+        from .providers.connections import ConnectionProblem, parse_base_url
 
-
-def message_text(args: argparse.Namespace) -> str:
-    """The message to send: TEXT, the file named by --file, or standard input for `-`."""
-    source = args.file if args.file is not None else (STDIN if args.text == STDIN else None)
-    if source is None:
-        text = str(args.text)
-    elif source == STDIN:
-        data = sys.stdin.buffer.read()
-        text = _decode(data, "standard input")
-    else:
-        path = Path(source)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CliInputError(f"cannot read {source}: {exc.strerror or exc}") from None
-        text = _decode(data, str(path))
+            parse_base_url(args.api_base)
+        except ConnectionProblem as exc:
+            raise CliInputError(f"--api-base: {exc}") from None
+
+
+# Every path into a message honours the cap an attached set of files does; a pipe or a FIFO
+# that goes silent for this long (or a read that runs past the total) ends with one line.
+MESSAGE_READ_IDLE_S = 30.0
+MESSAGE_READ_TOTAL_S = 120.0
+
+
+def message_bounds(interactive: bool = False) -> Bounds:
+    """The message's cap, and its time bounds unless a person is typing it at a terminal."""
+    from .services.attachments import AttachmentLimits
+
+    cap = AttachmentLimits().max_message_bytes
+    if interactive:
+        return Bounds(cap)
+    return Bounds(cap, deadline=MESSAGE_READ_TOTAL_S, idle=MESSAGE_READ_IDLE_S)
+
+
+def message_text(args: argparse.Namespace, bounds: Bounds | None = None) -> str:
+    """The message to send: TEXT, the file named by --file, or standard input for `-`, read
+    within the message's cap and time bounds (`ReadLimitError` says which was hit)."""
+    source = args.file if args.file is not None else (STDIN if args.text == STDIN else None)
+    try:
+        if source is None:
+            text = str(args.text)
+            if len(text) > message_bounds().cap:
+                raise CliInputError(
+                    f"the message is larger than {human_bytes(message_bounds().cap)}, "
+                    "the most one message can be; nothing was sent"
+                )
+        elif source == STDIN:
+            fd = sys.stdin.fileno()
+            chosen = bounds or message_bounds(interactive=os.isatty(fd))
+            text = _decode(read_fd(fd, chosen, "standard input"), "standard input")
+        else:
+            try:
+                data = read_path(source, bounds or message_bounds(), str(source))
+            except OSError as exc:
+                raise CliInputError(f"cannot read {source}: {exc.strerror or exc}") from None
+            text = _decode(data, str(source))
+    except ReadLimitError as exc:
+        raise CliInputError(f"{exc}; nothing was sent") from None
     if not text.strip():
         raise CliInputError("the message is empty (only whitespace); nothing was sent")
     return text
@@ -132,8 +167,10 @@ def attached_files(args: argparse.Namespace) -> tuple[Any, ...]:
     names = list(getattr(args, "attach", None) or ())
     if not names:
         return ()
-    from .services.attachments import AttachmentError, prepare_files
+    from .services.attachments import AttachmentError, linked_elsewhere, prepare_files
 
+    for note in linked_elsewhere(names):
+        print(f"treechat: {note}", file=sys.stderr)
     try:
         return prepare_files(names)
     except AttachmentError as exc:
@@ -207,21 +244,29 @@ def run_turn(services: Any, session_id: str, work: Callable[[], Awaitable[object
     from .services.drafts import ReplyKeptError
 
     stopped_by: list[str] = []
+    watchdog: list[threading.Timer] = []
 
     async def run() -> None:
         try:
-            with stop_on_signals(stopped_by):
+            with stop_on_signals(stopped_by, watchdog):
                 await work()
         finally:
             await services.close()
 
     kept: ReplyKeptError | None = None
+    # Ctrl+C outside the stream does what it did before it (the command ends at once);
+    # the loop's handler, which stops the reply gracefully, replaces it while it runs.
+    before = signal.getsignal(signal.SIGINT)
     try:
         asyncio.run(run())
     except (KeyboardInterrupt, asyncio.CancelledError):
         stopped_by.append("Ctrl+C")
     except ReplyKeptError as exc:
         kept = exc
+    finally:
+        for timer in watchdog:
+            timer.cancel()
+        _restore_interrupt(before)
     sys.stdout.write("\n")
     sys.stdout.flush()
     if kept is not None:
@@ -251,6 +296,8 @@ def turn_services(store: Store, data_dir: Path) -> Any:
         notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
     )
     services.chat.config.release_store = release
+    if services.connections is not None:  # a local server probed for the model's address
+        services.connections.release_store = release
     if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
         from .commands_mcp import terminal_approver
 
@@ -259,19 +306,35 @@ def turn_services(store: Store, data_dir: Path) -> Any:
     return services
 
 
+# A stop that the turn does not finish within this long (a peer or a library that does not
+# let go) ends the process: what streamed is in the journal and is recovered on the next open.
+STOP_GRACE_S = 20.0
+
+
 @contextlib.contextmanager
-def stop_on_signals(stopped_by: list[str]) -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the turn the way Ctrl+C does: the running task is cancelled,
-    the chat service writes the text so far as an interrupted reply, then the command ends."""
+def stop_on_signals(
+    stopped_by: list[str], watchdog: list[threading.Timer] | None = None
+) -> Iterator[None]:
+    """Ctrl+C, SIGTERM and SIGHUP stop the turn: the running task is cancelled, the chat
+    service writes the text so far as an interrupted reply, then the command ends. A stop
+    that has not ended the turn after `STOP_GRACE_S` ends the process (the timer goes in
+    `watchdog`, for the caller to cancel once the turn has ended)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     installed: list[signal.Signals] = []
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is None or task is None:
             continue
 
         def stop(sig: signal.Signals = sig) -> None:
+            if stopped_by:  # a second signal while stopping: the first one is being obeyed
+                return
             stopped_by.append(SIGNAL_NAMES.get(sig, sig.name))
+            timer = threading.Timer(STOP_GRACE_S, _stopped_too_slowly, args=(stopped_by[0],))
+            timer.daemon = True
+            timer.start()
+            if watchdog is not None:
+                watchdog.append(timer)
             task.cancel()
 
         try:
@@ -284,6 +347,22 @@ def stop_on_signals(stopped_by: list[str]) -> Iterator[None]:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+def _restore_interrupt(handler: Any) -> None:
+    if threading.current_thread() is threading.main_thread() and handler is not None:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _stopped_too_slowly(by: str) -> None:
+    from .cli import leave_now
+
+    print(
+        f"treechat: stopped by {by}; the turn did not end within {STOP_GRACE_S:g} s, so the "
+        "command ends here (the reply so far is journaled and recovered on the next start)",
+        file=sys.stderr,
+    )
+    leave_now(130)
 
 
 def _print_summary(session_id: str, event: Any, text: str) -> None:
@@ -300,6 +379,13 @@ def _print_summary(session_id: str, event: Any, text: str) -> None:
     if node.interrupted:
         parts.append("interrupted")
     print("[" + " · ".join(parts) + "]", file=sys.stderr)
+    unreadable = int(node.metadata.get("unreadable_stream_lines") or 0)
+    if unreadable:
+        print(
+            f"treechat: {unreadable} line(s) of the server's stream could not be read and were "
+            "left out; the reply may be incomplete",
+            file=sys.stderr,
+        )
     occupancy = getattr(event, "occupancy", None)
     _warn_if_cut(text, usage, occupancy)
 

@@ -1,12 +1,17 @@
 """Reliability figures: the crash loop run long (SIGKILL at random points of `treechat send`
-against a slow loopback provider), and what a backup costs on a 1 GB store.
+against a slow loopback provider, the store released across the provider's wait), a probe
+set of hostile inputs, and what a backup costs on a 1 GB store.
 
-Figures (build/bench/reliability.json): kills, lost_acknowledged (must be 0),
+Figures (build/bench/reliability.json): kills (at least 200), lost_acknowledged (must be 0),
 recovered_partial_ratio, tail_chars_lost_p95 (characters the provider had sent that the
 recovered reply lacks: the draft is flushed about once a second), backup_1gb_s (a consistent
 DuckDB copy with `COPY FROM DATABASE`), beside its baseline file_copy_1gb_s (a byte copy of the
 same checkpointed file, which is not safe on a live store), restore_1gb_s and
-integrity_check_1gb_s (every block of every table read back).
+integrity_check_1gb_s (every block of every table read back). From the probe set (each probe
+one `treechat` process bounded at 60 s): max_rss_mb_bad_inputs (the largest peak resident
+memory of any probe, at most 300), tracebacks_bad_inputs (a traceback or an abort, must be
+0), hangs_bad_inputs (still running at 60 s, must be 0), probes_bad_inputs, and
+baseline_rss_mb (the same command with ordinary input, for scale).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 
 import pytest
 from tests.support.crash_loop import run_crash_loop
+from tests.support.hostile_probes import ProbeReport
+from tests.support.hostile_set import hostile_probe_set
 
 from treechat.core.model import Session
 from treechat.store import backup as backups
@@ -29,7 +36,7 @@ from treechat.store.database import Store
 
 pytestmark = pytest.mark.bench
 
-KILLS = int(os.environ.get("TREECHAT_BENCH_KILLS", "24"))
+KILLS = int(os.environ.get("TREECHAT_BENCH_KILLS", "200"))
 STORE_BYTES = 1_000_000_000
 
 
@@ -79,8 +86,11 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-@pytest.mark.timeout(3600)
+@pytest.mark.timeout(7200)  # 200 kills take most of an hour on a loaded 2-core machine
 def test_reliability(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
+    probes: ProbeReport
+    baseline_rss: float
+    probes, baseline_rss = hostile_probe_set(tmp_path / "probes")
     report = run_crash_loop(tmp_path / "crash", kills=KILLS, seed=21)
     lost_tail = report.tail_chars_lost()
 
@@ -124,14 +134,27 @@ def test_reliability(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
         "integrity_check_1gb_s": check_s,
         "store_rows": rows,
         "store_mb": size / 1e6,
+        "max_rss_mb_bad_inputs": probes.max_rss_mb,
+        "tracebacks_bad_inputs": probes.tracebacks,
+        "hangs_bad_inputs": probes.hangs,
+        "probes_bad_inputs": len(probes.results),
+        "baseline_rss_mb": baseline_rss,
     }
     bench_report(
         "reliability",
         figures,
-        rows=[(k, f"{v:.3f}" if isinstance(v, float) else v) for k, v in figures.items()],
+        rows=[(k, f"{v:.3f}" if isinstance(v, float) else v) for k, v in figures.items()]
+        + [(f"probe {r.name}", f"rc {r.returncode}, {r.seconds:.1f} s, {r.peak_rss_mb:.0f} MB"
+            + (", TRACEBACK" if r.traceback else "") + (", HANG" if r.hang else ""))
+           for r in probes.results],
         header=("figure", "value"),
     )
     shutil.rmtree(tmp_path / "big", ignore_errors=True)
     assert report.lost_acknowledged == 0
     assert report.duplicates == 0 and report.orphan_edges == 0
     assert report.store_failures == 0
+    assert len(report.kills) >= 200 or KILLS < 200
+    assert probes.tracebacks == 0, [r.stderr for r in probes.results if r.traceback]
+    assert probes.hangs == 0, [r.name for r in probes.results if r.hang]
+    assert probes.max_rss_mb <= 300
+    assert not probes.unanswered, probes.unanswered

@@ -154,3 +154,20 @@ def test_headers_go_to_the_real_keyring_and_never_to_the_store(tmp_path: Path) -
     for path in data.rglob("*"):
         if path.is_file():
             assert b"mcp-secret-991" not in path.read_bytes(), path
+
+
+def test_a_secret_with_no_keychain_to_keep_it_adds_nothing(tmp_path: Path) -> None:
+    """Kept in memory only, `--env TOKEN=…` would be gone when the command ends and the
+    server started later with TOKEN empty: the command says so and adds nothing."""
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    added = subprocess.run(
+        [sys.executable, "-m", "treechat.cli", "--data-dir", str(data), "mcp", "add", "tok",
+         "--env", "TOKEN=abc123", "--", sys.executable, str(SERVER_SCRIPT)],
+        capture_output=True, text=True, env=env, timeout=180, check=False,
+    )
+    assert added.returncode != 0
+    assert "no system keychain is available" in added.stderr
+    assert "kept in the keyring" not in added.stdout
+    assert "No MCP servers yet" in treechat(data, "mcp", "list").stdout

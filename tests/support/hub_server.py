@@ -38,6 +38,8 @@ class Hub:
     rate: int = 0
     # serve these bytes instead of the file's (a tampered mirror)
     tamper: bool = False
+    # after the file's bytes, more and more with no end and no length (a broken mirror)
+    endless: bool = False
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
 
     def add(self, repo: str, name: str, path: Path, sha256: str | None = None) -> None:
@@ -122,7 +124,11 @@ class _Handler(BaseHTTPRequestHandler):
                 status = 206
         length = entry.size - start
         self.send_response(status)
-        self.send_header("Content-Length", str(length))
+        if self.hub.endless:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(length))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("ETag", f'"{entry.sha256}"')
         self.send_header("X-Linked-Etag", f'"{entry.sha256}"')
@@ -150,6 +156,12 @@ class _Handler(BaseHTTPRequestHandler):
                     ahead = sent / self.hub.rate - (time.monotonic() - began)
                     if ahead > 0:
                         time.sleep(ahead)
+            extra = b"\x00" * (64 * 1024)
+            while self.hub.endless:
+                try:
+                    self.wfile.write(extra)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
 
     def _json(self, body: Any, status: int = 200) -> None:
         data = json.dumps(body).encode()

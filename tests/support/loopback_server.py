@@ -72,6 +72,7 @@ class Reply:
     # server stops), so a test can act mid-reply without racing the reply's end
     pause_after: int | None = None
     resume: threading.Event | None = None
+    endless: bool = False  # the text's pieces again and again, never the end of the stream
 
 
 @dataclass
@@ -684,6 +685,9 @@ class LoopbackProvider:
             chunk({"reasoning_content": piece}, piece=True)
         for piece in _pieces(text):
             chunk({"content": piece}, piece=True)
+        while reply.endless:
+            for piece in _pieces(text):
+                chunk({"content": piece}, piece=True)
         for index, call in enumerate(calls):
             chunk(
                 {

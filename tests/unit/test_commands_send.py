@@ -197,3 +197,38 @@ def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
     assert refused.returncode != 0
     assert "blob.bin is a binary file" in refused.stderr and "nothing was sent" in refused.stderr
     assert len(loopback.requests) == 1
+
+
+def test_a_fifo_or_a_silent_pipe_ends_the_read_at_its_bound(tmp_path: Path) -> None:
+    """Every path into a message honours the message cap and the read's time bounds."""
+    import argparse
+
+    from treechat.commands_send import CliInputError, message_text
+    from treechat.core.bounded_read import Bounds
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    args = argparse.Namespace(file=str(fifo), text=None)
+    with pytest.raises(CliInputError, match=r"is a pipe that no program wrote to within 0\.3 s; "
+                                            r"nothing was sent"):
+        message_text(args, Bounds(cap=1024, deadline=5.0, idle=0.3))
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 2048)
+    with pytest.raises(CliInputError, match=r"big\.txt is 2 KB, larger than 1 KB"):
+        message_text(argparse.Namespace(file=str(big), text=None), Bounds(cap=1024))
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_send_file_dev_zero_is_refused_in_one_line_and_nothing_is_stored(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    out = subprocess.run(
+        send_command(tmp_path, loopback, "--new", "--file", "/dev/zero"),
+        capture_output=True, text=True, env=env(), timeout=120, check=False,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "treechat: /dev/zero is larger than 64 MB, the most that is read from it; "
+        "nothing was sent"
+    )
+    assert not loopback.requests

@@ -69,6 +69,7 @@ def test_commands_on_a_truncated_store(data_dir: Path, fraction: float) -> None:
         assert "Traceback" not in out.stderr, (args, out.stderr)
         assert out.returncode != 0, args
         assert "is damaged" in out.stderr, (args, out.stderr)
+        assert out.stderr.count("is damaged") == 1, (args, out.stderr)  # said once
     # what can still be read is shown, read-only, under the warning
     out = run_cli("ledger", "--data-dir", str(data_dir))
     assert out.returncode == 0 and "No requests recorded yet." in out.stdout

@@ -24,6 +24,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ..core.bounded_read import ReadLimitError
+from .bounded_http import fetch
+
 ConnectionKind = Literal["hosted", "openai-compatible", "ollama", "lmstudio", "llamacpp", "bundled"]
 KINDS: tuple[ConnectionKind, ...] = (
     "hosted",
@@ -251,6 +254,12 @@ def parse_base_url(url: str) -> str:
     """`url` checked and tidied: http or https, a host, no query or fragment, no trailing
     slash. Anything else is refused with a sentence saying why."""
     text = url.strip()
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        # a CR or LF kept here would end up inside a request's header lines
+        raise ConnectionProblem(
+            f"{url!r} holds a space, a line break or another control character; an address "
+            "is one line with none"
+        )
     parts = urlsplit(text)
     if parts.scheme.lower() not in ("http", "https"):
         raise ConnectionProblem(
@@ -385,12 +394,18 @@ async def _get_json(
     body: Any = None,
 ) -> Any:
     try:
-        response = await client.request(method, url, headers=dict(headers), json=body)
+        response = await fetch(client, method, url, what=_where(url), headers=headers, json=body)
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise _problem_from(exc, _where(url)) from None
+    except ReadLimitError as exc:
+        raise ConnectionProblem(str(exc)) from None
     try:
         return response.json()
+    except RecursionError:
+        raise ConnectionProblem(
+            f"{_where(url)} answered with JSON nested too deep to read"
+        ) from None
     except ValueError:
         kind = response.headers.get("content-type", "").split(";")[0] or "no content type"
         looks = "a web page" if "html" in kind or response.text.lstrip()[:1] == "<" else kind

@@ -59,10 +59,31 @@ REDACTED = "[redacted]"
 
 
 def remember_secret(value: str | None) -> None:
-    """Register a key so `redact` removes it from any text, whatever its shape."""
+    """Register a key so `redact` removes it from any text, whatever its shape, and in the
+    encodings a server may echo it in (base64 of a header, of `user:key`, URL-safe or not)."""
     if value and len(value) >= 6:
+        forms = {value, *_encoded_forms(value)}
         with _secrets_lock:
-            _secrets.add(value)
+            _secrets.update(forms)
+
+
+def _encoded_forms(value: str) -> set[str]:
+    """The part of any base64 text that holds `value` whatever bytes came before it: the key
+    starts at one of three offsets in a three-byte group, and the groups wholly inside it
+    encode the same way every time."""
+    import base64
+
+    raw = value.encode("utf-8", "surrogatepass")
+    out: set[str] = set()
+    for offset in range(3):
+        lead = (3 - offset) % 3  # bytes of the key that share a group with what came before
+        body = raw[lead:]
+        body = body[: len(body) - len(body) % 3]
+        if len(body) < 6:
+            continue
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            out.add(encode(body).decode("ascii"))
+    return out
 
 
 def redact(text: str) -> str:

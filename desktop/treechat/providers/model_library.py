@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import paths
+from ..core.bounded_read import human_bytes
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
-from .network_words import failure_words as _why
+from .network_words import failure_words
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A look at whether the hub answers at all, before the client's own retries (see `_api`).
@@ -55,6 +56,10 @@ class NotEnoughSpace(LibraryError):
 
 class ChecksumMismatch(LibraryError):
     pass
+
+
+class TooMuchData(LibraryError):
+    """The server sent more bytes than the hub declared for the file."""
 
 
 class DownloadStopped(LibraryError):
@@ -410,7 +415,8 @@ class ModelLibrary:
         meter = _Meter(remote.size, have, self._monotonic, on_progress)
         try:
             with part.open("ab") as raw:
-                writer = _CheckedWriter(raw, have, control, meter)
+                writer = _CheckedWriter(raw, have, control, meter, remote.size,
+                                        f"{repo}/{file}")
                 writer.prime(part)
                 # the writer is file-like and _NoBar is tqdm-like: what http_get calls on them
                 http_get(url, writer, resume_size=have, headers=headers,  # type: ignore[arg-type]
@@ -420,9 +426,13 @@ class ModelLibrary:
             if stop.cancelled:
                 self.discard_partial(repo, file)
             raise
+        except TooMuchData:
+            self.discard_partial(repo, file)
+            raise
         except LibraryError:
             raise
         except Exception as exc:
+            _drop_if_empty(part, manifest)
             raise LibraryError(f"the download of {repo}/{file} failed: {_why(exc)}") from exc
         meter.finish()
         if digest != remote.sha256:
@@ -504,7 +514,9 @@ class _CheckedWriter:
     transfer when the user pauses or cancels."""
 
     def __init__(self, raw: BinaryIO, offset: int, control: DownloadControl,
-                 meter: _Meter) -> None:
+                 meter: _Meter, declared: int | None = None, name: str = "the file") -> None:
+        self._declared = declared
+        self._name = name
         self._raw = raw
         self._pos = offset
         self._control = control
@@ -526,6 +538,11 @@ class _CheckedWriter:
 
     def write(self, data: bytes) -> int:
         self._control.check()
+        if self._declared is not None and self._pos + len(data) > self._declared:
+            raise TooMuchData(
+                f"the server sent more of {self._name} than the {human_bytes(self._declared)} "
+                "the hub declared; the download was stopped and the partial file removed"
+            )
         written = self._raw.write(data)
         self._hash.update(data)
         self._pos += len(data)
@@ -554,6 +571,16 @@ class _CheckedWriter:
             while block := done.read(_HASH_CHUNK):
                 digest.update(block)
         return digest.hexdigest()
+
+
+def _drop_if_empty(part: Path, manifest: Path) -> None:
+    """A download that failed before its first byte leaves nothing behind to resume."""
+    try:
+        if part.stat().st_size == 0:
+            part.unlink()
+            manifest.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _header_or_error(path: Path) -> GGUFHeader:
@@ -594,3 +621,10 @@ def size_text(n: int) -> str:
     """A model file's size as the library shows it everywhere: "1.1 GB", "98 MB"."""
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
 
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:  # huggingface_hub reads a field the hub left out
+        return f"the hub's answer lacks the field {exc.args[0]!r}, so it cannot be trusted"
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return "the hub's answer is malformed (nested too deep or too large to read)"
+    return failure_words(exc)

@@ -20,7 +20,16 @@ from typing import Any
 
 from ..core.budget import leading_system
 from . import llm, sse_guard
-from .deadline import FirstByteDeadline, first_byte_timeout, no_answer_failure
+from .deadline import (
+    MAX_REPLY_CHARS,
+    StreamDeadline,
+    between_chunks_timeout,
+    first_byte_timeout,
+    no_answer_failure,
+    stalled_failure,
+    too_long_failure,
+    total_timeout,
+)
 from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
 from .keys import PLACEHOLDER_API_KEY, remember_secret
@@ -148,6 +157,11 @@ class TurnRequest:
     connect_timeout: float | None = None
     """The connection's own setting: seconds allowed to connect and to receive the first
     byte (None: the default). A local server loading a model may want longer."""
+    idle_timeout: float | None = None
+    """Seconds the answer may fall silent between two chunks once it streams (None: the
+    default for where the server is)."""
+    total_timeout: float | None = None
+    """Seconds one answer may take in all (None: the default, half an hour)."""
 
     @property
     def keyless(self) -> bool:
@@ -552,8 +566,16 @@ async def _stream_on_this_loop(
         keyless: Any = None
         failure: ProviderFailure | None = None
         wait = first_byte_timeout(request.connect_timeout, request.api_base)
-        deadline = FirstByteDeadline(wait)
+        deadline = StreamDeadline(
+            wait,
+            # a connection's own timeout is its word on how slow the server may be: the
+            # silence between chunks gets it too
+            idle=between_chunks_timeout(request.idle_timeout or request.connect_timeout,
+                                        request.api_base),
+            total=total_timeout(request.total_timeout),
+        )
         unreadable = sse_guard.begin()
+        received = 0
         try:
             kwargs = _call_kwargs(request, messages, tools)
             if request.keyless:
@@ -583,6 +605,10 @@ async def _stream_on_this_loop(
                     streamed = True
                     text_parts.append(str(content))
                     yield TextDelta(str(content))
+                received += len(content or "") + len(reasoning or "")
+                if received > MAX_REPLY_CHARS:
+                    failure = too_long_failure(received, request.api_base, request.model)
+                    break
                 for tc in getattr(delta, "tool_calls", None) or []:
                     streamed = True
                     index = int(getattr(tc, "index", 0) or 0)
@@ -600,13 +626,18 @@ async def _stream_on_this_loop(
         except asyncio.CancelledError:
             if not deadline.absorb():
                 raise
-            failure = no_answer_failure(wait, request.api_base, request.model)
+            if deadline.which == "first_byte":
+                failure = no_answer_failure(wait, request.api_base, request.model)
+            else:
+                failure = stalled_failure(
+                    deadline.which, deadline.seconds, request.api_base, request.model
+                )
         except ProviderError:
             raise
         except Exception as exc:
             failure = classify(exc)
         finally:
-            deadline.arrived()
+            deadline.done()
             if response is not None:
                 await _close(response)
             if keyless is not None:

@@ -49,6 +49,7 @@ __all__ = [
     "AttachmentPayload",
     "AttachmentService",
     "PreparedFile",
+    "linked_elsewhere",
     "prepare_bytes",
     "prepare_files",
     "prepare_path",
@@ -63,12 +64,21 @@ MAX_PDF_IMAGE_PAGES = 20
 PDF_RENDER_SCALE = 2.0  # page images: 144 dpi
 
 
+# What an image may take decoded (4 bytes a pixel): a 24-megapixel picture with alpha, or a
+# 32-megapixel photo. A larger JPEG is decoded at a half, a quarter or an eighth of its size
+# (its format allows that); another format that large is refused, whatever its file size.
+MAX_DECODED_IMAGE_BYTES = 128 * MB
+
+
 @dataclass(frozen=True, slots=True)
 class AttachmentLimits:
     max_file_bytes: int = 32 * MB
     max_message_bytes: int = 64 * MB
     max_files: int = 20
     max_pdf_pages: int = 500
+    # A text file larger than this fits no model's window (two million tokens is about
+    # 8 MB of text); reading, counting and cutting it would cost gigabytes and minutes.
+    max_text_bytes: int = 8 * MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +166,22 @@ def prepare_files(
     return tuple(prepare_path(p, limits, page_images=page_images) for p in paths)
 
 
+def linked_elsewhere(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """One line for each file given by a link: the name says one place, the bytes that are
+    sent come from another, and the person sending should see where."""
+    notes: list[str] = []
+    for p in paths:
+        path = Path(p)
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # missing or a loop: prepare_files says so
+            continue
+        if real != path.absolute() and (path.is_symlink() or any(
+                parent.is_symlink() for parent in path.absolute().parents)):
+            notes.append(f"{safe_name(path.name)} is a link: the file sent is {real}")
+    return tuple(notes)
+
+
 def prepare_path(
     path: str | os.PathLike[str],
     limits: AttachmentLimits = AttachmentLimits(),
@@ -207,6 +233,11 @@ def prepare_bytes(
                             text=pdf_text(shown, pages), pages=len(pages),
                             page_images=page_images,
                             page_sizes=pdf_page_sizes(data, shown))
+    if len(data) > limits.max_text_bytes and decode_text(data[:SNIFF_BYTES]) is not None:
+        raise AttachmentError(
+            f"{shown} is {human_size(len(data))} of text; a text file can be at most "
+            f"{human_size(limits.max_text_bytes)} (no model's window holds more)"
+        )
     text = decode_text(data)
     if text is None:
         raise AttachmentError(
@@ -231,6 +262,7 @@ def _open_image(data: bytes, name: str) -> Any:
                 raise AttachmentError(
                     f"{name} is {im.width}x{im.height} pixels; images can be at most "
                     f"{MAX_PIXELS // 1_000_000} megapixels")
+            _decode_within(im, name)
             im.seek(0)  # an animated GIF: its first frame
             im.load()
     except AttachmentError:
@@ -242,9 +274,32 @@ def _open_image(data: bytes, name: str) -> Any:
     return im
 
 
+def _decode_within(im: Any, name: str) -> None:
+    """Keep the decoded image within `MAX_DECODED_IMAGE_BYTES`: a JPEG is decoded at a
+    smaller scale (`draft`), anything else that large is refused before it is decoded."""
+    if im.width * im.height * 4 <= MAX_DECODED_IMAGE_BYTES:
+        return
+    if im.format == "JPEG":
+        scale = 2
+        while scale < 8 and (im.width // scale) * (im.height // scale) * 4 > \
+                MAX_DECODED_IMAGE_BYTES:
+            scale *= 2
+        im.draft(im.mode, (im.width // scale, im.height // scale))
+        if im.width * im.height * 4 <= MAX_DECODED_IMAGE_BYTES:
+            return
+    raise AttachmentError(
+        f"{name} is {im.width}x{im.height} pixels: decoded it would take "
+        f"{human_size(im.width * im.height * 4)}, and an image can take at most "
+        f"{human_size(MAX_DECODED_IMAGE_BYTES)}; save a smaller copy to attach it")
+
+
 def _image_size(data: bytes, name: str) -> tuple[int, int]:
-    im = _open_image(data, name)
-    return int(im.width), int(im.height)
+    """The image's size as stored (checked whole by decoding it, within the memory cap)."""
+    from PIL import Image
+
+    full = Image.open(io.BytesIO(data)).size
+    _open_image(data, name)
+    return int(full[0]), int(full[1])
 
 
 def image_for_provider(data: bytes, name: str, media_type: str,
@@ -266,9 +321,13 @@ def _image_for_provider(data: bytes, name: str, media_type: str,
     from PIL import Image
 
     has_alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
-    frame = im.convert("RGBA" if has_alpha else "RGB")
+    mode = "RGBA" if has_alpha else "RGB"
+    frame = im if im.mode == mode else im.convert(mode)
+    del im  # one decoded copy at a time
     if target != (frame.width, frame.height):
-        frame = frame.resize(target, Image.Resampling.LANCZOS)
+        # reduced by a whole factor first (cheap, box filter), then Lanczos: the big image is
+        # not resampled at full size, and the result matches within a pixel's rounding
+        frame = frame.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
     out = io.BytesIO()
     if has_alpha or media_type in ("image/png", "image/gif"):
         frame.save(out, "PNG", optimize=False, compress_level=6)

@@ -121,7 +121,7 @@ async def _reopen(store: Store) -> None:
 
 async def reload_after_restore(services: Services) -> None:
     """What the services had read of the replaced store goes; the settings the restored one
-    holds (instructions, workspace, summarizer, MCP servers) are read again."""
+    holds (instructions, workspace, summarizer, MCP servers, connections) are read again."""
     from .bootstrap import SETTINGS_INSTRUCTIONS, SETTINGS_SUMMARIZER, SETTINGS_WORKSPACE
 
     services.engine.forget()
@@ -134,3 +134,5 @@ async def reload_after_restore(services: Services) -> None:
     config.summarizer = str(settings.get(SETTINGS_SUMMARIZER) or "")
     if services.mcp is not None:
         await asyncio.to_thread(services.mcp.load)
+    if services.connections is not None:
+        await services.connections.reload()

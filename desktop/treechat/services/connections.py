@@ -40,6 +40,7 @@ from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.stream import TurnRequest
 from ..store.database import Store
 from .clock import SYSTEM_CLOCK, Clock
+from .drafts import StoreRelease, reopen_within
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +123,24 @@ class ConnectionService:
         self._keyed: frozenset[str] = frozenset()
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
+        # A command-line turn lets go of the store while this machine's ports are probed.
+        self.release_store: StoreRelease | None = None
         if detector is not None:
             detector.add_listener(lambda _: self._changed())
         if store is not None:
             self._load(store.call(lambda r: r.get_setting(SETTINGS_CONNECTIONS, [])))
+
+    async def reload(self) -> None:
+        """Read the saved connections again (the store was replaced by a restored backup):
+        what the old file held goes, the restored file's list comes, and listeners hear it."""
+        if self.store is None:
+            return
+        records = await self.store.run(lambda r: r.get_setting(SETTINGS_CONNECTIONS, []))
+        async with self._lock:
+            self._saved.clear()
+            self._state.clear()
+            self._load(records)
+        self._changed()
 
     def _load(self, records: object) -> None:
         for record in records if isinstance(records, list) else []:
@@ -456,11 +471,24 @@ class ConnectionService:
             spec = self.detector.spec(ident)
             status = self.detector.status(ident)
             if spec is not None and (status is None or not status.available):
-                await self.detector.refresh()
+                await self._probe_released(self.detector)
         if ident in PROVIDER_LABELS and ident not in self._saved and self.keys is not None:
             await self.refresh_keys()
         conn = self.find(ident)
         return (conn, name) if conn is not None else None
+
+    async def _probe_released(self, detector: LocalServers) -> None:
+        """The probe is a wait on other programs: with `release_store` the store is free
+        meanwhile (another command or the window can open it), and opened again after."""
+        policy, store = self.release_store, self.store
+        if policy is None or store is None:
+            await detector.refresh()
+            return
+        await store.arelease()
+        try:
+            await detector.refresh()
+        finally:
+            await reopen_within(store, policy, "go on after this machine's servers answered")
 
     # --- testing ----------------------------------------------------------------------
 

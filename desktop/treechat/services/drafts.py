@@ -285,7 +285,12 @@ async def store_released(draft: DraftWriter, policy: StoreRelease) -> AsyncItera
                 "restored?), and it no longer holds the message this reply answers. "
                 f"{_kept_message(store, draft, journal, '')}", journal.path)
         draft.journal = None
-        await draft.flush(force=True)
+        try:
+            await draft.flush(force=True)
+        except StoreError as exc:  # damaged or full: the reply stays where it is safe
+            await asyncio.to_thread(journal.let_go)
+            raise ReplyKeptError(f"{exc} {_kept_message(store, draft, journal, '')}",
+                                 journal.path) from None
         await asyncio.to_thread(journal.discard)
 
 

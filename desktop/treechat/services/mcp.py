@@ -10,11 +10,12 @@ same ones (`treechat mcp`, and a terminal approver for `treechat send`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -415,18 +416,40 @@ class McpService:
             c for c in self.enabled_in(session_id) if self.state(c.name).status == "stopped"
         ]
         if wanted:
-            await asyncio.gather(*(self._start(c) for c in wanted))
+            async with self._let_go(session_id, "the tool servers to start"):
+                states = await asyncio.gather(*(self._launch(c) for c in wanted))
+            for config, state in zip(wanted, states, strict=True):
+                await self._remember_listing(config, state)
         return {c.name: self.state(c.name) for c in self.enabled_in(session_id)}
 
-    async def _start(self, config: ServerConfig, *, restart: bool = False) -> ServerState:
+    async def _start(self, config: ServerConfig, *, restart: bool = False,
+                     session_id: str | None = None) -> ServerState:
+        async with self._let_go(session_id, f"the {config.name} server to start"):
+            state = await self._launch(config, restart=restart)
+        await self._remember_listing(config, state)
+        return state
+
+    async def _launch(self, config: ServerConfig, *, restart: bool = False) -> ServerState:
+        """Start the server and list what it offers: a wait on a peer, no store work."""
         if restart:
-            state = await self.runtime.restart(config)
-        else:
-            state = await self.runtime.start(config)
+            return await self.runtime.restart(config)
+        return await self.runtime.start(config)
+
+    async def _remember_listing(self, config: ServerConfig, state: ServerState) -> None:
         if state.status == "ready" and self._listings.get(config.name) != state.tools:
             self._listings[config.name] = state.tools
             await self._save_listings()
-        return state
+
+    @contextlib.asynccontextmanager
+    async def _let_go(self, session_id: str | None, what: str) -> AsyncIterator[None]:
+        """With `release_store` (a command-line turn), the store is let go of across a wait
+        on a server or a person, so another command or the window can use it meanwhile."""
+        release = self.release_store
+        if release is None or session_id is None:
+            yield
+            return
+        async with store_let_go(self.store, release, session_id=session_id, what=what):
+            yield
 
     async def start(self, name: str) -> ServerState:
         await self.ensure_loaded()
@@ -494,7 +517,8 @@ class McpService:
         if approver is None:
             log.info("no one to ask about %s; denied", key)
             return None
-        decision = await approver(request)
+        async with self._let_go(request.session_id, f"an answer about {key}"):
+            decision = await approver(request)
         if decision is Decision.DENY:
             return None
         if decision is Decision.ALLOW_ALWAYS:
@@ -511,7 +535,8 @@ class McpService:
         config = self.config(server)
         state = self.state(server)
         if state.status != "ready":
-            state = await self._start(config, restart=state.status == "failed")
+            state = await self._start(config, restart=state.status == "failed",
+                                      session_id=session_id)
             if state.status != "ready":
                 tail = "\n".join(state.stderr_tail.splitlines()[-8:])
                 raise McpCallError(

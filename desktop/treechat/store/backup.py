@@ -75,6 +75,9 @@ def list_backups(store_path: Path) -> tuple[Backup, ...]:
 
 def find_backup(store_path: Path, name: str) -> Backup:
     """A backup by file name (or a unique prefix of it, or `latest`)."""
+    name = name.strip()
+    if not name:
+        raise BackupError("give the name of a backup (or `latest`); see `treechat backup list`")
     backups = list_backups(store_path)
     if not backups:
         raise BackupError(f"there are no backups in {backups_dir(store_path)}")

@@ -60,6 +60,22 @@ class StoreLockedError(StoreError):
         self.holder = holder
 
 
+class StoreFullError(StoreError):
+    """The disk holding the store has no room left: the write did not happen, nothing that
+    was written before it is lost."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return "No space left on device" in str(exc) or "Disk full" in str(exc)
+
+
+def disk_full_message(path: Path) -> str:
+    return (
+        f"The disk holding the conversation store {path} is full (No space left on device): "
+        "nothing more could be written to it. Free some space and try again."
+    )
+
+
 class StoreDamagedError(StoreCorruptError):
     """The file failed its integrity check: it is open read-only and is never written."""
 
@@ -75,6 +91,14 @@ def make_private_dir(folder: Path) -> None:
     if os.name != "nt":
         with contextlib.suppress(OSError):
             os.chmod(folder, PRIVATE_DIR_MODE)
+
+
+def keep_new_files_private() -> None:
+    """Files this process creates from now on are this user's only. DuckDB creates the
+    write-ahead log (`.wal`) itself, again after every checkpoint, with the process's umask;
+    there is no mode to hand it, so the umask is what keeps it private."""
+    if os.name != "nt":
+        os.umask(os.umask(0o077) | 0o077)
 
 
 def make_private_file(path: Path) -> None:
@@ -368,6 +392,8 @@ class Store:
         try:
             return fn(self._repo)
         except duckdb.Error as exc:
+            if is_disk_full(exc):
+                raise StoreFullError(disk_full_message(self.path)) from None
             if not integrity.is_damage(exc):
                 raise
             problem = f"part of it cannot be read ({integrity.short_error(exc)})"
@@ -464,6 +490,7 @@ def _connect(
     locked file raises a `StoreError`; a damaged one opens read-only with its damage."""
     path = Path(path)
     make_private_dir(path.parent)
+    keep_new_files_private()
     existed = path.exists()
     if existed:
         _check_header(path)

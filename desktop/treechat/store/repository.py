@@ -6,6 +6,7 @@ Nodes are append-only: there is no UPDATE of a node, and DELETE only in an expli
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -139,8 +140,11 @@ class Repository:
             yield
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
             self._last_seq = saved_seq
+            # DuckDB already ended the transaction when its COMMIT failed (a full disk): the
+            # error to report is that one, not "no transaction is active".
+            with contextlib.suppress(duckdb.TransactionException):
+                self.con.execute("ROLLBACK")
             raise
         finally:
             self._in_tx = False

@@ -103,3 +103,15 @@ def test_display_names_use_the_labels_the_user_gave() -> None:
     assert display_name("lab/qwen2.5", {"lab": "My lab"}) == "My lab · qwen2.5"
     assert display_name("llamacpp/gemma-3-1b") == "llama.cpp · gemma-3-1b"
     assert display_name("lmstudio/qwen") == "LM Studio · qwen"
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8000/v1\r\nX-Evil: 1",
+    "http://127.0.0.1:8000/v1\nX-Evil: 1",
+    "http://127.0.0.1:8000/v1 X-Evil",
+    "http://127.0.0.1:8000/v1\x00",
+])
+def test_an_address_with_a_line_break_or_control_character_is_refused(url: str) -> None:
+    """Kept, it would become a header line of every request."""
+    with pytest.raises(ConnectionProblem, match="a line break or another control character"):
+        parse_base_url(url)

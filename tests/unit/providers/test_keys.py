@@ -151,3 +151,21 @@ def test_redaction_of_known_and_key_shaped_secrets(caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.INFO, logger="treechat.test.redaction"):
         logger.info("calling with %s", "sk-abcdefghijklmnop")
     assert "sk-abcdefghijklmnop" not in caplog.text and "[redacted]" in caplog.text
+
+
+def test_a_key_echoed_in_base64_is_redacted_too() -> None:
+    """A server that puts the key into its error as base64 (of the key, of `user:key`, of a
+    header line; URL-safe or not) does not carry it into the log."""
+    import base64
+
+    key = "plain-echo-token-0123456789abcdef"
+    remember_secret(key)
+    for prefix in ("", "u:", "ab:", "Authorization: Bearer "):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            echoed = encode((prefix + key).encode()).decode()
+            clean = redact(f"bad credentials {echoed} rejected")
+            assert echoed not in clean and "[redacted]" in clean
+            # after the redaction, at most one group of four characters (and padding) of
+            # the encoding is left: two bytes of the key at most
+            tail = clean.split("[redacted]", 1)[1].removesuffix(" rejected")
+            assert len(tail.rstrip("=")) < 4

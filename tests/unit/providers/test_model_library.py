@@ -20,6 +20,7 @@ from treechat.providers.model_library import (
     ModelLibrary,
     NotEnoughSpace,
     Progress,
+    TooMuchData,
     recommended,
 )
 
@@ -118,6 +119,18 @@ def test_bytes_that_do_not_match_are_refused_and_removed(tmp_path: Path, hub: Hu
     with pytest.raises(ChecksumMismatch, match="does not match the hub's checksum"):
         lib.download(REPO, FILE)
     assert lib.installed() == []
+    assert not [p for p in (tmp_path / "models").rglob("*") if p.is_file()]
+
+
+def test_a_mirror_that_sends_more_than_declared_is_stopped_at_the_declared_size(
+    tmp_path: Path, hub: HubServer, gguf: Path
+) -> None:
+    hub.hub.endless = True
+    lib = library(tmp_path, hub)
+    with pytest.raises(TooMuchData, match=r"than the .* the hub declared; the download was "
+                                          r"stopped and the partial file removed"):
+        lib.download(REPO, FILE)
+    assert lib.installed() == [] and lib.partial() == []
     assert not [p for p in (tmp_path / "models").rglob("*") if p.is_file()]
 
 

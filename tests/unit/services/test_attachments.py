@@ -21,6 +21,7 @@ from treechat.core.attachments import AttachmentError
 from treechat.services.attachments import (
     AttachmentLimits,
     image_for_provider,
+    linked_elsewhere,
     prepare_bytes,
     prepare_files,
     prepare_path,
@@ -36,6 +37,51 @@ def test_a_2_gb_file_is_refused_from_its_size_without_being_read(tmp_path: Path)
         f.truncate(2 * 1024**3)
     with pytest.raises(AttachmentError, match=r"huge\.bin is 2\.0 GB; a file can be at most"):
         prepare_path(huge)
+
+
+def test_an_image_that_would_decode_past_the_memory_cap_is_refused_before_decoding(
+    tmp_path: Path,
+) -> None:
+    """9,400 x 9,400 RGBA zeros: a few hundred KB of PNG, 337 MB decoded."""
+    from tests.support.hostile_probes import blank_png
+    from tests.support.peak_memory import peak_rss_mb
+
+    path = blank_png(tmp_path / "blank.png", 9400, 9400)
+    before = peak_rss_mb()
+    with pytest.raises(AttachmentError, match=r"blank\.png is 9400x9400 pixels: decoded it "
+                                              r"would take .*an image can take at most"):
+        prepare_path(path)
+    assert peak_rss_mb() - before < 100
+
+
+def test_a_large_jpeg_is_decoded_at_a_smaller_scale_and_still_sent(tmp_path: Path) -> None:
+    big = Image.new("RGB", (7000, 5000), (200, 10, 10))
+    out = io.BytesIO()
+    big.save(out, "JPEG", quality=70)
+    del big
+    prepared = prepare_bytes(out.getvalue(), "photo.jpg")
+    assert (prepared.width, prepared.height) == (7000, 5000)
+    kind, sent = image_for_provider(out.getvalue(), "photo.jpg", "image/jpeg", "openai")
+    assert kind == "image/jpeg" and Image.open(io.BytesIO(sent)).width <= 2048
+
+
+def test_a_text_file_larger_than_any_window_is_refused(tmp_path: Path) -> None:
+    text = tmp_path / "dump.txt"
+    text.write_bytes(b"a line of text\n" * (9 * 1024 * 1024 // 15))
+    with pytest.raises(AttachmentError, match=r"dump\.txt is 9\.0 MB of text; a text file "
+                                              r"can be at most 8\.0 MB"):
+        prepare_path(text)
+
+
+def test_a_file_given_by_a_link_is_named_with_where_it_lives(tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere" / "secret.txt"
+    real.parent.mkdir()
+    real.write_text("private")
+    link = tmp_path / "notes.txt"
+    link.symlink_to(real)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("hello")
+    assert linked_elsewhere([link, plain]) == (f"notes.txt is a link: the file sent is {real}",)
 
 
 def test_the_per_message_cap_counts_every_file_before_any_is_read(tmp_path: Path) -> None:

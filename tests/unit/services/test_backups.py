@@ -81,3 +81,31 @@ async def test_restore_in_place_reopens_the_same_store_and_waits_for_a_live_send
     with Store.open(path) as reopened:
         titles = {s.title for s in reopened.call(lambda r: r.list_sessions())}
     assert titles == {"Kept", "After"}
+
+
+@pytest.mark.asyncio
+async def test_after_a_restore_the_connections_are_the_restored_stores(tmp_path: Path) -> None:
+    from treechat.providers.connections import Connection
+    from treechat.services.connections import SETTINGS_CONNECTIONS, ConnectionService
+
+    def saved(*names: str) -> list[dict[str, object]]:
+        return [Connection(id=n, kind="openai-compatible", base_url=f"http://127.0.0.1:9/{n}",
+                           models=()).to_record() for n in names]
+
+    path = tmp_path / "treechat.duckdb"
+    service = BackupService(path)
+    store = Store.open(path)
+    try:
+        await store.run(lambda r: r.set_setting(SETTINGS_CONNECTIONS, saved("lab")))
+        made = await service.create(store)
+        await store.run(lambda r: r.set_setting(SETTINGS_CONNECTIONS, saved("lab", "later")))
+        connections = ConnectionService(store)
+        heard: list[bool] = []
+        connections.add_listener(lambda: heard.append(True))
+        assert [c.id for c in connections.saved()] == ["lab", "later"]
+        await service.restore_in_place(store, made)
+        await connections.reload()
+        assert [c.id for c in connections.saved()] == ["lab"]
+        assert connections.find("later") is None and heard
+    finally:
+        store.close()

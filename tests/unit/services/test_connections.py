@@ -370,3 +370,26 @@ async def test_the_context_dialog_can_say_a_window_is_estimated(tmp_path: Path) 
     finally:
         await built.close()
         built.close_store()
+
+
+@pytest.mark.asyncio
+async def test_a_command_line_turn_lets_go_of_the_store_while_local_servers_are_probed(
+    tmp_path: Path, ollama: OllamaServer
+) -> None:
+    """Probing this machine's usual ports for a model's address is a wait on other programs:
+    with `release_store` the store is free meanwhile, and open again after."""
+    from treechat.services.drafts import StoreRelease
+    from treechat.store.database import Store
+
+    probe = LocalServers([ServerSpec("ollama", "Ollama", ollama.url)])
+    store = Store.open(tmp_path / "c.duckdb")
+    try:
+        service = ConnectionService(store, memory_keys(), detector=probe)
+        service.release_store = StoreRelease()
+        seen: list[bool] = []
+        probe.add_listener(lambda _: seen.append(store.released))
+        routed = await service.route("ollama/llama3.2:3b")
+        assert routed is not None and routed[1] == "llama3.2:3b"
+        assert seen == [True] and not store.released
+    finally:
+        store.close()

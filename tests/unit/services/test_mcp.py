@@ -300,3 +300,34 @@ async def test_states_reach_subscribers_on_their_loop(service: McpService) -> No
     await service.restart("alpha")
     await asyncio.sleep(0.1)
     assert seen[-3:] == ["alpha:stopped", "alpha:starting", "alpha:ready"]
+
+
+@pytest.mark.asyncio
+async def test_a_command_line_turn_lets_go_of_the_store_while_servers_start_and_it_asks(
+    service: McpService, store: Store
+) -> None:
+    """Starting a server and listing its tools, and asking a person about a call, are waits
+    on a peer or a person: with `release_store` the store is free meanwhile, and back after."""
+    from treechat.services.drafts import StoreRelease
+    from treechat.services.sessions import SessionService
+
+    session = (await SessionService(store).create("Tools")).id
+    await service.add(stdio_config("alpha", "alpha-secret-31"))
+    service.release_store = StoreRelease()
+    while_starting: list[bool] = []
+    service.subscribe(lambda s: while_starting.append(store.released)
+                      if s.status == "starting" else None)
+    await service.prepare(session)
+    await asyncio.sleep(0.1)
+    assert while_starting == [True] and not store.released
+
+    class Watching(Asker):
+        async def __call__(self, request: ApprovalRequest) -> Decision:
+            self.released = store.released
+            return await super().__call__(request)
+
+    asker = Watching(Decision.ALLOW_ONCE)
+    service.set_approver(asker)
+    (tool,) = [t for t in service.tools_for(session) if t.name == "alpha__secret_value"]
+    assert (await tool.call({})).text == "alpha-secret-31"
+    assert asker.released and not store.released

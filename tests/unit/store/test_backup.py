@@ -207,3 +207,10 @@ def test_find_backup_by_prefix_and_latest(tmp_path: Path, store: Store) -> None:
     assert first.path != second.path
     with pytest.raises(backups.BackupError, match="matches 2 backups"):
         backups.find_backup(store.path, "treechat-")
+
+
+def test_an_empty_name_is_refused_not_taken_for_the_only_backup(store: Store) -> None:
+    store.backup("manual")
+    for name in ("", "  "):
+        with pytest.raises(backups.BackupError, match="give the name of a backup"):
+            backups.find_backup(store.path, name)

@@ -123,3 +123,22 @@ def test_second_process_gets_a_clear_error_naming_the_holder(tmp_path: Path) -> 
         holder.stdin.close()
         holder.stdout.close()  # type: ignore[union-attr]
     Store.open(path).close()  # usable again once the holder is gone
+
+
+def test_the_write_ahead_log_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    """DuckDB creates `.wal` itself, with the process's umask; it is 0600 all the same."""
+    import os
+    import stat
+
+    previous = os.umask(0o022)
+    try:
+        s = Store.open(tmp_path / "w.duckdb")
+        try:
+            s.call(lambda r: r.create_session(Session("s1", "A", None, "m", 1.0, updated_at=1.0)))
+            wal = tmp_path / "w.duckdb.wal"
+            assert wal.exists()
+            assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+        finally:
+            s.close()
+    finally:
+        os.umask(previous)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from . import aistudio, chatgpt, claude, deepseek, grok, librechat, openwebui, treechat
-from .model import ImportFileError, ParsedExport
+from .model import ImportedConversation, ImportFileError, ParsedExport, Skipped
 
 FORMAT_NAMES: dict[str, str] = {
     treechat.FORMAT: "Treechat",
@@ -107,9 +108,104 @@ def parse_export(
     """Read parsed export JSON into conversations, detecting the format unless given.
     `first_index` numbers the conversations of a list read in pieces (conversations without
     an id of their own are named by their place in the file)."""
-    fmt = fmt or detect_format(data)
+    try:
+        fmt = fmt or detect_format(data)
+    except RecursionError:
+        raise ImportFileError(TOO_DEEP) from None
     try:
         parser = _PARSERS[fmt]
     except KeyError:
         raise ImportFileError(f"unknown import format {fmt!r}") from None
-    return parser(data, first_index)
+    try:
+        parsed = parser(data, first_index)
+    except _MALFORMED as exc:
+        if not isinstance(data, list):
+            raise ImportFileError(_why_unreadable(exc)) from None
+        parsed = _one_by_one(parser, fmt, data, first_index)
+    return _without_deep_values(parsed)
+
+
+TOO_DEEP = "a value in this file is nested too deeply to read (a damaged or hostile export)"
+# What a parser meets in an entry of the wrong shape (a list where an object belongs, a
+# missing field, a value nested past the stack): that entry is skipped, with the reason.
+_MALFORMED = (RecursionError, TypeError, AttributeError, KeyError, IndexError, ValueError)
+
+
+def _why_unreadable(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return TOO_DEEP
+    return ("this export is damaged: a field holds a value of the wrong kind "
+            f"({type(exc).__name__}), so it cannot be read")
+# Past this depth a stored node's input, output or metadata is not kept: JSON this deep is
+# no chat app's, and writing or reading it would overflow the stack.
+MAX_VALUE_DEPTH = 200
+
+
+def _one_by_one(
+    parser: Callable[[Any, int], ParsedExport], fmt: str, data: list[Any], first_index: int
+) -> ParsedExport:
+    """The conversations of a list read one at a time, so one that cannot be read is skipped
+    and the others are kept."""
+    conversations: list[ImportedConversation] = []
+    skipped: list[Skipped] = []
+    for offset, item in enumerate(data):
+        try:
+            part = parser([item], first_index + offset)
+        except _MALFORMED as exc:
+            skipped.append(Skipped(f"conversation {first_index + offset + 1}: "
+                                   f"{_why_unreadable(exc)}", ""))
+            continue
+        conversations.extend(part.conversations)
+        skipped.extend(part.skipped)
+    return ParsedExport(fmt, tuple(conversations), tuple(skipped))
+
+
+def _without_deep_values(parsed: ParsedExport) -> ParsedExport:
+    kept: list[ImportedConversation] = []
+    skipped = list(parsed.skipped)
+    for conversation in parsed.conversations:
+        if any(depth_over(value, MAX_VALUE_DEPTH)
+               for node in conversation.nodes
+               for value in (node.input, node.output, node.metadata)):
+            skipped.append(Skipped(f"a message holds a value nested deeper than "
+                                   f"{MAX_VALUE_DEPTH} levels", conversation.source_id,
+                                   conversation.title))
+        else:
+            kept.append(conversation)
+    kept = _distinct_ids(kept)
+    if len(kept) == len(parsed.conversations) and all(
+            a is b for a, b in zip(kept, parsed.conversations, strict=True)):
+        return parsed
+    return ParsedExport(parsed.source_format, tuple(kept), tuple(skipped))
+
+
+def _distinct_ids(conversations: list[ImportedConversation]) -> list[ImportedConversation]:
+    """Two conversations of one file that share an id are two chats, not one: the later ones
+    get the id with `#2`, `#3`… (the same every time the file is read, so a second import
+    still finds them imported)."""
+    seen: dict[str, int] = {}
+    out: list[ImportedConversation] = []
+    for conversation in conversations:
+        count = seen.get(conversation.source_id, 0) + 1
+        seen[conversation.source_id] = count
+        out.append(conversation if count == 1 else
+                   replace(conversation, source_id=f"{conversation.source_id}#{count}"))
+    return out
+
+
+def depth_over(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest deeper than `limit` in `value` (walked without
+    recursion, so any depth is measured safely)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

@@ -184,6 +184,8 @@ def parse_servers_json(text: str) -> ImportResult:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    except RecursionError:
+        raise ConfigError("this JSON is nested too deeply to be a server configuration") from None
     if not isinstance(data, Mapping):
         raise ConfigError('expected an object like {"mcpServers": {...}}')
     table = data.get("mcpServers", data.get("servers"))

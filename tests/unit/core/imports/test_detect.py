@@ -108,3 +108,20 @@ def test_byte_order_mark_is_accepted() -> None:
 def test_unknown_format_name_is_refused() -> None:
     with pytest.raises(ImportFileError, match="unknown import format"):
         parse_export([], "gemini")
+
+
+def test_two_conversations_sharing_an_id_stay_two_chats() -> None:
+    """A file that repeats a conversation id (a hand-merged export) gives two conversations,
+    named the same way every time it is read."""
+    import json
+    from pathlib import Path
+
+    from treechat.core.imports import parse_export
+
+    path = Path(__file__).parents[4] / "tests" / "data" / "imports" / "claude-tools-thinking.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    first = data[0]
+    twice = [first, {**first, "name": "Another chat"}]
+    ids = [c.source_id for c in parse_export(twice).conversations]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert ids == [c.source_id for c in parse_export(twice).conversations]

@@ -1,0 +1,138 @@
+"""The probe set of hostile inputs `bench_reliability` runs: endless and oversized files, pipes
+and FIFOs for `send`; servers that list models forever, stall mid-reply or send more than they
+declared; imports nested far too deep or not JSON at all; images and text that cost more
+decoded than on disk; addresses that are not addresses; Ctrl+C in the first instants.
+
+`hostile_probe_set(folder)` builds the files and servers, runs every probe and returns the
+report, with the peak memory of an ordinary `send` beside it for scale.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+from tests.support.hostile_probes import (
+    Probe,
+    ProbeReport,
+    blank_png,
+    cli_env,
+    deep_claude_export,
+    run_probe,
+    sparse_file,
+    text_file,
+    treechat,
+)
+from tests.support.hub_server import Hub, HubServer
+from tests.support.loopback_server import LoopbackProvider, Reply
+from tests.support.raw_http import RawServer
+
+MODEL = "openai/gpt-4o-mini"
+CTRL_C_PROBES = 12
+
+
+def _send(base: str, *args: str) -> list[str]:
+    return treechat("send", *args, "--model", MODEL, "--api-base", base)
+
+
+def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, float]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / "data"
+    env = cli_env(data)
+    rng = random.Random(seed)
+    loop = LoopbackProvider(tokens_per_second=40)
+    stalling = LoopbackProvider()
+    raw = RawServer()
+    entry = json.dumps({"id": "model", "object": "model"}).encode()
+    raw.route("/v1/models", b'{"object": "list", "data": [' + (entry + b",") * 2000,
+              endless=True)
+    gguf = folder / "model.gguf"
+    gguf.write_bytes(b"GGUF" + os.urandom(256 * 1024))
+    hub = Hub(endless=True)
+    hub.add("probe/endless-GGUF", "model.gguf", gguf)
+    fifo = folder / "pipe"
+    os.mkfifo(fifo)
+    files = {
+        "sparse": sparse_file(folder / "sparse.txt", 5 * 1024**3),
+        "text70": text_file(folder / "big.txt", 70 * 1024 * 1024),
+        "text30": text_file(folder / "thirty.txt", 30 * 1024 * 1024),
+        "png": blank_png(folder / "blank.png", 9400, 9400),
+        "deep": deep_claude_export(folder / "deep.json", 200_000),
+    }
+    garbage = folder / "garbage.json"
+    garbage.write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
+    base = loop.openai_base
+    report = ProbeReport()
+    try:
+        with HubServer(hub) as hub_server:
+            loop.queue(*(Reply(text=" ".join(f"w{i}" for i in range(120))) for _ in range(64)))
+            baseline = run_probe(Probe("baseline", _send(base, "--new", "hello")), env)
+            probes = [
+                Probe("send --file /dev/zero", _send(base, "--new", "--file", "/dev/zero"),
+                      expect="larger than 64 MB"),
+                Probe("send --file 5 GB sparse", _send(base, "--new", "--file",
+                                                       str(files["sparse"])),
+                      expect="larger than 64 MB"),
+                Probe("send --file 70 MB text", _send(base, "--new", "--file",
+                                                      str(files["text70"])),
+                      expect="larger than 64 MB"),
+                Probe("send --file FIFO, no writer", _send(base, "--new", "--file", str(fifo)),
+                      expect="no program wrote to within"),
+                Probe("yes | send --new -", _send(base, "--new", "-"), stdin="yes",
+                      expect="standard input is larger than 64 MB"),
+                Probe("connections add: endless /v1/models",
+                      treechat("connections", "add", "--kind", "openai-compatible", "--name",
+                               "endless", "--base-url", f"{raw.url}/v1"),
+                      expect="larger than 8 MB"),
+                Probe("connections add: CR/LF in the base URL",
+                      treechat("connections", "add", "--kind", "openai-compatible", "--name",
+                               "evil", "--base-url", "http://127.0.0.1:9/v1\r\nX-Evil: 1"),
+                      expect="control character"),
+                Probe("send --api-base port 99999",
+                      _send("http://127.0.0.1:99999/v1", "--new", "hi"),
+                      expect="invalid port"),
+                Probe("send: reply stalls after one piece",
+                      treechat("send", "--new", "hi", "--model", "stall/gpt-4o-mini"),
+                      setup=lambda: _stalling_connection(stalling, env),
+                      expect="stopped sending for 5 s"),
+                Probe("import: 200,000-deep JSON", treechat("import", str(files["deep"])),
+                      expect="nested"),
+                Probe("import: random bytes", treechat("import", str(garbage))),
+                Probe("send --attach 9400x9400 PNG",
+                      _send(base, "--new", "look", "--attach", str(files["png"]))),
+                Probe("send --attach 30 MB text",
+                      _send(base, "--new", "read", "--attach", str(files["text30"]))),
+                Probe("models pull: mirror sends more than declared",
+                      treechat("models", "pull", "probe/endless-GGUF", "model.gguf"),
+                      expect="than the"),
+                Probe("backup restore ''", treechat("backup", "restore", ""),
+                      expect="give the name of a backup"),
+            ]
+            probes += [
+                Probe(f"Ctrl+C at {at:.2f} s", _send(base, "--new", f"interrupted {i}"),
+                      sigint_after=at)
+                for i, at in enumerate(rng.uniform(0.1, 2.5) for _ in range(CTRL_C_PROBES))
+            ]
+            pull_env = {**env, "HF_ENDPOINT": hub_server.url, "HF_HUB_OFFLINE": "0"}
+            for probe in probes:
+                chosen = pull_env if probe.name.startswith("models pull") else env
+                report.results.append(run_probe(probe, chosen))
+    finally:
+        loop.stop()
+        stalling.stop()
+        raw.stop()
+    return report, baseline.peak_rss_mb
+
+
+def _stalling_connection(server: LoopbackProvider, env: dict[str, str]) -> None:
+    import subprocess
+
+    server.queue(Reply(text="one two three", pause_after=1))
+    subprocess.run(
+        treechat("connections", "add", "--kind", "openai-compatible", "--name", "stall",
+                 "--base-url", server.openai_base, "--model", "gpt-4o-mini",
+                 "--timeout", "5"),
+        env=env, capture_output=True, timeout=120, check=False,
+    )
