@@ -1,5 +1,6 @@
 """Composition root: one QApplication on one qasync loop, the window painted first, then the
-store and services built once and handed to the window; litellm warms up after that."""
+store and services built once and handed to the window; litellm loads once a message is being
+written."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .core.model import Session
     from .services.bootstrap import Services
     from .services.clock import Clock
+    from .services.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
     from .ui.controllers.conversation import ConversationController
@@ -184,6 +186,7 @@ async def _serve(
     from PySide6.QtCore import QTimer
 
     from .services.clock import SYSTEM_CLOCK
+    from .ui.shell.outline import LAST_SESSION
 
     clock = SYSTEM_CLOCK  # the one clock the window and the services read
 
@@ -211,6 +214,13 @@ async def _serve(
     else:
         if not closed.is_set():
             window.sessions.set_sessions(listed, clock.now())
+            # the chat it reopens, shown before the services are built (the tokenizer above
+            # all takes seconds): the first frame of the filled window is the one it opens on
+            wanted = args.session or str(prefs.value(LAST_SESSION, "") or "")
+            if any(s.id == wanted for s in listed):
+                view = await loop.run_in_executor(None, _read_view, store, wanted)
+                if view is not None and not closed.is_set():
+                    window.show_first_view(view)
         services = await loop.run_in_executor(None, _build_services, data_dir, store, clock)
     if services is not None:
         controller = connect_services(window, services, prefs, theme)
@@ -230,19 +240,35 @@ async def _serve(
         # of what is found through the connections' listener.
         if services.connections is not None:
             services.connections.start_detection(interval=30.0)
+        if controller.backups is not None:  # at once when due, then soon after a day's change
+            controller.backups.start()
         # the search index catches up with what was written since it was last built; its
         # slices run on the store's thread, after the first paint
         if services.search is not None:
             controller.spawn(services.search.catch_up(), name="search-catch-up")
-        # litellm takes seconds to import; the window is up and filled by now
-        from .providers import llm
-
-        llm.start_warmup()
+        _warm_up_when_typing(window)
     await closed.wait()
     heartbeat.stop()
     await _shutdown(controller, services)
     window.close_now()
     return code
+
+
+def _warm_up_when_typing(window: MainWindow) -> None:
+    """litellm (seconds and ~200 MB to import) loads once a message is being written, in the
+    background, not for a window that only shows chats: the first key typed starts it."""
+    from .providers import llm
+
+    field = window.composer.input
+
+    def typed() -> None:
+        field.textChanged.disconnect(typed)
+        llm.start_warmup()
+
+    if field.toPlainText():
+        llm.start_warmup()
+    else:
+        field.textChanged.connect(typed)
 
 
 def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Session, ...], str]:
@@ -262,15 +288,46 @@ def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Sessi
     return store, listed, ""
 
 
+def _read_view(store: Store, session_id: str) -> SessionView | None:
+    from .core.model import GraphError
+    from .services.sessions import load_view
+    from .store.database import StoreError
+
+    try:
+        view = store.call(lambda r: load_view(r, session_id))
+    except (StoreError, GraphError):  # the controller says why when it opens it
+        return None
+    _preload("ui.chat.view")
+    return view
+
+
+# Modules the GUI thread needs next, imported on the worker thread that waits anyway: their
+# import (hundreds of ms on a loaded machine) would hold the window still. None of them makes
+# a Qt object when imported.
+_NEXT_ON_THE_GUI_THREAD = (
+    "ui.controllers.conversation", "ui.controllers.window_actions",
+    "ui.controllers.store_health", "ui.controllers.command_replies", "services.search",
+)
+
+
+def _preload(*names: str) -> None:
+    import importlib
+
+    for name in names:
+        importlib.import_module(f"{__package__}.{name}")
+
+
 def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
     """The services on the open `store` (closed again if they cannot be built)."""
     from .services.bootstrap import build_services
 
     try:
-        return build_services(data_dir, store=store, clock=clock)
+        services = build_services(data_dir, store=store, clock=clock)
     except BaseException:
         store.close()
         raise
+    _preload(*_NEXT_ON_THE_GUI_THREAD)
+    return services
 
 
 async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:

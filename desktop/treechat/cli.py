@@ -121,10 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_connection_parsers(sub)
     add_models_list(sub)
+    from .commands_search import add_parsers as add_search_parsers
+
+    add_search_parsers(sub)
     from .commands_beam import add_parsers as add_beam_parsers
 
     add_beam_parsers(sub)
     from .cli_store import register as register_store_commands
+    from .commands_sync import add_parsers as add_sync_parsers
+
+    add_sync_parsers(sub)
 
     register_store_commands(sub)
     _accept_common_options_after(sub)

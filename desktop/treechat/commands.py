@@ -17,6 +17,8 @@ from .commands_chat_controls import COMMANDS as CHAT_CONTROL_COMMANDS
 from .commands_connections import cmd_connections, models_command
 from .commands_mcp import cmd_mcp
 from .commands_model_library import cmd_models
+from .commands_search import COMMANDS as SEARCH_COMMANDS
+from .commands_sync import COMMANDS as SYNC_COMMANDS
 from .store.database import Store, StoreError, default_store_path
 
 
@@ -354,4 +356,6 @@ COMMANDS = {
     "backup": cmd_backup,
     "fuse": cmd_fuse,
     **CHAT_CONTROL_COMMANDS,
+    **SEARCH_COMMANDS,
+    **SYNC_COMMANDS,
 }

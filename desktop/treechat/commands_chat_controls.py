@@ -27,6 +27,7 @@ def add_parsers(sub: Any) -> None:
         "set", help="change the chat's instructions or parameters (from its next request on)"
     )
     put.add_argument("session", help="session id, unique id prefix, or exact title")
+    put.add_argument("--title", metavar="T", help="rename the chat")
     prompt = put.add_mutually_exclusive_group()
     prompt.add_argument("--system-prompt", metavar="TEXT", help="the chat's own instructions "
                         "(on top of the global ones); an empty string clears them")
@@ -141,6 +142,14 @@ def cmd_session(args: argparse.Namespace) -> int:
                     print(f"treechat: cannot read {args.system_prompt_file}: "
                           f"{exc.strerror or exc}", file=sys.stderr)
                     return 2
+            if args.title is not None:
+                asyncio.run(_rename(store, session_id, args.title))
+                session = store.call(lambda r: r.get_session(session_id))
+                if instructions is None and not changes:
+                    print(json.dumps({"session": session_id, "title": session.title},
+                                     ensure_ascii=False) if args.json
+                          else f"Renamed to {session.title}")
+                    return 0
             if instructions is None and not changes:
                 print("treechat: nothing to set (see `treechat session set --help`)",
                       file=sys.stderr)
@@ -158,6 +167,12 @@ def cmd_session(args: argparse.Namespace) -> int:
             print("(the instructions are part of every request's cached prefix: the next "
                   "request rewrites it)")
     return 0
+
+
+async def _rename(store: Any, session_id: str, title: str) -> None:
+    from .services.sessions import SessionService
+
+    await SessionService(store).rename(session_id, title)
 
 
 def cmd_presets(args: argparse.Namespace) -> int:

@@ -1,22 +1,31 @@
 """Start-up and opening benchmark for the window.
 
-1. Start-up to the first painted window, in a fresh process started the way the `treechat`
-   command starts (cli.main), against a store of 1,000 sessions; run side by side
-   (interleaved) with a bare PySide6 window that imports nothing else. The first frame is the
-   window's outline in its colours; also measured: when its real widgets have painted, and
-   when the 1,000 sessions are listed.
-2. Opening a 2,000-message session in the running window (store read, chat view filled and
+1. Start-up, in a fresh process started the way the `treechat` command starts (cli.main),
+   against a store of 1,000 sessions whose last chat (the one the window reopens) holds 2,000
+   messages; run side by side (interleaved) with a bare PySide6 window that imports nothing
+   else. Marks: the first painted frame (the window's outline in its colours), the first
+   paint of its real widgets, and the first paint at which it is usable: the chat list filled,
+   the last chat shown, the message box holding the keyboard and the model picker naming a
+   model. From the first paint until a few seconds after that, the longest time the GUI
+   thread did not get to run a 5 ms timer (the bare window's alongside), and the resident
+   memory of the process at the end of it, measured from outside.
+2. What each heavy library costs when imported (resident and tracemalloc deltas, each in a
+   fresh process that has already made its QApplication), and whether the started window
+   loaded it.
+3. Opening a 2,000-message session in the running window (store read, chat view filled and
    painted; median over four sessions opened for the first time), going back to one opened
    before, and the memory of the process afterwards.
-3. The session list with 5,000 sessions: reading them, filling and painting the list, and a
+4. The session list with 5,000 sessions: reading them, filling and painting the list, and a
    search over their 10,000 messages.
 
-Writes build/bench/startup.json: startup_vs_bare, open_2000_messages_ms, rss_mb_after_open
-(+ the raw figures behind them)."""
+Writes build/bench/startup.json: ready_vs_bare, rss_after_open_mb,
+gui_longest_stall_ms_at_start, startup_vs_bare, open_2000_messages_ms (+ the raw figures
+behind them)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -29,24 +38,27 @@ from typing import Any, TypeVar
 import psutil
 import pytest
 import qasync
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from treechat.app import connect_services, create_window
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.providers.keys import KeyStore
-from treechat.services.bootstrap import build_services
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.store.search import search_sessions
 from treechat.ui.sessions.list import SessionList
 
-pytestmark = pytest.mark.bench
+from .bench_window import close_window, open_window
+
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600),
+              pytest.mark.qt_log_ignore("This plugin does not support")]
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = 7
+RUNS = 5
 SESSIONS = 1000
+LAST_CHAT = "last-chat"  # the chat the window reopens: 2,000 messages
+SETTLE_S = 3.0  # how long after it is usable the window is watched (stalls, then memory)
 MESSAGES = 2000
 COLD_OPENS = 4
 LIST_SESSIONS = 5000
@@ -56,7 +68,29 @@ ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
        "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
-BARE = """
+# Both drivers watch the GUI thread from the first paint on: a 5 ms timer, and the longest
+# gap between two of its ticks beyond those 5 ms is the longest stall.
+WATCH = """
+import time
+from PySide6.QtCore import QTimer
+
+class Watch:
+    def __init__(self, parent):
+        self.last = time.perf_counter()
+        self.longest = 0.0
+        self.timer = QTimer(parent)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start(5)
+    def tick(self):
+        now = time.perf_counter()
+        self.longest = max(self.longest, now - self.last - 0.005)
+        self.last = now
+    def report(self):
+        self.tick()
+        print(f"stall {self.longest * 1000:.1f}", flush=True)
+"""
+
+BARE = WATCH + """
 import sys
 from PySide6.QtCore import QEvent, QTimer
 from PySide6.QtWidgets import QApplication, QMainWindow
@@ -68,7 +102,12 @@ class Window(QMainWindow):
         if event.type() == QEvent.Type.Paint and not self.painted:
             self.painted = True
             print("painted", flush=True)
-            QTimer.singleShot(0, QApplication.instance().quit)
+            watch = Watch(self)
+            def settled():
+                watch.report()
+                print("settled", flush=True)
+                QTimer.singleShot(500, QApplication.instance().quit)
+            QTimer.singleShot(int(float(sys.argv[1]) * 1000), settled)
         return handled
 
 app = QApplication(sys.argv[:1])
@@ -79,39 +118,122 @@ app.exec()
 """
 
 # Through the `treechat` command's own entry point (cli.main), with a hook on the first paint.
-OURS = """
+OURS = WATCH + """
 import sys
 from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication
 from treechat import app, cli
 
-class Ready(QObject):
-    # the first paint of the window's real widgets (the first paint is its outline)
+data_dir, sessions, last_chat, settle = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+HEAVY = ("litellm", "duckdb", "tiktoken", "huggingface_hub", "mcp", "pypdfium2", "PIL",
+         "llama_cpp", "pygments", "keyring", "treechat.ui.chat.view")
+
+def usable(window):
+    # the chat list, the last chat, the keyboard in the message box and a named model
+    if not window.built or window.sessions.model.session_count() < sessions:
+        return False
+    chat = window.chat
+    view = chat.model.view if chat is not None else None
+    return (view is not None and view.session.id == last_chat
+            and window.stack.currentWidget() is chat
+            and QApplication.focusWidget() is window.composer.input
+            and bool(window.composer.picker.currentText().strip()))
+
+class Marks(QObject):
+    # the first paint of the real widgets, and the first paint once the window is usable
+    seen = set()
     def eventFilter(self, watched, event):
         if event.type() == QEvent.Type.Paint and watched.built:
-            print("ready", flush=True)
-            watched.removeEventFilter(self)
+            if "ready" not in self.seen:
+                self.seen.add("ready")
+                print("built", flush=True)
+            if "usable" not in self.seen and usable(watched):
+                self.seen.add("usable")
+                print("ready", flush=True)
+                QTimer.singleShot(int(float(settle) * 1000), lambda: settled(watched))
         return False
 
+def settled(window):
+    watch.report()
+    for name in HEAVY:
+        if name in sys.modules:
+            print(f"loaded {name}", flush=True)
+    print("settled", flush=True)
+    QTimer.singleShot(500, window.close)
+
 def painted(window):
+    global watch
     print("painted", flush=True)
-    window.installEventFilter(Ready(window))
-    timer = QTimer(window)
-    def poll():
-        if window.built and window.sessions.model.session_count() >= int(sys.argv[2]):
-            print("listed", flush=True)
-            timer.stop()
-            window.close()
-    timer.timeout.connect(poll)
-    timer.start(5)
+    watch = Watch(window)
+    window.installEventFilter(Marks(window))
+    poll = QTimer(window)
+    def look():
+        if window.built and usable(window):
+            window.update()  # the paint that shows it (it may have painted already)
+            poll.stop()
+    poll.timeout.connect(look)
+    poll.start(5)
 
 run = app.run
 app.run = lambda args, qt_args=(): run(args, qt_args, on_first_paint=painted)
-raise SystemExit(cli.main(["--data-dir", sys.argv[1]]))
+raise SystemExit(cli.main(["--data-dir", data_dir]))
 """
+
+# Resident memory without tracemalloc (its own bookkeeping would be counted), then what
+# tracemalloc sees allocated, each in a process of its own.
+IMPORT_COST = """
+import json, sys, tracemalloc
+import psutil
+from PySide6.QtWidgets import QApplication
+app = QApplication(sys.argv[:1])
+process = psutil.Process()
+traced = sys.argv[2] == "traced"
+before = process.memory_info().rss
+if traced:
+    tracemalloc.start()
+exec(sys.argv[1])
+if traced:
+    print(json.dumps({"traced_mb": tracemalloc.get_traced_memory()[0] / 2**20}))
+else:
+    print(json.dumps({"rss_mb": (process.memory_info().rss - before) / 2**20}))
+"""
+
+# what the window may load, and when it should: (name, statement, module)
+IMPORTS = (
+    ("DuckDB (the store)", "import duckdb", "duckdb"),
+    ("tiktoken + o200k_base (token counts)",
+     "from treechat.providers.llm import configure_tokenizer_cache as c; c(); "
+     "import tiktoken; tiktoken.get_encoding('o200k_base')", "tiktoken"),
+    ("Pygments (code blocks)", "import pygments.lexers, pygments.formatters", "pygments"),
+    ("keyring", "import keyring", "keyring"),
+    ("litellm (requests)", "from treechat.providers import llm; llm.litellm_module()",
+     "litellm"),
+    ("huggingface_hub (the model library)", "import huggingface_hub", "huggingface_hub"),
+    ("mcp (MCP servers)", "import mcp, mcp.client.stdio", "mcp"),
+    ("pypdfium2 (PDF text)", "import pypdfium2", "pypdfium2"),
+    ("Pillow (images)", "import PIL.Image", "PIL"),
+    ("llama_cpp (the local model's server)", "import llama_cpp", "llama_cpp"),
+    ("Treechat's window modules",
+     "import treechat.ui.shell.main_window, treechat.ui.chat.view, "
+     "treechat.ui.composer.composer, treechat.ui.sessions.list, "
+     "treechat.ui.controllers.conversation", "treechat.ui.chat.view"),
+)
+
+
+def import_cost(statement: str) -> dict[str, float]:
+    out = {"rss_mb": 0.0, "traced_mb": 0.0}
+    for how in ("rss", "traced"):
+        proc = subprocess.run([sys.executable, "-c", IMPORT_COST, statement, how], cwd=ROOT,
+                              env=ENV, capture_output=True, text=True, timeout=600, check=False)
+        if proc.returncode == 0:  # otherwise not installed here: nothing to load
+            out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
 
 
 def timed_launch(code: str, *args: str) -> dict[str, float]:
-    """Seconds from spawning the process to each marker line it prints."""
+    """Seconds from spawning the process to each marker line it prints; `stall` in ms as
+    the process printed it, `rss_mb` read from outside when it says it has settled, and
+    `loaded <module>` (1.0) for the heavy modules it had loaded by then."""
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -119,7 +241,15 @@ def timed_launch(code: str, *args: str) -> dict[str, float]:
     assert proc.stdout is not None
     with proc.stdout:
         for line in proc.stdout:
-            marks.setdefault(line.strip(), time.perf_counter() - started)
+            mark, _, value = line.strip().partition(" ")
+            if mark == "stall":
+                marks["stall"] = float(value)
+            elif mark == "loaded":
+                marks[line.strip()] = 1.0
+            else:
+                marks.setdefault(mark, time.perf_counter() - started)
+                if mark == "settled":
+                    marks["rss_mb"] = psutil.Process(proc.pid).memory_info().rss / 2**20
     proc.wait(timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}"
     return marks
@@ -169,6 +299,13 @@ def seed_long_session(data_dir: Path, session_id: str, messages: int) -> None:
     store.close()
 
 
+def remember_last_chat(data_dir: Path, session_id: str) -> None:
+    """The chat the window reopens, as a window closed on it leaves it."""
+    prefs = QSettings(str(data_dir / "window.ini"), QSettings.Format.IniFormat)
+    prefs.setValue("last_session", session_id)
+    prefs.sync()
+
+
 def run_on(loop: qasync.QEventLoop, coro: Coroutine[Any, Any, T]) -> T:
     return loop.run_until_complete(asyncio.wait_for(coro, 600))
 
@@ -183,18 +320,27 @@ async def until(predicate: Callable[[], object], timeout: float = 120.0) -> None
 def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any) -> None:
     # --- 1. start-up, ours against a bare window, interleaved ------------------------
     data_dir = tmp_path / "startup"
-    seed_sessions(data_dir, SESSIONS)
-    timed_launch(BARE)  # warm the file cache for both
-    timed_launch(OURS, str(data_dir), str(SESSIONS))
-    bare, ours, ready, listed = [], [], [], []
+    seed_sessions(data_dir, SESSIONS - 1)
+    seed_long_session(data_dir, LAST_CHAT, MESSAGES)
+    remember_last_chat(data_dir, LAST_CHAT)
+    ours_args = (str(data_dir), str(SESSIONS), LAST_CHAT, str(SETTLE_S))
+    timed_launch(BARE, str(SETTLE_S))  # warm the file cache for both
+    timed_launch(OURS, *ours_args)
+    bare_runs, our_runs = [], []
     for _ in range(RUNS):
-        bare.append(timed_launch(BARE)["painted"])
-        marks = timed_launch(OURS, str(data_dir), str(SESSIONS))
-        ours.append(marks["painted"])
-        ready.append(marks["ready"])
-        listed.append(marks["listed"])
-    bare_s, ours_s, ready_s, listed_s = (statistics.median(x)
-                                         for x in (bare, ours, ready, listed))
+        bare_runs.append(timed_launch(BARE, str(SETTLE_S)))
+        our_runs.append(timed_launch(OURS, *ours_args))
+
+    def median(runs: list[dict[str, float]], key: str) -> float:
+        return statistics.median(run[key] for run in runs)
+
+    bare_s, ours_s = median(bare_runs, "painted"), median(our_runs, "painted")
+    built_s, ready_s = median(our_runs, "built"), median(our_runs, "ready")
+    stall_ms, bare_stall_ms = median(our_runs, "stall"), median(bare_runs, "stall")
+    rss_open_mb, bare_rss_mb = median(our_runs, "rss_mb"), median(bare_runs, "rss_mb")
+    loaded_at_start = {name for run in our_runs for name in run if name.startswith("loaded ")}
+    costs = [(label, import_cost(statement), f"loaded {module}")
+             for label, statement, module in IMPORTS]
 
     # --- 2. opening 2,000 messages in the running window -----------------------------
     big = tmp_path / "open"
@@ -202,18 +348,9 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
     long_ids = [f"long-{k}" for k in range(COLD_OPENS)]
     for session_id in long_ids:
         seed_long_session(big, session_id, MESSAGES)
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
-    services = build_services(
-        big, bundled=False, detect_local_servers=False, keys=KeyStore(environ={}),
-        extra_models=(ModelChoice("openai/bench", "Bench", "openai",
-                                  api_base="http://127.0.0.1:9"),),
-    )
-    services.models.default_model = "openai/bench"
-    window, prefs, theme = create_window(qapp, big)
-    window.resize(1180, 760)
-    controller = connect_services(window, services, prefs, theme)
-    window.show()
+    bench = open_window(qapp, big, ModelChoice("openai/bench", "Bench", "openai",
+                                               api_base="http://127.0.0.1:9"))
+    loop, window, controller = bench.loop, bench.window, bench.controller
     opens: list[float] = []
     occupancy: list[float] = []
 
@@ -238,12 +375,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
         rss_mb = psutil.Process().memory_info().rss / 2**20
         shown = len(window.chat.model.rows)
     finally:
-        run_on(loop, controller.close())
-        run_on(loop, services.close())
-        services.close_store()
-        window.close_now()
-        loop.close()
-        asyncio.set_event_loop(None)
+        close_window(bench)
     assert shown == MESSAGES
     open_ms = statistics.median(opens[:COLD_OPENS]) * 1000
     first_open_ms = opens[0] * 1000  # the first session opened after start-up
@@ -281,12 +413,19 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
     bench_report(
         "startup",
         {
+            "ready_vs_bare": ready_s / bare_s,
+            "rss_after_open_mb": rss_open_mb,
+            "gui_longest_stall_ms_at_start": stall_ms,
+            "bare_window_longest_stall_ms": bare_stall_ms,
+            "bare_window_rss_mb": bare_rss_mb,
             "startup_vs_bare": ours_s / bare_s,
             "startup_ms": ours_s * 1000,
             "bare_window_ms": bare_s * 1000,
             "startup_ready_ms": ready_s * 1000,
-            "ready_vs_bare": ready_s / bare_s,
-            "sessions_listed_ms": listed_s * 1000,
+            "widgets_painted_ms": built_s * 1000,
+            "widgets_painted_vs_bare": built_s / bare_s,
+            **{f"import_{module.removeprefix('loaded ').split('.')[0]}_rss_mb": cost["rss_mb"]
+               for _label, cost, module in costs},
             "open_2000_messages_ms": open_ms,
             "reopen_2000_messages_ms": reopen_ms,
             "first_open_after_start_ms": first_open_ms,
@@ -297,20 +436,30 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             "search_5000_sessions_ms": search_ms,
         },
         rows=[
-            ("bare PySide6 window, spawn to first paint (median of 7)", bare_s * 1000),
-            ("Treechat, 1,000 sessions, spawn to first paint (median of 7)", ours_s * 1000),
-            ("Treechat, spawn to its widgets painted (median of 7)", ready_s * 1000),
-            ("Treechat, spawn to 1,000 sessions listed (median of 7)", listed_s * 1000),
-            ("ratio first paint ours / bare (target <= 1.5)", ours_s / bare_s),
-            ("ratio widgets painted ours / bare", ready_s / bare_s),
-            ("open a 2,000-message session from the store, shown and painted", open_ms),
-            ("back to a 2,000-message session opened before", reopen_ms),
-            ("the first of those opens, right after start-up", first_open_ms),
-            ("open to ring filled (occupancy computed, first open)", occupancy_ms),
-            ("RSS after opening, MB", rss_mb),
-            ("5,000 sessions: read from the store, ms", list_query_ms),
-            ("5,000 sessions: fill the list and paint it (median of 5), ms", fill_ms),
-            ("search 5,000 sessions and 10,000 messages (median of 3), ms", search_ms),
+            ("bare PySide6 window, spawn to first paint, ms", bare_s * 1000, ""),
+            ("Treechat, spawn to first paint (its outline), ms", ours_s * 1000, ""),
+            ("Treechat, spawn to its widgets painted, ms", built_s * 1000, ""),
+            ("Treechat, spawn to usable: list, last chat, focus, named model, ms",
+             ready_s * 1000, ""),
+            ("ratio first paint ours / bare", ours_s / bare_s, ""),
+            ("ratio usable ours / bare first paint (ready_vs_bare, target <= 1.5)",
+             ready_s / bare_s, ""),
+            (f"longest GUI stall, first paint to {SETTLE_S:.0f} s after usable, ms",
+             stall_ms, f"bare {bare_stall_ms:.1f}"),
+            (f"resident memory {SETTLE_S:.0f} s after usable, MB (target <= 300)",
+             rss_open_mb, f"bare {bare_rss_mb:.1f}"),
+            *((f"import cost: {label}, RSS MB / traced MB", cost["rss_mb"],
+               f"{cost['traced_mb']:.1f} traced; "
+               + ("loaded at start" if module in loaded_at_start else "not loaded at start"))
+              for label, cost, module in costs),
+            ("open a 2,000-message session from the store, shown and painted", open_ms, ""),
+            ("back to a 2,000-message session opened before", reopen_ms, ""),
+            ("the first of those opens, right after start-up", first_open_ms, ""),
+            ("open to ring filled (occupancy computed, first open)", occupancy_ms, ""),
+            ("in this test process, RSS after those opens, MB", rss_mb, ""),
+            ("5,000 sessions: read from the store, ms", list_query_ms, ""),
+            ("5,000 sessions: fill the list and paint it (median of 5), ms", fill_ms, ""),
+            ("search 5,000 sessions and 10,000 messages (median of 3), ms", search_ms, ""),
         ],
-        header=("figure", "value"),
+        header=("figure", "value", "beside it"),
     )

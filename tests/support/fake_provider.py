@@ -128,7 +128,9 @@ class FakeProvider:
             count_tokens(str(c["name"]) + json.dumps(c.get("arguments", {})))
             for c in reply.tool_calls
         )
-        return Usage(prompt_tokens=self.count_tokens(request.model, request.messages),
+        # the whole prompt, as a provider counts it: the messages and the tool definitions
+        tools = sum(count_tokens(json.dumps(t, sort_keys=True)) for t in request.tools or ())
+        return Usage(prompt_tokens=self.count_tokens(request.model, request.messages) + tools,
                      output_tokens=output)
 
 

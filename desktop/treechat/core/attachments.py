@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import charset_normalizer
-
 Kind = Literal["image", "pdf", "text"]
 
 METADATA_KEY = "attachments"
@@ -161,6 +159,8 @@ def decode_text(data: bytes) -> str | None:
     except UnicodeDecodeError:
         text = None
         if b"\x00" not in data or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            import charset_normalizer  # 0.2 s to load: only for a file that is not UTF-8
+
             best = charset_normalizer.from_bytes(data).best()
             text = None if best is None else str(best)
     if text is None:

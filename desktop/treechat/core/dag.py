@@ -238,10 +238,22 @@ def reply_parent(graph: Graph, node_id: str) -> str | None:
     own parent; a user message gets a fresh reply under itself."""
     node = graph.get(node_id)
     if node.role == "assistant":
-        return node.predecessor
+        parent = node.predecessor
+        # A reply written after a denied tool call is re-asked from before that call: the
+        # retry asks for the tool again instead of reusing the denial.
+        while parent is not None and _has_denied_tool_call(graph, parent):
+            parent = graph.get(parent).predecessor
+        return parent
     if node.role in ("user", "runtime"):
         return node.id
     raise GraphError(f"cannot retry a {node.role} node")
+
+
+def _has_denied_tool_call(graph: Graph, node_id: str) -> bool:
+    node = graph.find(node_id)
+    if node is None or node.role != "assistant":
+        return False
+    return any(t.metadata.get("denied") is True for t in graph.tool_children(node_id))
 
 
 def edit(

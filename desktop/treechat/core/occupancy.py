@@ -40,10 +40,18 @@ class MeasuredUsage:
 
 def trigger_calibration(measured: MeasuredUsage | None) -> float:
     """The factor applied to our estimate before comparing it with a threshold. The last
-    measurement's drift applies even after HEAD moved: it describes the tokenizer."""
-    if measured is None or measured.calibration is None:
+    measurement's drift applies even after HEAD moved: it describes the tokenizer. A count
+    far below the estimate is not drift but a partial count (`undercounted`): ignored."""
+    if measured is None or measured.calibration is None or undercounted(measured):
         return 1.0
-    return min(MAX_CALIBRATION, max(MIN_CALIBRATION, measured.calibration))
+    return min(MAX_CALIBRATION, measured.calibration)
+
+
+def undercounted(measured: MeasuredUsage) -> bool:
+    """Whether a provider's prompt count is too low to be the whole prompt: a server that
+    reuses its cache (Ollama, llama.cpp) may report only the tokens it processed again."""
+    calibration = measured.calibration
+    return calibration is not None and calibration < MIN_CALIBRATION
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,8 @@ class Occupancy:
     calibration: float | None
     breakdown: tuple[tuple[str, int], ...]
     head: str | None = None
+    # A provider's count that was not taken: lower than the listed items need.
+    reported: int | None = None
 
     @property
     def fraction(self) -> float:
@@ -74,7 +84,10 @@ class Occupancy:
         return dict(self.breakdown)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.record(), "head": self.head, "breakdown": self.breakdown_dict()}
+        out = {**self.record(), "head": self.head, "breakdown": self.breakdown_dict()}
+        if self.reported is not None:
+            out["reported"] = self.reported
+        return out
 
 
 def estimate_categories(
@@ -125,16 +138,25 @@ def build_occupancy(
     head: str | None,
     measured: MeasuredUsage | None = None,
 ) -> Occupancy:
-    """Measured basis only when the measurement belongs to this very head; otherwise the
-    local estimate. Used categories always sum to `total_used`; `free` is what is left."""
+    """Measured basis only when the measurement belongs to this very head and counts the
+    whole prompt; otherwise the local estimate (a partial count is kept as `reported`, never
+    shown as the total). Used categories always sum to `total_used`; `free` is what is
+    left."""
     estimated = sum(categories.get(k, 0) for k in USED_CATEGORIES)
     used = {k: categories.get(k, 0) for k in USED_CATEGORIES}
-    if (
+    reported = None
+    ours = (
         measured is not None
         and head is not None
         and measured.head == head
         and measured.prompt_tokens > 0
+    )
+    if ours and measured is not None and (
+        undercounted(measured) or measured.prompt_tokens < estimated * MIN_CALIBRATION
     ):
+        reported = measured.prompt_tokens
+        ours = False
+    if ours and measured is not None:
         total = measured.prompt_tokens
         basis: Basis = "measured"
         calibration = measured.calibration
@@ -157,4 +179,5 @@ def build_occupancy(
         calibration=calibration,
         breakdown=breakdown,
         head=head,
+        reported=reported,
     )

@@ -317,12 +317,25 @@ def is_anthropic(model: str) -> bool:
 
 
 def _model_info(model: str) -> dict[str, Any] | None:
+    """litellm's facts about `model`: from its table, read without importing it, and from
+    litellm itself for what the table does not list once litellm is loaded anyway."""
+    from . import model_facts
+
+    read, info = model_facts.lookup(model)
+    if info is not None or (read and not is_loaded()):
+        return info
     litellm = litellm_module()
     try:
-        info = litellm.get_model_info(model)
+        found = litellm.get_model_info(model)
     except Exception:
         return None
-    return dict(info) if info else None
+    return dict(found) if found else None
+
+
+def _definitive(info: dict[str, Any] | None) -> bool:
+    """Whether an answer may be kept: a model the table lists, or litellm's own word (a
+    model the table does not list is asked again once litellm is loaded)."""
+    return info is not None or is_loaded()
 
 
 def model_window(model: str) -> int:
@@ -334,7 +347,8 @@ def model_window(model: str) -> int:
     info = _model_info(model)
     value = (info or {}).get("max_input_tokens") or (info or {}).get("max_tokens")
     window = int(value) if isinstance(value, int) and value > 0 else FALLBACK_WINDOW
-    _window_cache[model] = window
+    if _definitive(info):
+        _window_cache[model] = window
     return window
 
 
@@ -346,7 +360,8 @@ def max_output_tokens(model: str) -> int:
     info = _model_info(model)
     value = (info or {}).get("max_output_tokens")
     limit = int(value) if isinstance(value, int) and value > 0 else FALLBACK_MAX_OUTPUT
-    _output_cache[model] = limit
+    if _definitive(info):
+        _output_cache[model] = limit
     return limit
 
 
@@ -433,8 +448,24 @@ def request_cost(
 
 def reservation_cost(model: str, prompt_tokens: int, output_tokens: int) -> Cost:
     """Ceiling for a call not yet made: the uncached price, because a cache hit is never
-    guaranteed (CTX-008)."""
+    guaranteed (CTX-008). Until litellm is loaded, from its table's per-token prices (what
+    its own reckoning of an uncached call comes to below its long-prompt tiers)."""
+    if not is_loaded():
+        from . import model_facts
+
+        read, info = model_facts.lookup(model)
+        if read:
+            return _table_cost(info, prompt_tokens, output_tokens)
     return request_cost(model, prompt_tokens, output_tokens)
+
+
+def _table_cost(info: dict[str, Any] | None, prompt_tokens: int, output_tokens: int) -> Cost:
+    rates = (info or {}).get("input_cost_per_token"), (info or {}).get("output_cost_per_token")
+    if not all(isinstance(v, int | float) for v in rates):
+        return Cost(0.0, priced=False)
+    usd = (max(prompt_tokens, 0) * float(rates[0])  # type: ignore[arg-type]
+           + max(output_tokens, 0) * float(rates[1]))  # type: ignore[arg-type]
+    return Cost(max(usd, 0.0), priced=True)
 
 
 # --- request parameters ---------------------------------------------------------------

@@ -32,6 +32,7 @@ from .. import paths
 from ..core.bounded_read import human_bytes
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
+from .network_words import failure_words
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A look at whether the hub answers at all, before the client's own retries (see `_api`).
@@ -215,6 +216,14 @@ class ModelLibrary:
         except httpx.HTTPError as exc:
             raise ConnectionError(_why(exc) or "no answer") from exc
         self._reached_at = now
+
+    def hub_problem(self) -> str | None:
+        """None when the hub answers; otherwise why not, in words, for a person."""
+        try:
+            self._reach()
+        except ConnectionError as exc:
+            return f"The model hub ({self.endpoint}) is not reachable: {exc}"
+        return None
 
     def search(self, query: str, *, limit: int = 30) -> list[HubRepo]:
         """GGUF repositories on the hub matching `query`, most downloaded first."""
@@ -618,5 +627,4 @@ def _why(exc: BaseException) -> str:
         return f"the hub's answer lacks the field {exc.args[0]!r}, so it cannot be trusted"
     if isinstance(exc, (RecursionError, MemoryError)):
         return "the hub's answer is malformed (nested too deep or too large to read)"
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
+    return failure_words(exc)

@@ -88,6 +88,10 @@ def _load_encoding(name: str) -> Any:
             import tiktoken
 
             enc = tiktoken.get_encoding(name)
+            # The Python copy of the ranks (~28 MB for o200k_base) is only read to pickle
+            # the encoding; counting and decoding use the Rust tables built from it.
+            if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
+                enc._mergeable_ranks = {}
             _encodings[name] = enc
         return enc
 

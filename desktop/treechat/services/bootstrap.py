@@ -22,6 +22,7 @@ from .model_library import ModelLibrary, ModelLibraryService
 from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
 from .search import SearchService
+from .sync.service import SyncService
 
 SETTINGS_DEFAULT_MODEL = "default_model"
 SETTINGS_WORKSPACE = "workspace"
@@ -42,6 +43,7 @@ class Services:
     connections: ConnectionService | None = None
     mcp: McpService | None = None
     search: SearchService | None = None  # the session list's ranked search
+    sync: SyncService | None = None  # one history across computers
 
     async def close(self) -> None:
         await self.chat.close()
@@ -116,4 +118,4 @@ def build_services(
         store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
     )
     return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp,
-                    search=SearchService(store))
+                    search=SearchService(store), sync=SyncService(store, keys, clock=clock))

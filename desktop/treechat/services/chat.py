@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import dag
 from ..core.attachments import AttachmentRef, node_attachments, with_attachments
@@ -30,6 +30,7 @@ from ..store.database import Store
 from ..store.repository import Repository
 from ..tools.base import ToolBox, ToolResult
 from ..tools.files import Workspace, file_tools
+from ..tools.knowledge import SearchKnowledgeTool
 from ..tools.recall import RecallTool
 from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
@@ -55,6 +56,7 @@ from .message_fit import MessageFit, cut_to_fit, measure_fit
 from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
+from .stopped_usage import StoppedRequest, record_stopped
 from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
 from .turn_records import (
@@ -64,6 +66,9 @@ from .turn_records import (
     turn_error,
     usage_record,
 )
+
+if TYPE_CHECKING:  # numpy, usearch and the embedder load on first use, off start-up
+    from .retrieval.knowledge import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +171,8 @@ class ChatService:
         # Files in messages: stored before the request, rendered by the engine from the store.
         self.attachments = AttachmentService(store, engine.counter, clock=clock)
         engine.files = self.attachments.payloads
+        self._knowledge: KnowledgeService | None = None
+        self._knowledge_of: dict[str, list[str]] = {}  # session -> knowledge bases it uses
 
     # --- public operations -------------------------------------------------------------
 
@@ -350,9 +357,8 @@ class ChatService:
         if view is None or view.session.id != session_id:
             view = await self.sessions.view(session_id)
         endpoint = await self._endpoint_for_estimate(model or view.session.model or None, api_base)
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(lambda r: ledger.last_measurement(
+            r, session_id, head=view.head, model=_address(endpoint))))
         if self.mcp is not None:
             await self.mcp.load_chat(session_id)
         return await self.engine.occupancy(
@@ -620,6 +626,7 @@ class ChatService:
         if self.mcp is not None and self._tools_for_model(endpoint):
             # Servers start before the first request, so the tool list is whole from it on.
             await self.mcp.prepare(session_id)
+        await self.refresh_knowledge(session_id)
         toolbox = self._tools(session_id, endpoint)
         head = parent
         for step in range(self.config.max_steps):
@@ -654,9 +661,8 @@ class ChatService:
         step: int,
         continuing: str | None = None,
     ) -> _StepDone | _StepContinue:
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(  # the tokenizer's drift: this model's
+            lambda r: ledger.last_measurement(r, session_id, model=_address(endpoint))))
         # Read before every request: a change of instructions or parameters applies from the
         # next request on, and the reply records the revision it ran under.
         settings = await self.settings.current(session_id)
@@ -754,6 +760,9 @@ class ChatService:
                 session_id, head, endpoint, draft, "stopped",
                 extra=with_reasoning(run_meta, "".join(reasoning)),
             )
+            await record_stopped(self.store, self.engine.counter.count, node, StoppedRequest(
+                self.make_id(), session_id, prep.commit_id, _address(endpoint), endpoint.model,
+                prep.estimated_prompt_tokens, self.clock.now()))  # billed all the same
             occupancy = await self._occupancy_after(session_id, endpoint, node.id)
             sink(TurnFinished(session_id, node, occupancy))
             return _StepDone(node)
@@ -934,9 +943,8 @@ class ChatService:
         return stored
 
     async def _occupancy_after(self, session_id: str, endpoint: Endpoint, head: str) -> Any:
-        measured = measured_from(
-            await self.store.run(lambda r: ledger.last_measurement(r, session_id))
-        )
+        measured = measured_from(await self.store.run(lambda r: ledger.last_measurement(
+            r, session_id, head=head, model=_address(endpoint))))
         return await self.engine.occupancy(
             session_id,
             model=endpoint.model,
@@ -1078,6 +1086,30 @@ class ChatService:
 
         return search
 
+    def knowledge(self) -> KnowledgeService:
+        """The knowledge bases (made on first use; the embedder loads on first search)."""
+        if self._knowledge is None:
+            from .retrieval.knowledge import KnowledgeService
+
+            self._knowledge = KnowledgeService(self.store)
+        return self._knowledge
+
+    async def refresh_knowledge(self, session_id: str) -> list[str]:
+        """Which knowledge bases the chat uses, read before its tools are listed."""
+        names = await self.knowledge().for_session(session_id)
+        self._knowledge_of[session_id] = names
+        return names
+
+    def _knowledge_searcher(self, session_id: str) -> Callable[[str, int], Awaitable[str]]:
+        async def search(query: str, limit: int) -> str:
+            names = self._knowledge_of.get(session_id, [])
+            from .retrieval.knowledge import cited
+
+            hits = await self.knowledge().search(names, query, limit=limit)
+            return cited(hits, query)
+
+        return search
+
     def _tools_for_model(self, endpoint: Endpoint) -> bool:
         # A 135M model cannot use tools, and a downloaded one only when its template renders
         # them; offering them otherwise only confuses it.
@@ -1088,6 +1120,8 @@ class ChatService:
             return ToolBox()
         box = ToolBox(todo_tools(TodoStore(self.store, session_id)))
         box.add(RecallTool(self._recaller(session_id)))
+        if self._knowledge_of.get(session_id):
+            box.add(SearchKnowledgeTool(self._knowledge_searcher(session_id)))
         if self.config.workspace is not None:
             for tool in file_tools(Workspace(self.config.workspace)):
                 box.add(tool)

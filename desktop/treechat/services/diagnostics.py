@@ -55,3 +55,41 @@ def problem_report(info: AppInfo, lines: int = REPORT_LINES) -> str:
         f"Log: {log}\n\n"
         f"{said}\n"
     )
+
+
+REPORT_FILENAME = "problem-report.txt"
+_TRACKER_LABELS = ("issues", "bug tracker", "bugs", "tracker", "support")
+
+
+def report_place(distribution: str = "treechat") -> str | None:
+    """Where problems are reported, as the installed package names it (its `Project-URL`
+    labelled Issues, Bug Tracker or Support); None when it names none."""
+    import importlib.metadata
+
+    try:
+        urls = importlib.metadata.metadata(distribution).get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = str(entry).partition(",")
+        if label.strip().lower() in _TRACKER_LABELS and url.strip():
+            return url.strip()
+    return None
+
+
+def save_report(info: AppInfo, text: str) -> Path:
+    """The report kept beside the log as well, to attach where a paste is too long."""
+    info.log_dir.mkdir(parents=True, exist_ok=True)
+    path = info.log_dir / REPORT_FILENAME
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def where_to_report(saved: Path, place: str | None) -> str:
+    """What the window says after Report a problem: what was made, and where it goes."""
+    made = f"A problem report (version, platform, the last log lines, keys removed) is on the " \
+           f"clipboard and saved as {saved}"
+    if place:
+        return f"{made}: paste it into a new issue at {place}"
+    return (f"{made}: paste it, or attach the file, in a message to whoever supports your copy "
+            "of Treechat; nothing is sent by Treechat itself")

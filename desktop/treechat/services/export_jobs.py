@@ -14,6 +14,7 @@ from .exporting import (
     export_sessions,
     suggested_filename,
     write_export,
+    write_markdown_attachments,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,15 @@ class ChatExports:
     @staticmethod
     def filename(title: str, fmt: str) -> str:
         return suggested_filename(title, fmt)
+
+    async def files_beside(self, markdown: Path | str, session_ids: list[str] | None = None,
+                           *, all_branches: bool = False) -> tuple[Path, ...]:
+        """The files a Markdown export's messages carry, written in a folder beside it (every
+        chat's when `session_ids` is None), as `treechat export -o` does."""
+        ids = session_ids if session_ids is not None else [
+            s.id for s in await self._store.run(lambda r: r.list_sessions())]
+        return await write_markdown_attachments(self._store, Path(markdown), ids,
+                                                all_branches=all_branches)
 
     @staticmethod
     async def write(path: Path | str, text: str) -> Path:

@@ -133,6 +133,10 @@ class ModelLibraryService:
             for m in await asyncio.to_thread(recommended)
         ]
 
+    async def hub_problem(self) -> str | None:
+        """None when the hub answers; otherwise why not, in words (one quick look)."""
+        return await asyncio.to_thread(self.library.hub_problem)
+
     async def search(self, query: str) -> list[HubRepo]:
         return await asyncio.to_thread(self.library.search, query)
 

@@ -1,5 +1,7 @@
 """Search for the session list: ranked full-text search over every title and every message on
-every branch, answered by the full-text index beside the store (`store.fulltext`).
+every branch, answered by the full-text index beside the store (`store.fulltext`), and for a
+question of several words the chats the retrieval engine finds by meaning after those (the
+same engine as `treechat search` and `recall`).
 
 The index is derived data. `catch_up()` brings it up to date in slices, each a short job on the
 store's worker, so a first index of years of history never holds up other reads; `sessions()`
@@ -13,34 +15,66 @@ import asyncio
 
 from ..store.database import Store
 from ..store.fulltext import FullTextIndex, index_for
-from ..store.search import SearchHit, search_ranked
+from ..store.search import SNIPPET_CHARS, SearchHit, search_ranked
+from .retrieval.engine import RetrievalEngine, engine_for
 
 CATCH_UP_SLICE = 5000  # nodes indexed per worker job
+# Chats found by meaning alone that the list adds after the word matches: the best few, from
+# passages among the engine's first few semantic matches (a question in other words still
+# finds its chat; a list of every vaguely related chat would hide it).
+MEANING_SESSIONS = 5
+MEANING_RANK = 5
 
 
 class SearchService:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._index: FullTextIndex = index_for(store)
+        self._engine: RetrievalEngine = engine_for(store)
 
     async def sessions(self, query: str, limit: int = 500) -> tuple[SearchHit, ...]:
-        """Visible sessions matching `query`, best first (see `search_ranked`). An empty
-        query matches nothing."""
+        """Visible sessions matching `query`, best first (see `search_ranked`), then, for a
+        query of two words or more, the sessions whose messages mean it. An empty query
+        matches nothing."""
         if not query.strip():
             return ()
         index = self._index
-        return await self.store.run(lambda repo: search_ranked(repo, index, query, limit))
+        found = await self.store.run(lambda repo: search_ranked(repo, index, query, limit))
+        if len(query.split()) < 2 or len(found) >= limit:
+            return found
+        try:
+            hits = await self._engine.search(query, limit=20, catch_up=False)
+        except ValueError:
+            return found
+        seen = {h.session.id for h in found}
+        extra: dict[str, tuple[str, str]] = {}
+        for h in hits:
+            if (h.semantic_rank and h.semantic_rank <= MEANING_RANK and not h.lexical_rank
+                    and h.session_id not in seen and h.session_id not in extra):
+                extra[h.session_id] = (h.node_id, " ".join(h.text.split())[:SNIPPET_CHARS])
+            if len(extra) >= MEANING_SESSIONS:
+                break
+        if not extra:
+            return found
+        ids = list(extra)
+        sessions = await self.store.run(lambda repo: [repo.get_session(i) for i in ids])
+        more = tuple(SearchHit(session=s, snippet=extra[s.id][1], node_id=extra[s.id][0])
+                     for s in sessions if s is not None and not s.hidden)
+        return found + more[:limit - len(found)]
 
     async def catch_up(self) -> int:
-        """Index everything not yet indexed, a slice at a time. Returns the nodes read."""
+        """Index everything not yet indexed, a slice at a time, then embed the passages not
+        yet embedded (on a worker thread, in slices). Returns the nodes read."""
         index = self._index
         total = 0
         while True:
             n = await self.store.run(lambda repo: index.sync(repo, batch=CATCH_UP_SLICE))
             total += n
             if n < CATCH_UP_SLICE:
-                return total
+                break
             await asyncio.sleep(0)  # let other store jobs in between slices
+        await self._engine.catch_up()
+        return total
 
     async def rebuild(self) -> int:
         """Throw the index away and build it again from the store."""

@@ -5,7 +5,7 @@ with no known price says so instead of counting as free."""
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +52,9 @@ class ChatTotal:
     # the models (addresses) of those requests: a local one costs nothing, a hosted one
     # has no known price
     unpriced_models: tuple[str, ...] = ()
+    # requests to models on this computer (free; not among `unpriced_requests`), when the
+    # caller said which models are local
+    free_requests: int = 0
 
     @property
     def priced(self) -> bool:
@@ -78,26 +81,11 @@ def _day(when: float) -> str:
 
 def spend_by_day(rows: Sequence[ledger.UsageRecord]) -> tuple[ledger.SpendRow, ...]:
     """Requests grouped by local calendar day, newest day first."""
-    groups: dict[str, list[ledger.UsageRecord]] = {}
-    for r in rows:
-        groups.setdefault(_day(r.created_at), []).append(r)
-    out = [
-        ledger.SpendRow(
-            key=day,
-            requests=len(rs),
-            input_tokens=sum(r.input_tokens for r in rs),
-            cache_read=sum(r.cache_read for r in rs),
-            cache_write=sum(r.cache_write for r in rs),
-            output_tokens=sum(r.output_tokens for r in rs),
-            cost_usd=sum(r.cost_usd for r in rs),
-            unpriced_requests=sum(1 for r in rs if not r.priced),
-            first_at=min(r.created_at for r in rs),
-            last_at=max(r.created_at for r in rs),
-            label=day,
-        )
-        for day, rs in groups.items()
-    ]
-    return tuple(sorted(out, key=lambda s: s.key, reverse=True))
+    return spend_grouped(rows, "day", _hosted)
+
+
+def _hosted(_model: str) -> bool:
+    return False
 
 
 class SpendingService:
@@ -116,22 +104,35 @@ class SpendingService:
     async def reply_cost(self, node_id: str) -> ReplyCost | None:
         return (await self.reply_costs([node_id])).get(node_id)
 
-    async def chat_total(self, session_id: str) -> ChatTotal:
-        """The chat's spend so far (every branch), for its header."""
+    async def chat_total(self, session_id: str,
+                         local: Callable[[str], bool] | None = None) -> ChatTotal:
+        """The chat's spend so far (every branch), for its header; with `local`, requests
+        to models on this computer are counted as free, apart from the unpriced."""
         rows = await self.store.run(lambda r: ledger.ledger(r, session_id))
+        is_local = local or _hosted
+        hosted = [r for r in rows if not is_local(r.model)]
         return ChatTotal(
             session_id=session_id,
             requests=sum(r.requests for r in rows),
             input_tokens=sum(r.input_tokens for r in rows),
             cache_read=sum(r.cache_read for r in rows),
             output_tokens=sum(r.output_tokens for r in rows),
-            cost_usd=sum(r.cost_usd for r in rows),
-            unpriced_requests=sum(r.unpriced_requests for r in rows),
-            unpriced_models=tuple(r.model for r in rows if r.unpriced_requests),
+            cost_usd=sum(r.cost_usd for r in hosted),
+            unpriced_requests=sum(r.unpriced_requests for r in hosted),
+            unpriced_models=tuple(r.model for r in hosted if r.unpriced_requests),
+            free_requests=sum(r.requests for r in rows if is_local(r.model)),
         )
 
-    async def spend(self, by: SpendBy) -> tuple[ledger.SpendRow, ...]:
-        """Spend grouped by day (newest first), model or chat (costliest first)."""
+    async def spend(self, by: SpendBy, local: Callable[[str], bool] | None = None,
+                    ) -> tuple[ledger.SpendRow, ...]:
+        """Spend grouped by day (newest first), model or chat (costliest first). With
+        `local`, every group counts requests to models on this computer as free, apart from
+        the unpriced, so a day, a model and a chat say the same of the same requests."""
+        if local is not None and by in SPEND_GROUPS:
+            labelled = {} if by == "day" else {
+                r.key: r.label for r in await self.store.run(lambda r: _spend(r, by))}
+            records = await self.store.run(ledger.usage_rows)
+            return spend_grouped(records, by, local, labelled)
         if by == "day":
             rows = await self.store.run(ledger.usage_rows)
             return spend_by_day(rows)
@@ -142,3 +143,39 @@ class SpendingService:
 
 def _spend(repo: Repository, by: str) -> tuple[ledger.SpendRow, ...]:
     return ledger.spend_by(repo, by)
+
+
+def spend_grouped(
+    records: Sequence[ledger.UsageRecord], by: SpendBy, local: Callable[[str], bool],
+    labels: dict[str, str] | None = None,
+) -> tuple[ledger.SpendRow, ...]:
+    """Requests grouped by day, model or chat, each group's free (local) requests apart from
+    its unpriced ones: days newest first, the others costliest first."""
+    def key_of(r: ledger.UsageRecord) -> str:
+        return _day(r.created_at) if by == "day" else r.model if by == "model" \
+            else r.session_id
+
+    groups: dict[str, list[ledger.UsageRecord]] = {}
+    for r in records:
+        groups.setdefault(key_of(r), []).append(r)
+    is_local = {m: local(m) for m in {r.model for r in records}}
+    out = []
+    for key, rs in groups.items():
+        hosted = [r for r in rs if not is_local[r.model]]
+        out.append(ledger.SpendRow(
+            key=key,
+            requests=len(rs),
+            input_tokens=sum(r.input_tokens for r in rs),
+            cache_read=sum(r.cache_read for r in rs),
+            cache_write=sum(r.cache_write for r in rs),
+            output_tokens=sum(r.output_tokens for r in rs),
+            cost_usd=sum(r.cost_usd for r in hosted),
+            unpriced_requests=sum(1 for r in hosted if not r.priced),
+            first_at=min(r.created_at for r in rs),
+            last_at=max(r.created_at for r in rs),
+            label=(labels or {}).get(key, key),
+            free_requests=len(rs) - len(hosted),
+        ))
+    if by == "day":
+        return tuple(sorted(out, key=lambda s: s.key, reverse=True))
+    return tuple(sorted(out, key=lambda s: (-s.cost_usd, s.key)))

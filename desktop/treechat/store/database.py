@@ -150,6 +150,7 @@ class _WriteGate:
         self._done = threading.Event()
         self.report: IntegrityReport | None = None
         self.interrupted = False  # settled by a close or release before the check finished
+        self.writes = 0  # statements that may have changed the file
 
     def settle(self, report: IntegrityReport) -> None:
         """Record what was found; the first damage found stays the answer."""
@@ -168,6 +169,7 @@ class _WriteGate:
     def admit(self, statement: object) -> None:
         if isinstance(statement, str) and _READ_ONLY_STATEMENT.match(statement):
             return
+        self.writes += 1
         report = self.wait()
         if report is not None and not report.ok:
             raise StoreDamagedError(damaged_message(self.path, report.problem))
@@ -243,6 +245,9 @@ class Store:
     ) -> None:
         """Take `con` as the worker's connection, behind a write gate of its own."""
         path = self.path
+        previous = getattr(self, "_gate", None)
+        self._writes_before = getattr(self, "_writes_before", 0) + (
+            previous.writes if previous is not None else 0)
         gate = _WriteGate(path)
         if damage is not None:
             gate.settle(damage)
@@ -266,6 +271,12 @@ class Store:
         self._available.set()
         if not gate.settled:
             self._start_check()
+
+    @property
+    def writes(self) -> int:
+        """How many writing statements this store has run since it was opened: a change to
+        look for (the backup schedule's "has anything changed")."""
+        return self._writes_before + self._gate.writes
 
     # --- integrity ---------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ Why FTS5 and not DuckDB's own: DuckDB's `fts` extension builds a static index th
 rebuilt whole after every insert, and is fetched from the network on first use; FTS5 ships
 with Python, updates incrementally and ranks with BM25.
 
-A message is indexed in passages of at most `PASSAGE_CHARS` characters cut at line breaks, so
-a match inside a 30,000-character tool result comes back as the passage that holds it. The
+A message is indexed in passages of at most `PASSAGE_CHARS` characters (paragraphs, code
+blocks, a tool result's sections: `core.chunking`), so a match inside a 30,000-character tool
+result comes back as the passage that holds it. The
 row id encodes the passage: `seq * PASSAGES_PER_NODE + k`.
 
 Attachments have a table of their own (`files`), filled when `recall` first needs a file's
@@ -34,10 +35,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.chunking import TARGET_CHARS, chunks
 from .database import Store
 from .repository import Repository
 
-INDEX_VERSION = "treechat-fts-3"
+INDEX_VERSION = "treechat-fts-4"
 PASSAGE_CHARS = 1000
 PASSAGES_PER_NODE = 1024
 MAX_QUERY_TERMS = 32
@@ -81,21 +83,13 @@ class Passage:
     offset: int
     text: str
     score: float
+    rowid: int = 0  # the passage's number: seq * PASSAGES_PER_NODE + its place in the node
 
 
 def passages(text: str, size: int = PASSAGE_CHARS) -> Iterator[tuple[int, str]]:
-    """(offset, passage) pieces of `text`, each at most `size` characters, cut after a line
-    break where there is one in the second half of the piece."""
-    n = len(text)
-    start = 0
-    while start < n:
-        end = min(n, start + size)
-        if end < n:
-            cut = text.rfind("\n", start + size // 2, end)
-            if cut > start:
-                end = cut + 1
-        yield start, text[start:end]
-        start = end
+    """(offset, passage) pieces of `text`, each at most `size` characters: paragraphs, code
+    blocks and tool-result sections (`core.chunking`), the same cut the semantic index uses."""
+    return chunks(text, target=min(TARGET_CHARS, size), size=size)
 
 
 def terms_of(query: str) -> list[str]:
@@ -198,6 +192,10 @@ class FullTextIndex:
                 con.execute("DROP TABLE IF EXISTS file_docs")
                 con.execute("DELETE FROM meta")
                 con.execute("INSERT INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
+            # Which build of the index this is: what is derived from its row ids (the
+            # passages' embeddings) is valid only for the build that numbered them.
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('generation', ?)",
+                        (uuid.uuid4().hex,))
             con.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(body, start UNINDEXED, "
                 "tokenize='porter unicode61 remove_diacritics 2')"
@@ -457,8 +455,36 @@ class FullTextIndex:
                 continue
             out.append(Passage(node_id=owner[0], session_id=owner[1], role=owner[2],
                                seq=rowid // PASSAGES_PER_NODE, offset=int(row[1] or 0),
-                               text=str(row[0]), score=score))
+                               text=str(row[0]), score=score, rowid=rowid))
         return out
+
+    @property
+    def generation(self) -> str:
+        """An id of this build of the index, new whenever it is built from scratch."""
+        row = self._open().execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return str(row[0]) if row else ""
+
+    def passages_after(self, rowid: int, limit: int) -> list[tuple[int, str]]:
+        """(row id, text) of the next `limit` passages after `rowid`, in row order."""
+        rows = self._open().execute(
+            "SELECT rowid, body FROM passages WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (rowid, limit)).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def rowids_of(self, seqs: Iterable[int]) -> list[int]:
+        """Row ids of every passage of these nodes."""
+        con = self._open()
+        out: list[int] = []
+        for q in sorted(set(seqs)):
+            out.extend(int(r[0]) for r in con.execute(
+                "SELECT rowid FROM passages WHERE rowid >= ? AND rowid < ?",
+                (q * PASSAGES_PER_NODE, (q + 1) * PASSAGES_PER_NODE)))
+        return out
+
+    def seqs_of_session(self, session_id: str) -> list[int]:
+        """The indexed nodes written in a session."""
+        return [int(r[0]) for r in self._open().execute(
+            "SELECT seq FROM docs WHERE session_id = ?", (session_id,))]
 
     def count(self) -> int:
         row = self._open().execute("SELECT count(*) FROM passages").fetchone()

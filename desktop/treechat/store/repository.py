@@ -181,6 +181,11 @@ class Repository:
         self._last_seq = stored[-1].seq
         return stored
 
+    def advance_seq(self, last: int) -> None:
+        """After nodes were appended by one statement (a sync's merge): `last` is the `seq`
+        of the last of them."""
+        self._last_seq = max(self._last_seq, last)
+
     def _insert(self, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
         width = len(rows[0])
         if len(rows) < BULK_THRESHOLD:

@@ -133,13 +133,24 @@ def ledger(repo: Repository, session_id: str | None = None) -> tuple[LedgerRow, 
     )
 
 
-def last_measurement(repo: Repository, session_id: str) -> UsageRecord | None:
-    """The session's most recent measured request: what occupancy reports. Never a sum over a
-    turn, and a request that reported no usage does not replace it."""
+def last_measurement(
+    repo: Repository, session_id: str, *, head: str | None = None, model: str | None = None,
+) -> UsageRecord | None:
+    """The session's most recent measured request (of that head and that model, when given):
+    what occupancy reports. Never a sum over a turn, and a request that reported no usage
+    does not replace it. Another branch's or another model's request is not this one's."""
+    where = ["session_id = ?", "basis = 'measured'", "input_tokens > 0"]
+    params: list[Any] = [session_id]
+    if head is not None:
+        where.append("head = ?")
+        params.append(head)
+    if model is not None:
+        where.append("model = ?")
+        params.append(model)
     row = repo.con.execute(
-        f"SELECT {USAGE_COLUMNS} FROM usage WHERE session_id = ? AND basis = 'measured' "
-        "AND input_tokens > 0 ORDER BY created_at DESC, rowid DESC LIMIT 1",
-        [session_id],
+        f"SELECT {USAGE_COLUMNS} FROM usage WHERE {' AND '.join(where)} "
+        "ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        params,
     ).fetchone()
     return _record_from_row(row) if row else None
 
@@ -171,6 +182,9 @@ class SpendRow:
     first_at: float
     last_at: float
     label: str = ""  # what to show: the chat's title for a session, else the key
+    # requests to models on this computer: free, and not among `unpriced_requests` (filled
+    # when the caller says which models are local)
+    free_requests: int = 0
 
     @property
     def priced(self) -> bool:

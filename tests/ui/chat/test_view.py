@@ -493,8 +493,8 @@ def test_branch_pin_and_the_context_menu(
     chat.set_busy(True)
     menu = chat.context_menu(sample.u2)
     actions = {a.text(): a for a in menu.actions()}
-    assert {"Copy", "Edit…", "Branch into new session", "Pin"} <= set(actions)
-    assert not actions["Edit…"].isEnabled() and actions["Branch into new session"].isEnabled()
+    assert {"Copy", "Edit…", "Branch into a new chat", "Pin"} <= set(actions)
+    assert not actions["Edit…"].isEnabled() and actions["Branch into a new chat"].isEnabled()
     with qtbot.waitSignal(chat.pinRequested) as from_menu:
         actions["Pin"].trigger()
     assert from_menu.args == [sample.u2, True]

@@ -250,7 +250,8 @@ def test_each_reply_says_its_tokens_and_cost_and_the_header_the_chats_total(
     assert isinstance(usage, UsageDialog)
     aio.run(desk.controller.tasks.idle())
     assert usage.tables["day"].rowCount() == 1
-    assert cell(usage.tables["model"], 0, 0).endswith("gpt-4o")
+    assert cell(usage.tables["model"], 0, 0) == "Loopback GPT-4o"  # as the picker names it
+    assert usage.tables["model"].item(0, 0).toolTip().endswith("gpt-4o")
     assert cell(usage.tables["session"], 0, 0) == desk.window.title.text()
     shoot(desk, "usage", usage)
 
@@ -457,7 +458,8 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
     shoot(desk, "free")
     usage = c.open_usage()
     aio.run(desk.controller.tasks.idle())
-    assert cell(usage.tables["model"], 0, 0) == local
+    assert cell(usage.tables["model"], 0, 0) == "Loopback local"
+    assert usage.tables["model"].item(0, 0).toolTip() == local
     assert cell(usage.tables["model"], 0, 5) == "free"
     assert "1 request to models on this computer cost nothing" in usage.note.text()
     assert "unpriced" not in usage.note.text()
@@ -490,3 +492,73 @@ def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(
                                  "openai/loopback-model"))
     assert not other.rows["max_tokens"].check.isChecked()
     other.close()
+
+
+def test_export_starts_in_documents_and_markdown_writes_the_files_beside_it(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    from PySide6.QtCore import QStandardPaths
+
+    from treechat.core.attachments import with_attachments
+    from treechat.services.attachments import AttachmentService, prepare_bytes
+
+    c = controls(desk)
+    store = desk.services.store
+
+    async def scenario() -> str:
+        files = [prepare_bytes(b"a,b\n1,2\n", "data.csv")]
+        service = AttachmentService(store, desk.services.engine.counter)
+        await service.save(files)
+        sessions = desk.services.chat.sessions
+        session = await sessions.create(title="With a file")
+        await sessions.append_message(session.id, "see this",
+                                      metadata=with_attachments({}, service.refs(files)))
+        await desk.controller.session_list.reload()
+        await desk.controller.load_session(session.id)
+        dialog = c.export_chat()
+        assert dialog is not None
+        documents = Path(QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.DocumentsLocation))
+        offered = Path(dialog.directory().absolutePath())
+        assert offered == (documents if documents.is_dir() else Path.home())
+        assert offered != Path.cwd()
+        dialog.reject()
+        return await c.write_chat(session.id, str(tmp_path / "chat.md"), "md", "branch")
+
+    written = aio.run(scenario())
+    assert (tmp_path / "chat files" / "data.csv").read_bytes() == b"a,b\n1,2\n"
+    assert "see this" in Path(written).read_text("utf-8")
+    assert "1 attached file" in desk.window.statusBar().currentMessage()
+
+
+def test_a_local_model_litellm_prices_is_free_in_every_label(desk: Desk, aio: Aio) -> None:
+    """A model on this computer whose name litellm has a price for (a local server serving
+    a model under a hosted name): free in the reply's tooltip, the header and by Send, never
+    "$0" in one place and "free" in another."""
+    from treechat.services.models import ModelChoice
+
+    local = "openai/gpt-4o-mini"
+    catalog = desk.services.models
+    catalog.extra = (*catalog.extra, ModelChoice(local, "Mini on this computer", "openai",
+                                                 api_base=desk.provider.openai_base,
+                                                 local=True))
+    c = controls(desk)
+    desk.provider.queue(Reply(text="local and free"))
+
+    async def scenario() -> None:
+        await desk.controller.models.refresh()
+        desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(local))
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        await aio.until(lambda: bool(c.costs), what="costs")
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        await c.refresh_costs(sid)
+        await c.estimate(sid)
+
+    aio.run(scenario())
+    reply = desk.chat.model.rows[-1].node
+    assert reply is not None
+    assert "free (runs on this computer)" in c.reply_text(reply.id)
+    assert c.cost_label.text() == "free"
+    assert c.estimate_label.text() == "next: free"

@@ -257,3 +257,68 @@ def test_a_new_chat_counts_its_chips_against_the_chosen_models_window(
         assert fmt.new_chat_pending_text(chip, window) in ring.toolTip()
 
     aio.run(scenario(), timeout=120)
+
+
+def test_ctrl_n_leaves_no_trace_of_the_previous_chat_in_the_inspector(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(short_chat)
+
+    async def scenario() -> None:
+        history = await open_with_context_tab(desk, aio, "dragon")
+        history.refresh_timeline()  # a read of the chat still on its way…
+        desk.window.new_chat_action.trigger()  # …when Ctrl+N opens a new chat
+        await desk.controller.tasks.idle()
+        await aio.settle(0.2)
+        assert desk.controller.current_view is None
+        assert history.timeline.commit is None
+        assert history.timeline.model.rowCount() == 0
+        assert history.timeline.header.text() == "No context yet: send a message."
+        assert history.graph.view.graph_scene.nodes == {}
+
+    aio.run(scenario())
+
+
+def test_switching_branch_while_a_reply_streams_keeps_the_ring_on_the_branch_shown(
+    desk: Desk, aio: Aio
+) -> None:
+    """The reply being written finishes on the other branch: the ring and /context read the
+    branch on screen, its own measured request, never the other branch's."""
+    release = threading.Event()
+
+    async def scenario() -> None:
+        desk.provider.queue(Reply(text="The first answer."))
+        desk.composer.set_text("A first question")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running(),
+                        what="the first reply")
+        await desk.controller.tasks.idle()
+        view = desk.controller.current_view
+        assert view is not None
+        first_head = view.head
+        first_prompt = desk.provider.requests[0].prompt_tokens
+        desk.provider.queue(Reply(text="A second answer, written on the other branch.",
+                                  hold=release))
+        desk.composer.set_text("A second question, much longer than the first one: " + LONG)
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 2, what="the second request")
+        assert first_head is not None
+        desk.controller.history.checkout(first_head)  # back to the first answer meanwhile
+        await aio.until(lambda: desk.controller.current_view is not None
+                        and desk.controller.current_view.head == first_head, what="checkout")
+        release.set()
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the reply")
+        await desk.controller.tasks.idle()
+        await aio.settle(0.3)
+        await desk.controller.tasks.idle()
+        occ = desk.composer.ring.occupancy
+        assert occ is not None and occ.head == first_head
+        assert occ.basis == "measured" and occ.total_used == first_prompt
+        desk.controller.occupancy.open_dialog()
+        dialog = desk.controller.occupancy.context_dialog
+        assert dialog is not None and fmt.headline(occ) in dialog.headline.text()
+
+    try:
+        aio.run(scenario(), timeout=120)
+    finally:
+        release.set()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 from tests.support.loopback_server import LoopbackProvider
 from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
 from tests.ui.conftest import Aio, Desk, close_desk
@@ -215,6 +215,7 @@ def test_a_connection_edited_to_a_new_address_then_removed(
                         what="the new server's model in the picker")
         page.select(conn.id)
         page.remove_button.click()
+        confirm_removal(page)
         await aio.until(lambda: "removed" in page.status.text(), what="the removal")
         assert page.row_text(conn.id) == ""
         assert desk.services.models.connections.saved() == ()
@@ -226,6 +227,59 @@ def test_a_connection_edited_to_a_new_address_then_removed(
     finally:
         old.stop()
         new.stop()
+
+
+def confirm_removal(page: Any) -> None:
+    box = page.confirmation
+    assert isinstance(box, QMessageBox) and box.isVisible()
+    (remove,) = [b for b in box.buttons() if b.text() == "Remove"]
+    remove.click()
+
+
+def test_enter_after_test_removes_nothing_and_removal_asks_first(
+    open_window: Opener, aio: Aio
+) -> None:
+    server = OpenAIServer([{"id": "kept-model", "object": "model"}])
+    desk = open_window()
+
+    async def scenario() -> None:
+        page = await add_through_dialog(desk, "openai-compatible", server.url)
+        (conn,) = desk.services.models.connections.saved()
+        dialog = desk.controller.dialogs.settings_dialog
+        assert dialog is not None
+        dialog.activateWindow()
+        page.select(conn.id)
+        page.test_button.setFocus()
+        QTest.mouseClick(page.test_button, Qt.MouseButton.LeftButton)
+        await aio.until(lambda: page.test_button.isEnabled() and "Testing" not in
+                        page.status.text(), what="the test")
+        buttons = dialog.findChildren(QPushButton)
+        assert not any(b.isDefault() for b in buttons if b is not dialog.save_button)
+        focused = QApplication.focusWidget()
+        QTest.keyClick(focused if focused is not None else dialog, Qt.Key.Key_Return)
+        await aio.settle(0.3)
+        assert page.confirmation is None
+        assert [c.id for c in desk.services.models.connections.saved()] == [conn.id]
+
+        if not dialog.isVisible():  # Enter saved Settings and closed it: open it again
+            page = settings_page(desk)
+        page.select(conn.id)
+        page.remove_button.click()
+        box = page.confirmation
+        assert isinstance(box, QMessageBox) and box.isVisible()
+        assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
+        QTest.keyClick(box, Qt.Key.Key_Return)  # Enter is Cancel
+        await aio.settle(0.2)
+        assert [c.id for c in desk.services.models.connections.saved()] == [conn.id]
+        page.remove_button.click()
+        confirm_removal(page)
+        await aio.until(lambda: desk.services.models.connections.saved() == (),
+                        what="the removal")
+
+    try:
+        aio.run(scenario())
+    finally:
+        server.stop()
 
 
 def test_a_server_that_wants_a_key_gets_it_from_the_keychain(

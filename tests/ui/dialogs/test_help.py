@@ -51,8 +51,14 @@ def test_a_problem_report_before_anything_was_logged_says_so(
     async def report() -> None:
         desk.window.report_action.trigger()
         await aio.until(lambda: "Platform: " in qapp.clipboard().text(), what="the report")
+        await aio.until(lambda: "saved as" in desk.window.statusBar().currentMessage(),
+                        what="where the report goes")
 
     aio.run(report())
+    said = desk.window.statusBar().currentMessage()
+    saved = desk.data_dir / "logs" / "problem-report.txt"
+    assert str(saved) in said and "paste it" in said  # a place to send it, named
+    assert saved.read_text(encoding="utf-8") == qapp.clipboard().text()
     copied = qapp.clipboard().text()
     assert "No log lines yet." in copied
     assert "could not be read" not in copied and "No such file" not in copied

@@ -166,3 +166,20 @@ def test_the_dialog_names_every_format_it_reads(desk: Desk) -> None:
         dialog.grab().save(str(Path(__file__).resolve().parents[3] / "docs" / "screenshots"
                                / "first-hour-import-formats.png"))
     dialog.close()
+
+
+def test_an_old_search_is_cleared_so_the_imported_chats_show(desk: Desk) -> None:
+    async def scenario() -> None:
+        desk.window.sessions.search.setText("dragons from last week")
+        desk.window.import_action.trigger()
+        dialog = desk.controller.dialogs.import_dialog
+        assert dialog is not None
+        assert dialog.start_import(str(CHATGPT))
+        await desk.aio.until(lambda: dialog.summary is not None, what="the summary")
+        ids = dialog.summary.session_ids
+        await desk.aio.until(
+            lambda: all(desk.window.sessions.session(s) is not None for s in ids),
+            what="the imported chats in the list")
+        assert desk.window.sessions.search.text() == ""
+
+    desk.aio.run(scenario())

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QPushButton
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio, Desk
 
@@ -138,3 +139,32 @@ def test_the_window_opens_the_library_and_a_downloaded_model_joins_the_picker(
         assert choice.window == 8192
 
     desk.aio.run(scenario())
+
+
+def test_an_unreachable_hub_is_said_at_once_and_what_is_on_disk_is_listed(
+    qtbot: object, aio: Aio, tmp_path: Path
+) -> None:
+    tasks = BackgroundTasks()
+    service = ModelLibraryService(ModelLibrary(tmp_path / "m", endpoint="http://127.0.0.1:9"))
+    dialog = ModelLibraryDialog(service, tasks)
+    qtbot.addWidget(dialog)  # type: ignore[attr-defined]
+
+    async def scenario() -> None:
+        await service.add_file(find_gguf())
+        dialog.show()
+        await dialog.refresh()  # opening it: no search typed
+        await aio.until(lambda: "not reachable" in dialog.status.text(), what="the hub's state")
+        text = dialog.status.text()
+        assert "nothing answers at that address" in text and "Errno" not in text
+        assert "on this computer" in text
+        assert any(r.installed_name for r in dialog.rows())  # the model on disk is listed
+        # Enter never cancels a download or removes a model because focus landed there
+        assert not any(b.autoDefault() for b in dialog.findChildren(QPushButton)
+                       if b is not dialog.search_button)
+
+        dialog.search_field.setText("qwen")
+        dialog.search()
+        await aio.until(lambda: "could not search" in dialog.status.text(), what="error")
+        assert "Errno" not in dialog.status.text()
+
+    aio.run(scenario())

@@ -108,3 +108,29 @@ def test_saving_applies_and_keeps_the_settings(
     # a provider with a key brings its models into the picker
     assert "openai/gpt-4o-mini" in desk.composer.model_ids()
     desk.theme.set_mode("light")
+
+
+def test_a_new_chat_starts_on_the_default_model_chosen_in_settings(desk: Desk, aio: Aio) -> None:
+    async def scenario() -> None:
+        first = desk.composer.current_model()
+        assert first is not None and first != BIG_MODEL
+        desk.controller.new_chat()
+        desk.composer.modelChanged.emit(first)  # once chosen in the picker of a new chat
+        desk.controller.dialogs.open_settings()
+        dialog = desk.controller.dialogs.settings_dialog
+        assert dialog is not None
+        dialog.default_model.setCurrentIndex(dialog.default_model.findData(BIG_MODEL))
+        dialog.save_button.click()
+        await aio.until(lambda: not dialog.isVisible(), what="the dialog to close")
+        await desk.controller.tasks.idle()
+        desk.controller.new_chat()
+        assert desk.composer.current_model() == BIG_MODEL
+        desk.composer.set_text("Which model am I talking to?")
+        desk.composer.submit()
+        await aio.until(lambda: not desk.composer.running and desk.requests() >= 1,
+                        what="the reply")
+        await desk.controller.tasks.idle()
+        view = desk.controller.current_view
+        assert view is not None and view.session.model == BIG_MODEL
+
+    aio.run(scenario())

@@ -146,3 +146,89 @@ def test_a_server_turned_off_in_one_chat_from_its_menu(desk: Desk, aio: Aio) -> 
         assert [c.name for c in mcp.enabled_in(other.id)] == ["alpha"]
 
     aio.run(scenario(), timeout=60)
+
+
+def test_the_prompt_never_takes_the_keyboard_from_the_message_box(desk: Desk, aio: Aio) -> None:
+    """Typing goes on while the prompt appears: it is not activated, has no default button,
+    and keys that reach it before the person turns to it (as when a window manager gives a new
+    window the keyboard) land in the message box; Enter and Space answer nothing."""
+    mcp = desk.services.mcp
+    assert mcp is not None
+
+    async def scenario() -> None:
+        await mcp.add(stdio_config("alpha", "alpha-knows-4410"))
+        dialog = await ask_for_secret(desk, aio, "What is alpha's secret?")
+        requests = desk.requests()
+        box = desk.composer.input
+        assert QApplication.activeWindow() is not dialog
+        assert QApplication.focusWidget() is box
+        buttons = (dialog.allow_once_button, dialog.always_button, dialog.deny_button)
+        assert not any(b.isDefault() or b.autoDefault() for b in buttons)
+        assert "waits for your answer" in desk.window.statusBar().currentMessage()
+
+        dialog.activateWindow()
+        await aio.settle(0.1)
+        for target in (dialog, dialog.allow_once_button, dialog.arguments):
+            QTest.keyClick(target, Qt.Key.Key_Return)
+        QTest.keyClicks(dialog.allow_once_button, "and then")
+        QTest.keyClick(dialog.allow_once_button, Qt.Key.Key_Space)
+        QTest.keyClicks(dialog.always_button, "more")
+        await aio.settle(0.3)
+        assert not dialog.answered and prompt(desk) is dialog
+        assert desk.requests() == requests  # the tool did not run
+        assert desk.composer.text().endswith("and then more")
+        assert QApplication.focusWidget() is box
+
+        QTest.mouseClick(dialog.deny_button, Qt.MouseButton.LeftButton)  # a deliberate answer
+        await turn_done(desk, aio, requests + 1)
+        assert "alpha-knows-4410" not in carried(desk.provider.requests[-1].body)
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_tab_turns_to_the_prompt_and_space_answers_it(desk: Desk, aio: Aio) -> None:
+    mcp = desk.services.mcp
+    assert mcp is not None
+
+    async def scenario() -> None:
+        await mcp.add(stdio_config("alpha", "alpha-knows-4410"))
+        dialog = await ask_for_secret(desk, aio, "What is alpha's secret?")
+        requests = desk.requests()
+        dialog.activateWindow()  # the person switches to it (Alt+Tab)…
+        await aio.settle(0.1)
+        assert QApplication.activeWindow() is dialog
+        QTest.keyClick(dialog.arguments, Qt.Key.Key_Tab)  # …and walks its buttons
+        assert dialog.engaged
+        focused = dialog.focusWidget()
+        assert focused in (dialog.allow_once_button, dialog.always_button, dialog.deny_button)
+        while focused is not dialog.allow_once_button:
+            QTest.keyClick(focused, Qt.Key.Key_Tab)
+            focused = dialog.focusWidget()
+        QTest.keyClick(focused, Qt.Key.Key_Space)
+        assert dialog.answered
+        await turn_done(desk, aio, requests + 1)
+        assert "alpha-knows-4410" in carried(desk.provider.requests[-1].body)
+
+    aio.run(scenario(), timeout=120)
+
+
+def test_ctrl_r_after_a_denied_call_asks_again(desk: Desk, aio: Aio) -> None:
+    mcp = desk.services.mcp
+    assert mcp is not None
+
+    async def scenario() -> None:
+        await mcp.add(stdio_config("alpha", "alpha-knows-4410"))
+        dialog = await ask_for_secret(desk, aio, "What is alpha's secret?")
+        QTest.mouseClick(dialog.deny_button, Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 2)
+        desk.provider.reply_with_tool_calls([{"name": "alpha__secret_value", "arguments": {}}])
+        desk.provider.queue(Reply(text="now with it"))
+        desk.window.retry_action.trigger()  # Ctrl+R on the reply written after the denial
+        await aio.until(lambda: prompt(desk) is not None, what="the prompt again")
+        again = prompt(desk)
+        assert again is not None and again is not dialog
+        QTest.mouseClick(again.allow_once_button, Qt.MouseButton.LeftButton)
+        await turn_done(desk, aio, 4)
+        assert "alpha-knows-4410" in carried(desk.provider.requests[-1].body)
+
+    aio.run(scenario(), timeout=120)

@@ -11,8 +11,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QTabWidget, QWidget
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton, QTabWidget, QWidget
 from tests.support.mcp_fixtures import SERVER_SCRIPT
 
 from treechat.ui.dialogs.settings import SettingsDialog
@@ -86,6 +88,14 @@ def test_add_start_set_protect_and_remove(desk: Desk, aio: Aio) -> None:
         await aio.until(lambda: ("alpha", "secret_value") in mcp.protected(), what="protected")
 
         page.remove_button.click()
+        box = page.confirmation
+        assert isinstance(box, QMessageBox) and box.isVisible()
+        QTest.keyClick(box, Qt.Key.Key_Return)  # Enter is Cancel: nothing is removed
+        await aio.settle(0.2)
+        assert labels(page) != []
+        page.remove_button.click()
+        (remove,) = [b for b in page.confirmation.buttons() if b.text() == "Remove"]
+        remove.click()
         await aio.until(lambda: labels(page) == [], what="removed")
         assert mcp.configs() == [] and not page.empty.isHidden()
 
@@ -141,6 +151,42 @@ def test_import_pasted_and_from_a_file(desk: Desk, aio: Aio, tmp_path: Path) -> 
         page.import_button.click()
         await aio.until(lambda: "not JSON" in page.import_message.text(), what="refused")
         assert len(mcp.configs()) == 2
+
+    aio.run(scenario(), timeout=120)
+    dialog.close()
+
+
+def wheel(widget: QWidget, steps: int) -> None:
+    centre = QPointF(widget.rect().center())
+    event = QWheelEvent(centre, QPointF(widget.mapToGlobal(centre.toPoint())), QPoint(0, 0),
+                        QPoint(0, 120 * steps), Qt.MouseButton.NoButton,
+                        Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, event)
+
+
+def test_no_button_is_pressed_by_enter_and_the_wheel_changes_no_setting(
+    desk: Desk, aio: Aio
+) -> None:
+    mcp = desk.services.mcp
+    assert mcp is not None
+    dialog, page = open_page(desk)
+
+    async def scenario() -> None:
+        await desk.controller.tasks.idle()
+        page.name_field.setText("alpha")
+        page.command_field.setText(server_command("alpha", "s-1"))
+        page.add_button.click()
+        await aio.until(lambda: labels(page) == ["alpha — not started"], what="added")
+        assert not any(b.autoDefault() for b in page.findChildren(QPushButton))
+        assert page.policy.currentData() == "ask"
+
+        wheel(page.policy, -1)  # scrolling the page over "Tool calls"
+        wheel(page.policy, -2)
+        await aio.settle(0.2)
+        assert page.policy.currentData() == "ask" and mcp.config("alpha").policy == "ask"
+        page.policy.setFocus()  # the person chose it: now the wheel steps it
+        wheel(page.policy, -1)
+        assert page.policy.currentData() != "ask"
 
     aio.run(scenario(), timeout=120)
     dialog.close()

@@ -178,7 +178,7 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
         click_node(desk, first)
         await aio.until(lambda: desk.controller.current_view.head == first, what="checkout")
         await desk.controller.tasks.idle()
-        # the ring follows the graph: the measurement belonged to the other head
+        # the ring follows the graph: the other head's measurement is not this one's
         await aio.until(lambda: desk.composer.ring.occupancy is not before, what="ring")
 
     aio.run(scenario())
@@ -191,7 +191,8 @@ def test_clicking_a_node_moves_head_and_sends_nothing(desk: Desk, aio: Aio) -> N
     assert not scene.items_by_id[second].state & ON_PATH
     assert [r.text for r in desk.chat.model.rows][-1] == "first answer"
     after = desk.composer.ring.occupancy
-    assert after is not None and after.basis == "estimated"
+    # the head checked out has a measured request of its own: that one is shown
+    assert after is not None and after.head == first and after.basis == "measured"
     assert after.total_used < before.total_used
 
     # Ctrl+click picks heads for a merge instead of checking out

@@ -305,3 +305,22 @@ def test_renumber_keeps_order() -> None:
     nodes = [node("a", 0), node("b", 0)]
     assert [n.seq for n in dag.renumber(nodes, 7)] == [7, 8]
     assert replace(nodes[0], seq=3).seq == 3
+
+
+def test_a_retry_after_a_denied_tool_call_asks_from_before_the_call() -> None:
+    """Ctrl+R on the reply written after a denial re-asks the question: the model may call
+    the tool again and the person is asked again, the denial is not reused."""
+    g = Graph([
+        node("u1", 1),
+        node("a1", 2, "assistant", "u1", tool_calls=[{"id": "c1", "name": "t"}]),
+        node("t1", 3, "tool", caller="a1", tool_call_id="c1", denied=True),
+        node("a2", 4, "assistant", "a1", text="I could not run it."),
+    ])
+    assert dag.reply_parent(g, "a2") == "u1"
+    allowed = Graph([
+        node("u1", 1),
+        node("a1", 2, "assistant", "u1", tool_calls=[{"id": "c1", "name": "t"}]),
+        node("t1", 3, "tool", caller="a1", tool_call_id="c1"),
+        node("a2", 4, "assistant", "a1", text="It says 42."),
+    ])
+    assert dag.reply_parent(allowed, "a2") == "a1"  # an allowed result is kept

@@ -86,7 +86,29 @@ def test_a_measured_request_shows_its_files_at_the_cost_their_chips_showed() -> 
     assert rows["attachments"] == 765
     assert _used(occ) == occ.total_used == m.prompt_tokens
     assert rows["messages"] > 1_000 and rows["system"] > 100
-    # measured below the files' own cost: never more than the whole request
+    # measured far below what the items need: not the whole request, so not the total
     small = MeasuredUsage(head="h", prompt_tokens=500, estimated_tokens=estimated)
     tiny = build_occupancy(window=8_192, categories=cats, head="h", measured=small)
-    assert tiny.breakdown_dict()["attachments"] == 500 and _used(tiny) == 500
+    assert tiny.basis == "estimated" and tiny.reported == 500
+    assert tiny.breakdown_dict()["attachments"] == 765 and _used(tiny) == estimated
+
+
+def test_a_count_below_what_the_items_need_is_not_taken_as_the_total() -> None:
+    """A server that reuses its cache reports only what it processed again (12 of ~145):
+    the figure shown is the estimate, with the server's count said beside it."""
+    small = {"system": 30, "tools": 60, "summaries": 0, "messages": 55,
+             "tool_results": 0, "attachments": 0}
+    low = MeasuredUsage(head="h1", prompt_tokens=12, estimated_tokens=140)
+    occ = build_occupancy(window=6_144, categories=small, head="h1", measured=low)
+    assert occ.basis == "estimated" and occ.total_used == 145 and occ.reported == 12
+    assert dict(occ.breakdown)["tools"] == 60  # the tool definitions keep their size
+    assert occ.as_dict()["reported"] == 12
+    assert trigger_calibration(low) == 1.0  # not a tokenizer's drift: compaction ignores it
+    # a count too low for this head even without its own estimate
+    bare = MeasuredUsage(head="h1", prompt_tokens=12)
+    assert build_occupancy(window=6_144, categories=small, head="h1",
+                           measured=bare).basis == "estimated"
+    # an ordinary drift below the estimate is still the provider's measurement
+    near = MeasuredUsage(head="h1", prompt_tokens=130, estimated_tokens=145)
+    taken = build_occupancy(window=6_144, categories=small, head="h1", measured=near)
+    assert taken.basis == "measured" and taken.total_used == 130 and taken.reported is None

@@ -24,3 +24,16 @@ def test_the_last_lines_are_counted_and_an_unreadable_log_says_why(tmp_path: Pat
     (info.log_dir / "treechat.log").unlink()
     (info.log_dir / "treechat.log").mkdir()  # not a file: reading it fails
     assert "(the log could not be read: " in problem_report(info)
+
+
+def test_the_report_is_kept_beside_the_log_and_says_where_it_goes(tmp_path: Path) -> None:
+    from treechat.services.diagnostics import AppInfo, save_report, where_to_report
+
+    info = AppInfo("1.0", tmp_path, tmp_path / "logs")
+    saved = save_report(info, "Treechat 1.0\nthe report")
+    assert saved.read_text(encoding="utf-8") == "Treechat 1.0\nthe report"
+    assert saved.parent == info.log_dir
+    tracker = where_to_report(saved, "https://tracker.example/treechat/issues")
+    assert str(saved) in tracker and "new issue at https://tracker.example" in tracker
+    nowhere = where_to_report(saved, None)
+    assert str(saved) in nowhere and "whoever supports your copy" in nowhere

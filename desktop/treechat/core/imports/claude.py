@@ -1,6 +1,7 @@
 """Claude.ai data export (`conversations.json` with `chat_messages`): branches from
 `parent_message_uuid` when the export has it, otherwise the messages in time order; content
-blocks become text, reasoning (`thinking`) and tool nodes (`tool_use` / `tool_result`), and
+blocks become text, reasoning (`thinking`, and `<antThinking>` in the text) and tool nodes
+(`tool_use` / `tool_result`), an `<antArtifact>` a titled card with its code, and
 attachments and files become named placeholders (an attachment whose text the export holds
 is imported as a text file)."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..artifacts import ARTIFACTS_KEY, has_claude_markup, split_claude_markup
 from ..model import Role
 from ..reply import REASONING_KEY
 from ._common import (
@@ -181,6 +183,12 @@ def _message_drafts(
                                      metadata=meta)
     text = "\n\n".join(s.text for s in segments if s.kind == "text" and s.text)
     thinking = "\n\n".join(s.text for s in segments if s.kind == "thinking" and s.text)
+    if role == "assistant" and has_claude_markup(text):
+        split = split_claude_markup(text)
+        text = split.text
+        thinking = "\n\n".join(t for t in (thinking, split.thinking) if t)
+        if split.artifacts:
+            meta[ARTIFACTS_KEY] = [a.as_dict() for a in split.artifacts]
     if thinking:
         meta[REASONING_KEY] = thinking
     draft = Draft(sid, parent, role, text,

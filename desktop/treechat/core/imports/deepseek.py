@@ -1,7 +1,12 @@
 """DeepSeek data export (`conversations.json`): a `mapping` tree like ChatGPT's, each message a
 list of `fragments` — REQUEST (the user's text), THINK (reasoning), RESPONSE (the answer),
 SEARCH (web results) — with `inserted_at` times. Editing the first message makes another root:
-every root is kept, and HEAD goes to the newest tip (the file names none)."""
+every root is kept, and HEAD goes to the newest tip (the file names none).
+
+Also the chat history as DeepSeek's web app receives it from its API
+(`{"code": 0, "data": {"biz_data": {"chat_session": {...}, "chat_messages": [...]}}}`): the
+messages a `parent_id` tree, older ones with `content` and `thinking_content` instead of
+fragments, and HEAD the session's `current_message_id`, the branch the user was on."""
 
 from __future__ import annotations
 
@@ -26,6 +31,8 @@ FORMAT = "deepseek"
 
 
 def looks_like(item: Any) -> bool:
+    if _api_chat(item) is not None:
+        return True
     if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
         return False
     if "inserted_at" in item:
@@ -41,6 +48,13 @@ def parse(data: Any, first_index: int = 0) -> ParsedExport:
     conversations: list[ImportedConversation] = []
     skipped: list[Skipped] = []
     for index, item in enumerate(conversations_of(data), start=first_index):
+        api = _api_chat(item)
+        if api is not None:
+            conversation, skips = _api_conversation(api, f"conversation-{index + 1}")
+            skipped.extend(skips)
+            if conversation is not None:
+                conversations.append(conversation)
+            continue
         fields = mapping_of(item)
         conv_id = str(fields.get("id") or "") or f"conversation-{index + 1}"
         if not isinstance(fields.get("mapping"), dict):
@@ -136,3 +150,61 @@ def _drafts(key: str, parent: str | None, message: dict[str, Any]) -> list[Draft
         meta[REASONING_KEY] = thinking
     return [Draft(key, parent, role, text, name=name,
                   created_at=created, metadata=meta)]
+
+
+# --- the web app's API shape ------------------------------------------------------------
+
+
+def _api_chat(item: Any) -> dict[str, Any] | None:
+    """The `biz_data` of an API answer (or that object itself), when `item` is one."""
+    inner = mapping_of(mapping_of(item).get("data")).get("biz_data", item)
+    inner = mapping_of(inner)
+    if isinstance(inner.get("chat_messages"), list) and isinstance(
+            inner.get("chat_session"), dict):
+        return inner
+    return None
+
+
+def _api_conversation(chat: dict[str, Any], fallback_id: str) -> tuple[
+        ImportedConversation | None, list[Skipped]]:
+    session = mapping_of(chat.get("chat_session"))
+    conv_id = str(session.get("id") or "") or fallback_id
+    title = str(session.get("title") or "")
+    drafts: list[Draft] = []
+    skipped: list[Skipped] = []
+    for message in chat["chat_messages"]:
+        if not isinstance(message, dict) or message.get("message_id") is None:
+            skipped.append(Skipped("a message without an id", "", title))
+            continue
+        parent = message.get("parent_id")
+        drafts.extend(_drafts(str(message["message_id"]),
+                              None if parent is None else str(parent), _with_fragments(message)))
+    current = session.get("current_message_id")
+    conversation, skips = assemble(
+        FORMAT,
+        source_id=conv_id,
+        title=title,
+        created_at=parse_time(session.get("inserted_at")),
+        updated_at=parse_time(session.get("updated_at")),
+        model="",
+        drafts=drafts,
+        head=None if current is None else str(current),
+    )
+    return conversation, skipped + skips
+
+
+def _with_fragments(message: dict[str, Any]) -> dict[str, Any]:
+    """An API message as the export writes one: `fragments` made from `role`, `content`,
+    `thinking_content` and `search_results` when it has none."""
+    user = str(message.get("role") or "").upper() == "USER"
+    fragments = [f for f in message.get("fragments") or () if isinstance(f, dict)]
+    if not fragments:
+        if message.get("thinking_content"):
+            fragments.append({"type": "THINK", "content": message["thinking_content"]})
+        if message.get("search_results"):
+            fragments.append({"type": "SEARCH", "results": message["search_results"]})
+        fragments.append({"type": "REQUEST" if user else "RESPONSE",
+                          "content": message.get("content") or ""})
+    elif user and not any(str(f.get("type") or "").upper() == "REQUEST" for f in fragments):
+        fragments = [{"type": "REQUEST", "content": message.get("content") or ""}, *fragments]
+    return {**message, "fragments": fragments}

@@ -75,30 +75,53 @@ def _conversation(header: dict[str, Any], conv_id: str, responses: list[Any]) ->
     for index, wrapped in enumerate(responses):
         response = mapping_of(wrapped).get("response", wrapped)
         if isinstance(response, dict):
-            at = grok_time(response.get("create_time"))
+            at = grok_time(_field(response, "create_time"))
             rows.append((at if at is not None else float("inf"), index, response))
     rows.sort(key=lambda r: (r[0], r[1]))
+    # A response is named by `_id` in some exports and `response_id` in others, and its
+    # parent by either: every name it goes by leads to it.
+    sids = [_ids(response)[0] if _ids(response) else f"{conv_id}#{index + 1}"
+            for index, (_, _, response) in enumerate(rows)]
+    alias = {name: sid for sid, (_, _, response) in zip(sids, rows, strict=True)
+             for name in _ids(response)}
     drafts: list[Draft] = []
     previous: str | None = None
-    for index, (_, _, response) in enumerate(rows):
-        sid = str(response.get("_id") or response.get("id") or f"{conv_id}#{index + 1}")
-        if "parent_response_id" in response:
-            raw_parent = response.get("parent_response_id")
-            parent = str(raw_parent) if raw_parent else None
+    for sid, (_, _, response) in zip(sids, rows, strict=True):
+        if "parent_response_id" in response or "parentResponseId" in response:
+            raw_parent = _field(response, "parent_response_id")
+            parent = alias.get(str(raw_parent), str(raw_parent)) if raw_parent else None
         else:
             parent = previous  # older exports: the responses in time order
         drafts.append(_draft(sid, parent, response))
         previous = sid
+    current = next((str(header[k]) for k in _CURRENT if header.get(k)), None)
     return assemble(
         FORMAT,
         source_id=conv_id,
         title=str(header.get("title") or ""),
-        created_at=grok_time(header.get("create_time")),
-        updated_at=grok_time(header.get("modify_time")),
+        created_at=grok_time(_field(header, "create_time")),
+        updated_at=grok_time(_field(header, "modify_time")),
         model="",
         drafts=drafts,
-        head=None,
+        head=alias.get(current, current) if current else None,
     )
+
+
+# Where the conversation says its open branch ends, when it does (else the newest tip).
+_CURRENT = ("current_response_id", "currentResponseId", "leaf_response_id", "leafResponseId")
+
+
+def _ids(response: dict[str, Any]) -> list[str]:
+    names = (response.get(k) for k in ("response_id", "responseId", "_id", "id"))
+    return list(dict.fromkeys(str(n) for n in names if n not in (None, "")))
+
+
+def _field(item: dict[str, Any], snake: str) -> Any:
+    """A field in snake_case or, as the web API writes it, camelCase."""
+    if snake in item:
+        return item[snake]
+    head, *rest = snake.split("_")
+    return item.get(head + "".join(w.capitalize() for w in rest))
 
 
 def _draft(sid: str, parent: str | None, response: dict[str, Any]) -> Draft:
@@ -112,7 +135,7 @@ def _draft(sid: str, parent: str | None, response: dict[str, Any]) -> Draft:
             meta["model"] = name = model
         elif sender not in ("assistant", ""):
             meta["model"] = name = sender  # some responses name the model as the sender
-        traces = [str(response.get("thinking_trace") or "")] + [
+        traces = [str(_field(response, "thinking_trace") or "")] + [
             str(t.get("thinking_trace") or "")
             for t in response.get("agent_thinking_traces") or () if isinstance(t, dict)
         ]
@@ -134,4 +157,4 @@ def _draft(sid: str, parent: str | None, response: dict[str, Any]) -> Draft:
         meta["attachments"] = attachments
     text = str(response.get("message") or "")
     return Draft(sid, parent, role, text, name=name,
-                 created_at=grok_time(response.get("create_time")), metadata=meta)
+                 created_at=grok_time(_field(response, "create_time")), metadata=meta)

@@ -379,7 +379,7 @@ class RowLayouter:
                                 or (row.kind == RowKind.USER and row.is_last)):
             buttons.append(Button("retry", QRectF(size), "Retry (keeps this version)",
                                   icon="retry"))
-        buttons.append(Button("branch", QRectF(size), "Branch into a new session",
+        buttons.append(Button("branch", QRectF(size), "Branch into a new chat",
                               icon="branch"))
         buttons.append(Button("pin", QRectF(size),
                               "Unpin (may be compacted)" if row.pinned else

@@ -58,7 +58,7 @@ def menu_actions(row: ChatRow, delegate: ChatDelegate) -> list[tuple[str, str, s
     if delegate.button(row, "retry") is not None:
         items.append(("retry", "Retry", "R"))
     if row.node_id and row.kind in (RowKind.USER, RowKind.ASSISTANT):
-        items.append(("branch", "Branch into new session", "B"))
+        items.append(("branch", "Branch into a new chat", "B"))
         items.append(("pin", "Unpin" if row.pinned else "Pin", "P"))
     if row.has_versions:
         items.append(("prev", "Previous version", "Alt+Left"))

@@ -11,6 +11,16 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+def loop_running() -> bool:
+    """Whether the window's asyncio loop runs now. A Qt timer can fire while it does not (the
+    window closing, or after it closed): its slot then has nothing to start a task on."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class BackgroundTasks:
     def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -3,15 +3,19 @@ and can be removed before sending, which cancels it without a trace."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
-from ...services.attach import StagedAttach
 from ..common.chip_flow import ChipFlow
 from ..common.elided_label import ElidedLabel
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
+
+if TYPE_CHECKING:  # the chips only show it; the services load after the first paint
+    from ...services.attach import StagedAttach
 
 
 class _Diamond(QWidget):

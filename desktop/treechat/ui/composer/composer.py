@@ -54,6 +54,7 @@ class Composer(QWidget):
         self.setObjectName("Composer")
         self._running = False
         self._files_staged: Callable[[], bool] = lambda: False
+        self._named_only = False  # the picker holds one model named before the list came
 
         self.card = QFrame()
         self.card.setObjectName("ComposerCard")
@@ -182,6 +183,7 @@ class Composer(QWidget):
         """Fill the picker; `current` is selected (added as a greyed entry if unknown)."""
         self.picker.blockSignals(True)
         try:
+            self._named_only = False
             self.models.clear()
             self.picker.setPlaceholderText("Choose a model" if choices else "No models")
             for choice in choices:
@@ -202,6 +204,22 @@ class Composer(QWidget):
                 self.models.appendRow(item)
             self.select_model(current)
             self.several.set_choices([(c.id, c.label, c.available) for c in choices])
+        finally:
+            self.picker.blockSignals(False)
+
+    def name_model(self, model_id: str, label: str) -> None:
+        """Until the list of models arrives: the one the window had last, by its name, so
+        the first frame says which model a message goes to."""
+        if (self.models.rowCount() and not self._named_only) or not model_id:
+            return
+        item = QStandardItem(label or model_id)
+        item.setData(model_id, MODEL_ID_ROLE)
+        self.picker.blockSignals(True)
+        try:
+            self._named_only = True
+            self.models.clear()
+            self.models.appendRow(item)
+            self.picker.setCurrentIndex(0)
         finally:
             self.picker.blockSignals(False)
 

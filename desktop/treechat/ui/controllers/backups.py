@@ -1,4 +1,6 @@
-"""Restore a backup… in the window's menus: the dialog, and the restore itself, done in place:
+"""Backups in the window: made on their own (at start when due, and soon after the first
+change of a day), Help → Back up now, and Restore a backup…: the dialog, and the restore
+itself, done in place:
 turns are stopped (their text kept), unsent text saved, the store lets go of its file, the
 backup is put there and opened, and the window shows the restored chats (list, open chat,
 graph) without a restart. A restore that fails leaves the store as it was and says why."""
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
+from ...services.backup_schedule import BackupSchedule
 from ...services.backups import Backup, BackupError, BackupService, reload_after_restore
 
 if TYPE_CHECKING:
@@ -40,10 +43,45 @@ class BackupsController:
         self.service = BackupService(conversation.services.store.path)
         self.dialog: RestoreBackupDialog | None = None
         self.restored: bool = False
+        self.schedule = BackupSchedule(self.service, conversation.services.store,
+                                       conversation.clock, on_made=self._made)
+        self.last_made: Backup | None = None
+        self.back_up_action = QAction("Back up now", window)
+        self.back_up_action.setObjectName("BackUpNowAction")
+        self.back_up_action.triggered.connect(lambda *_: self._c.spawn(self.back_up_now(),
+                                                                        name="backup"))
         self.action = QAction("Restore a backup…", window)
         self.action.setObjectName("RestoreBackupAction")
         self.action.triggered.connect(lambda *_: self.open_dialog())
-        help_or_file_menu(window).addAction(self.action)
+        menu = help_or_file_menu(window)
+        menu.addSeparator()
+        menu.addAction(self.back_up_action)
+        menu.addAction(self.action)
+
+    def start(self) -> None:
+        """Back up on its own from now on (the first look at once)."""
+        self.schedule.start()
+
+    async def close(self) -> None:
+        await self.schedule.stop()
+
+    def _made(self, backup: Backup) -> None:
+        self.last_made = backup
+        log.info("backed up to %s", backup.path)
+
+    async def back_up_now(self) -> Backup | None:
+        self._c.parts.status("Backing up…")
+        try:
+            backup = await self.service.create(self._c.services.store, "manual")
+        except (BackupError, OSError) as exc:
+            self._c.parts.status(f"The backup was not made: {exc}")
+            return None
+        self.schedule.note_made(backup)
+        when = time.strftime("%H:%M", time.localtime(backup.created_at))
+        self._c.parts.status(f"Backed up at {when} to {backup.path}")
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.refresh()
+        return backup
 
     def open_dialog(self) -> RestoreBackupDialog:
         from ..dialogs.restore_backup import RestoreBackupDialog
@@ -66,6 +104,7 @@ class BackupsController:
         await c.tasks.cancel_all()
         unsent = dict(c.drafts)
         shown = [s.id for s in await c.sessions.list()]
+        self.schedule.paused = True
         try:
             kept = await self.service.restore_in_place(c.services.store, backup)
         except (BackupError, OSError) as exc:
@@ -79,6 +118,8 @@ class BackupsController:
             text = f"Restored the backup of {when}: the chats are as they were then."
             if kept is not None:
                 text += f" The store it replaced is kept as {kept}."
+        finally:
+            self.schedule.paused = False
         if ok:
             await reload_after_restore(c.services)
             for session_id in shown:

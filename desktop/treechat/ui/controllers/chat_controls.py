@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
@@ -28,17 +29,20 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from ...core.budget import output_reserve
 from ...core.chat_settings import SettingsError
 from ...core.reply import can_continue, reasoning_of
 from ...services.export_jobs import ChatExports
 from ...services.sessions import SessionView
 from ...services.spending import ReplyCost
+from ..common.folders import export_folder
 from ..dialogs.chat_controls import (
     InstructionsDialog,
     ParametersDialog,
     Shown,
     UsageDialog,
     money,
+    spend_text,
 )
 
 if TYPE_CHECKING:
@@ -62,9 +66,10 @@ def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str
     name (its address when not given), `local` True for a model on this machine (free)."""
     cached = f", {cost.cache_read:,} of them cached" if cost.cache_read else ""
     price = money(cost.cost_usd, cost.priced)
-    if not cost.priced:
-        price = ("free (runs on this computer)" if local
-                 else "unpriced (no known price for this model)")
+    if local:  # whatever litellm thinks of the name, a model on this computer is free
+        price = "free (runs on this computer)"
+    elif not cost.priced:
+        price = "unpriced (no known price for this model)"
     return (f"{cost.input_tokens:,} tokens in{cached} · {cost.output_tokens:,} out · {price}"
             f"\n{name or cost.model}")
 
@@ -267,31 +272,25 @@ class ChatControls(QObject):
             return
         ids = [n.id for n in view.path if n.role == "assistant"]
         costs = await self._chat.spending.reply_costs(ids)
-        total = await self._chat.spending.chat_total(session_id)
+        total = await self._chat.spending.chat_total(session_id, local=self._c.models.is_local)
         if self._c.current_session_id != session_id:
             return
         self.costs = dict(costs)
         if total.requests == 0:
             self.cost_label.setText("")
         else:
-            text = money(total.cost_usd)
-            # requests to a model on this machine cost nothing; only a hosted model with no
-            # known price is "unpriced"
-            free = bool(total.unpriced_models) and all(
-                self._c.models.is_local(m) for m in total.unpriced_models)
+            self.cost_label.setText(spend_text(total.cost_usd, total.requests,
+                                               total.unpriced_requests, total.free_requests))
+            notes = []
+            if total.free_requests:
+                notes.append(f"{total.free_requests} to a model on this computer (free)")
             if total.unpriced_requests:
-                text += (" + unpriced" if total.unpriced_requests < total.requests
-                         and not free else "") if total.cost_usd else ""
-                if total.unpriced_requests == total.requests:
-                    text = "free" if free else "unpriced"
-            self.cost_label.setText(text)
+                notes.append(f"{total.unpriced_requests} to a model with no known price")
             self.cost_label.setToolTip(
                 f"This chat, every branch: {total.requests} request"
                 f"{'s' if total.requests != 1 else ''}, {total.input_tokens:,} tokens in "
                 f"({total.cache_read:,} cached), {total.output_tokens:,} out"
-                + (f"; {total.unpriced_requests} to a model on this computer (free)" if free
-                   else f"; {total.unpriced_requests} to a model with no known price"
-                   if total.unpriced_requests else ""))
+                + "".join(f"; {n}" for n in notes))
         self.costsShown.emit(session_id)
 
     def _estimate(self) -> None:
@@ -307,12 +306,13 @@ class ChatControls(QObject):
         draft = self._c.parts.composer.text()
         est = await self._chat.estimate_next_cost(session_id, draft,
                                                   model=self._c.models.selected())
-        if est.priced:
+        local = self._c.models.is_local(self._c.models.selected())
+        if est.priced and not local:
             text = f"next ≈ {money(est.prompt_usd)}"
             tip = (f"The next request: {est.prompt_tokens:,} tokens at the uncached price "
                    f"{money(est.prompt_usd)}; up to {money(est.ceiling_usd)} with a reply of "
                    f"{est.max_reply_tokens:,} tokens. A cache hit is never assumed.")
-        elif self._c.models.is_local(self._c.models.selected()):
+        elif local:
             text = "next: free"
             tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
                    f"{self._c.models.selected_label()} runs on this computer and costs "
@@ -481,13 +481,23 @@ class ChatControls(QObject):
         if sid is not None:
             self._c.spawn(self._open_parameters(sid), name="parameters")
 
+    async def _reply_cap(self, model: str | None) -> int:
+        """The reply cap a request on `model` is sent with when the chat sets none: the
+        model's own cap, else the share of its window kept for the reply."""
+        cap = self._chat.models.default_reply_cap(model)
+        if cap is not None:
+            return cap
+        endpoint = await self._chat.model_endpoint(model)
+        return endpoint.reply_cap or output_reserve(endpoint.window,
+                                                    self._c.services.engine.config.budget)
+
     async def _open_parameters(self, session_id: str) -> ParametersDialog:
         model = self._c.models.selected()
         caps = await self._chat.capabilities(model, session_id=session_id)
         current = await self._chat.settings.current(session_id)
         dialog = ParametersDialog(self._c.models.label_for(model) if model else "",
                                   current.parameters, Shown.of(caps), parent=self._w,
-                                  default_max_tokens=self._chat.models.default_reply_cap(model))
+                                  default_max_tokens=await self._reply_cap(model))
         dialog.saved.connect(lambda values: self._c.spawn(
             self._save_parameters(session_id, dialog, values), name="save-parameters"))
         self.dialog = dialog
@@ -556,7 +566,6 @@ class ChatControls(QObject):
 
     async def _read_presets(self, path: str) -> None:
         import asyncio
-        from pathlib import Path
 
         try:
             data = await asyncio.to_thread(Path(path).read_bytes)
@@ -579,6 +588,7 @@ class ChatControls(QObject):
         dialog.setFileMode(QFileDialog.FileMode.AnyFile if save
                            else QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilters(filters)
+        dialog.setDirectory(str(export_folder()))
         if name:
             dialog.selectFile(name)
         self.file_dialog = dialog
@@ -605,7 +615,12 @@ class ChatControls(QObject):
     async def write_chat(self, session_id: str, path: str, fmt: str, scope: str) -> str:
         text = await self._exports.chat(session_id, fmt, "all" if scope == "all" else "branch")
         written = await self._exports.write(path, text)
-        self._c.parts.status(f"Exported to {written}")
+        files = await self._exports.files_beside(written, [session_id],
+                                                 all_branches=scope == "all") \
+            if fmt == "md" else ()
+        self._c.parts.status(f"Exported to {written}" + (
+            f", with {len(files)} attached file{'s' if len(files) != 1 else ''} in "
+            f"“{files[0].parent.name}” beside it" if files else ""))
         self.exported.emit(str(written))
         return str(written)
 
@@ -624,6 +639,8 @@ class ChatControls(QObject):
     async def write_all(self, path: str, fmt: str) -> str:
         text = await self._exports.all_chats(fmt)
         written = await self._exports.write(path, text)
+        if fmt == "md":
+            await self._exports.files_beside(written)
         self._c.parts.status(f"Every chat exported to {written}")
         self.exported.emit(str(written))
         return str(written)
@@ -642,9 +659,9 @@ class ChatControls(QObject):
         assert self.usage is not None
         sessions = await self._c.sessions.list()
         titles = {s.id: s.title for s in sessions}
-        for by in ("model", "day", "session"):  # the model rows tell free from unpriced
-            rows = await self._chat.spending.spend(by)
-            self.usage.show_rows(by, rows, titles, local=self._c.models.is_local)
+        for by in ("model", "day", "session"):
+            rows = await self._chat.spending.spend(by, local=self._c.models.is_local)
+            self.usage.show_rows(by, rows, titles, names=self._c.models.label_for)
 
     # --- pinned and favourite chats --------------------------------------------------
 

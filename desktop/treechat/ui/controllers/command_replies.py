@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QTimer
 
 from ...services.recovery import adopt_journals, has_journals
+from ..common.tasks import loop_running
 
 if TYPE_CHECKING:
     from ...core.model import Node
@@ -37,7 +38,7 @@ class CommandReplies(QObject):
         self.timer.start()
 
     def look(self) -> None:
-        if self._busy:
+        if self._busy or not loop_running():
             return
         self._busy = True
         self._c.spawn(self._adopt(), name="command-replies")

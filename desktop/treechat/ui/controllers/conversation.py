@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
@@ -22,7 +22,9 @@ from ...services.sessions import SessionView
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
+from ..shell.outline import LAST_MODEL, LAST_MODEL_LABEL, LAST_SESSION
 from ..shell.parts import WindowParts
+from .artifacts import ArtifactsController
 from .attachments import AttachmentsController
 from .bundled_note import BundledModelNote
 from .dialogs import DialogsController
@@ -32,6 +34,7 @@ from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
 from .session_list import SessionListController
+from .sync import SyncController
 from .turns import TurnController
 
 if TYPE_CHECKING:
@@ -100,6 +103,8 @@ class ConversationController(QObject):
         self.attachments = AttachmentsController(self)  # files in a message
         self.bundled_note = BundledModelNote(self)
         self.mcp = McpController(self)
+        self.sync = SyncController(self)  # in the background, once started
+        self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
         self.backups: BackupsController | None = None  # with the window's menus
         self.beam: BeamController | None = None  # several models at once, with the menus
         parts.composer.commandRequested.connect(self.command)
@@ -116,28 +121,57 @@ class ConversationController(QObject):
     # --- start-up and shutdown -----------------------------------------------------
 
     async def start(self, open_session: str | None = None) -> None:
-        """Fill the list and the model picker; open `open_session` or the last one."""
+        """Fill the list and the model picker; open `open_session` or the last one, unless
+        the user has moved on meanwhile (typed, sent, opened or started a chat): nothing
+        switches the chat under them."""
+        opened, typed = self._open_token, self.parts.composer.text()
+        shown = self.parts.chat.model.view  # the chat the window opened on, if it has one
+
+        def typed_or_sent() -> bool:
+            # typing into the chat the window already shows is typing into that chat
+            return (self.current_view is not None or self.turns.is_running()
+                    or (shown is None and self.parts.composer.text() != typed))
+
+        def moved_on() -> bool:  # (loading a chat moves the token itself)
+            return self._open_token != opened or typed_or_sent()
+
+        target = open_session
+        if target is None and self.prefs is not None:
+            saved = self.prefs.value(LAST_SESSION, "")
+            target = str(saved) if saved else None
         await self.preferences.load_compaction()
         self.drafts = await self.preferences.load_drafts()
         await self.session_list.reload()
-        await self.models.refresh()
-        target = open_session
-        if target is None and self.prefs is not None:
-            saved = self.prefs.value("last_session", "")
-            target = str(saved) if saved else None
-        if target and self.parts.sessions.session(target) is not None:
+        if shown is not None and target is None:
+            target = shown.session.id
+        if target and self.parts.sessions.session(target) is not None and not moved_on():
             self.parts.sessions.select(target)
-            await self.load_session(target)
-        else:
+            saved_new = self.drafts.get("")  # a new chat's unsent text from the last run
+            # the chat first, then the picker's whole list
+            await self.load_session(target, unless=typed_or_sent)
+            if shown is not None and self.current_session_id == target:
+                # what was typed into the chat on screen before the services came was put
+                # aside as a new chat's text when the chat opened: it goes back in the box
+                early = self.drafts.pop("", "")
+                if saved_new is not None:
+                    self.drafts[""] = saved_new
+                if early.strip() and early != saved_new:
+                    self.parts.composer.restore(early)
+        elif not moved_on():
             self.show(None)
             self.parts.composer.set_text(self.drafts.pop("", ""))  # a new chat's unsent text
+        await self.models.refresh()
         # the first code block on screen should not wait for pygments' lexers to be built
         self.spawn(asyncio.to_thread(warm_up_highlighting), name="warm-up-highlighting")
+        self.sync.start()
 
     async def close(self) -> None:
         """Stop turns (their streamed text is kept), save unsent text, cancel the rest."""
         self.models.close()  # connection changes from now on are not shown
         self.mcp.close()  # a tool call asking now is denied
+        await self.sync.close()
+        if self.backups is not None:
+            await self.backups.close()
         self.stash_composer()
         await self.turns.stop_all()
         self.session_list.close()  # the queue's news no longer reaches this window
@@ -147,7 +181,11 @@ class ConversationController(QObject):
         except Exception:  # the store may already be unusable; nothing more to save then
             log.warning("could not save unsent text", exc_info=True)
         if self.prefs is not None:
-            self.prefs.setValue("last_session", self.current_session_id or "")
+            self.prefs.setValue(LAST_SESSION, self.current_session_id or "")
+            model = self.models.selected()
+            if model:  # named in the next start's first frame
+                self.prefs.setValue(LAST_MODEL, model)
+                self.prefs.setValue(LAST_MODEL_LABEL, self.models.label_for(model))
 
     # --- the open session ----------------------------------------------------------
 
@@ -160,9 +198,12 @@ class ConversationController(QObject):
             return
         self.spawn(self.load_session(session_id), name="open-session")
 
-    async def load_session(self, session_id: str) -> None:
+    async def load_session(
+        self, session_id: str, *, unless: Callable[[], bool] | None = None
+    ) -> None:
         """Make `session_id` the open session: from memory at once if it was shown this run
-        (then checked against the store), else from the store."""
+        (then checked against the store), else from the store; not if `unless()` says the
+        user moved on while it was read."""
         self._open_token += 1
         token = self._open_token
         self.parts.chat.hold_background()
@@ -176,7 +217,7 @@ class ConversationController(QObject):
                 self.redraw(fresh)
         else:
             view = await self.sessions.view(session_id)
-            if token != self._open_token:
+            if token != self._open_token or (unless is not None and unless()):
                 return  # the user moved on while this loaded
             self._present(view)
         await self.occupancy.refresh()
@@ -191,7 +232,10 @@ class ConversationController(QObject):
         error = self.last_errors.get(session_id)
         if error is not None:
             self.parts.banner.show_error(error)
-        self.parts.composer.select_model(view.session.model or self.models.default_model())
+        model = view.session.model or self.models.default_model()
+        if not self.models.choices and model:  # the list is still on its way: name it
+            self.parts.composer.name_model(model, self.models.label_for(model))
+        self.parts.composer.select_model(model)
 
     def new_chat(self) -> None:
         """An empty chat: the session is created when its first message is sent."""
@@ -201,7 +245,8 @@ class ConversationController(QObject):
         self.parts.sessions.select(None)
         self.show(None)
         self.parts.composer.set_text(self.drafts.pop("", ""))
-        self.parts.composer.select_model(self.models.next_model or self.models.default_model())
+        self.models.next_model = None  # a new chat starts on the default model (Settings)
+        self.parts.composer.select_model(self.models.default_model())
         self.parts.composer.focus_input()
 
     def stash_composer(self) -> None:

@@ -12,7 +12,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from ...services.bootstrap import SETTINGS_SUMMARIZER
-from ...services.diagnostics import AppInfo, problem_report
+from ...services.diagnostics import (
+    AppInfo,
+    problem_report,
+    report_place,
+    save_report,
+    where_to_report,
+)
 from ...services.import_jobs import ImportJobs
 from ...services.models import CLOUD_PROVIDERS
 from ...services.preferences import ChatPreferences
@@ -61,7 +67,7 @@ class DialogsController:
         dialog = SettingsDialog(
             c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
             tasks=c.tasks, parent=c.parts.window, connections=c.services.connections,
-            mcp=c.services.mcp,
+            mcp=c.services.mcp, sync=c.services.sync,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))
@@ -84,6 +90,8 @@ class DialogsController:
             summarize_trigger=values.summarize_trigger,
             emergency_trigger=values.emergency_trigger,
         )
+        if values.default_model != c.services.models.default_model:
+            c.models.next_model = None  # the new default is what a new chat starts on
         c.preferences.apply(prefs)
         c.themeChosen.emit(values.theme)
         summarizer = values.summarizer
@@ -111,8 +119,7 @@ class DialogsController:
             from ..dialogs.import_chats import ImportDialog
 
             dialog = ImportDialog(self._imports, c.tasks, parent=c.parts.window)
-            dialog.imported.connect(
-                lambda _summary: c.spawn(c.session_list.reload(), name="sessions"))
+            dialog.imported.connect(lambda _summary: self._after_import())
             dialog.openRequested.connect(self._open_imported)
             self._import = dialog
         if not dialog.running:
@@ -150,10 +157,12 @@ class DialogsController:
         c = self._c
 
         async def work() -> None:
-            text = await asyncio.to_thread(problem_report, self.app_info())
+            info = self.app_info()
+            text = await asyncio.to_thread(problem_report, info)
             QGuiApplication.clipboard().setText(text)
-            c.parts.status("Copied a problem report (version, platform, the last log lines, "
-                           "keys removed) to the clipboard: paste it where you report it")
+            saved = await asyncio.to_thread(save_report, info, text)
+            place = await asyncio.to_thread(report_place)
+            c.parts.status(where_to_report(saved, place))
 
         c.spawn(work(), name="problem-report")
 
@@ -194,6 +203,12 @@ class DialogsController:
     @property
     def model_library_dialog(self) -> ModelLibraryDialog | None:
         return self._library
+
+    def _after_import(self) -> None:
+        """The imported chats are shown: an old query in the search box would hide them."""
+        c = self._c
+        c.parts.sessions.search.clear()
+        c.spawn(c.session_list.reload(), name="sessions")
 
     def _open_imported(self, session_id: str) -> None:
         c = self._c

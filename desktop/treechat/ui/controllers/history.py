@@ -204,6 +204,7 @@ class HistoryPanels(QObject):
 
     def _draw(self, view: SessionView | None) -> None:
         if view is None:
+            self._timeline_token += 1  # what another chat's read brings back is dropped
             self.graph.clear()
             self.timeline.set_commit(None)
             self.timeline.set_history(())
@@ -235,19 +236,19 @@ class HistoryPanels(QObject):
         head = view.head if view is not None else None
         if head is not None and is_pending(head):
             return  # the message is not stored yet; the tab catches up when it is
+        self._timeline_token += 1  # a read still on its way for what was shown is dropped
+        token = self._timeline_token
         if view is None or head is None:
             self.timeline.set_commit(None)
             self.timeline.set_history(())
             return
-        self._timeline_token += 1
-        token = self._timeline_token
         c = self.controller
 
         async def work() -> None:
             commit = await c.services.engine.commit_for(view.session.id, head,
                                                         now=c.clock.now())
             history = await self.attach.commit_history(view.session.id, head)
-            if token == self._timeline_token:
+            if token == self._timeline_token and self.session_id == view.session.id:
                 self.timeline.set_commit(commit, frozenset(view.pinned))
                 self.timeline.set_history(history)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QMenu
 
 from ...services.mcp import ApprovalRequest, Decision
+from ..common.announce import announce
 
 if TYPE_CHECKING:
     from ..dialogs.tool_approval import ToolApprovalDialog
@@ -135,7 +136,8 @@ class McpController:
 
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         dialog = ToolApprovalDialog(request, self._chat_title(request.session_id),
-                                    parent=self._c.parts.window)
+                                    parent=self._c.parts.window,
+                                    typing_target=lambda: self._c.parts.composer.input)
 
         def decided(decision: object) -> None:
             if not future.done() and isinstance(decision, Decision):
@@ -143,12 +145,21 @@ class McpController:
 
         dialog.decided.connect(decided)
         self.pending.append(dialog)
-        dialog.show()  # not modal: Stop stays in reach
+        dialog.show()  # not modal, not activated: Stop and the message box stay in reach
         dialog.raise_()
-        dialog.activateWindow()
+        if self._c.current_session_id == request.session_id:
+            self._c.parts.status(
+                f"{request.public_name} waits for your answer: allow it or deny it")
+        # the prompt does not take the focus: a screen reader says it is there
+        announce(dialog, f"The model asks to run {request.tool} from {request.server}. "
+                         "The approval window waits for your answer.")
         try:
             decision = await future
             log.info("%s/%s: %s", request.server, request.tool, decision.value)
+            if self._c.current_session_id == request.session_id:
+                self._c.parts.status(f"Running {request.public_name}…"
+                                     if decision is not Decision.DENY
+                                     else f"{request.public_name} was denied")
             return decision
         finally:
             if dialog in self.pending:

@@ -99,6 +99,13 @@ class ModelsController:
     def selected(self) -> str | None:
         return self._c.parts.composer.current_model()
 
+    async def chosen(self) -> str | None:
+        """The picker's model; when it names none yet (its list is still on its way), the
+        list is read first: no message goes out without a model named."""
+        if self.selected() is None:
+            await self.refresh()
+        return self.selected()
+
     def label_for(self, model: str) -> str:
         """The picker's name for `model` (the id itself when it is not a choice)."""
         for choice in self.choices:

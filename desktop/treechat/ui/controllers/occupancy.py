@@ -99,6 +99,16 @@ class OccupancyController:
         if occ is not None:
             self._by_session[session_id] = occ
 
+    def from_turn(self, occ: Occupancy) -> None:
+        """A running turn's record: shown only when it describes the head on screen. When
+        the person has switched to another version meanwhile, the figure is read again for
+        what they look at, never the other branch's request."""
+        view = self._c.current_view
+        if view is not None and occ.head is not None and occ.head != view.head:
+            self._c.spawn(self.refresh(), name="occupancy")
+            return
+        self.set(occ)
+
     def set(self, occ: Occupancy | None) -> None:
         """The one place the record changes: the ring and the dialog get the same object."""
         c = self._c

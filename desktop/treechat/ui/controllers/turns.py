@@ -28,6 +28,7 @@ from ...services.events import (
 )
 from ...services.message_fit import MessageFit
 from ...services.sessions import SessionView
+from ..common.announce import announce, reply_announcement
 from ..occupancy.format import tokens
 from .store_health import StoreHealth
 
@@ -222,7 +223,7 @@ class TurnController:
         composer gets back if it never starts (the text typed, when that became a file)."""
         c = self._c
         view = c.current_view
-        model = c.models.selected()
+        model = await c.models.chosen()
         try:
             if self._preflight is not None and not await self._preflight(text, model):
                 self._sending = False
@@ -437,7 +438,7 @@ class TurnController:
                 c.redraw(extend_view(view, [node], head))
         elif isinstance(event, OccupancyChanged):
             if current:
-                c.occupancy.set(event.occupancy)
+                c.occupancy.from_turn(event.occupancy)
             else:
                 c.occupancy.remember(session_id, event.occupancy)
         elif isinstance(event, TurnFinished):
@@ -450,8 +451,11 @@ class TurnController:
                 c.redraw(extend_view(view, [event.node],
                                      view.head if away else event.node.id))
                 if event.occupancy is not None:
-                    c.occupancy.set(event.occupancy)
+                    c.occupancy.from_turn(event.occupancy)
                 c.parts.status("Reply stopped" if event.node.interrupted else "")
+                announce(chat, reply_announcement(
+                    c.models.label_for(str(event.node.metadata.get("model") or event.node.name)),
+                    event.node.text, stopped=event.node.interrupted))
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)
 

@@ -3,6 +3,7 @@ wired, the window lets the user in."""
 
 from __future__ import annotations
 
+from ..common.safe_controls import guard_wheel
 from ..shell.main_window import MainWindow
 from .backups import BackupsController
 from .beam import add_beam_controls
@@ -30,4 +31,5 @@ def connect_window_actions(window: MainWindow, c: ConversationController) -> Non
     add_chat_controls(window, c)
     c.backups = BackupsController(window, c)
     c.beam = add_beam_controls(window, c)
+    guard_wheel(window)  # the model picker and every other box: no change by a passing wheel
     window.set_ready(True)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.chat_settings import REASONING_EFFORTS, ChatParameters
+from ..common.safe_controls import guard_wheel
 
 PREFIX_NOTE = (
     "These instructions are the start of every request. Changing them rewrites the cached "
@@ -176,6 +177,7 @@ class ParametersDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
+        guard_wheel(self)  # a passing wheel never changes a parameter
 
     def _row(self, form: QFormLayout, name: str, label: str, editor: QWidget,
              value: object) -> None:
@@ -227,6 +229,34 @@ def money(usd: float, priced: bool = True) -> str:
     return f"${usd:.2f}"
 
 
+def spend_text(cost_usd: float, requests: int, unpriced: int, free: int = 0) -> str:
+    """A group of requests' cost in the one wording every place uses: "free" when all ran on
+    this computer, "unpriced" when none had a known price, else the known sum and how many
+    had none ("$0.12 + 4 unpriced"); free requests add $0."""
+    if requests <= 0:
+        return ""
+    if free >= requests:
+        return "free"
+    if unpriced >= requests - free and cost_usd == 0 and free == 0:
+        return "unpriced"
+    text = money(cost_usd)
+    return f"{text} + {unpriced} unpriced" if unpriced else text
+
+
+def spend_note(free: int, unpriced: int, any_rows: bool) -> str:
+    """The sentence under the usage tables, from the same counts as their cells."""
+    if not any_rows:
+        return "No requests yet."
+    said = (f"{free} request{'s' if free != 1 else ''} to models on this computer cost "
+            "nothing. ") if free else ""
+    if unpriced:
+        said += (f"{unpriced} request{'s' if unpriced != 1 else ''} to models with no known "
+                 "price are counted in tokens only (unpriced).")
+    else:
+        said += f"Every {'other ' if free else ''}request here had a known price."
+    return said
+
+
 USAGE_GROUPS = (("day", "By day"), ("model", "By model"), ("session", "By chat"))
 
 
@@ -252,52 +282,38 @@ class UsageDialog(QDialog):
             self.tabs.addTab(table, label)
         self.note = QLabel("")
         self.note.setWordWrap(True)
-        self._free_requests = 0  # counted by the "model" rows, said by the "day" note
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(self.note)
 
     def show_rows(self, by: str, rows: Sequence[Any],
                   titles: Mapping[str, str] | None = None,
-                  local: Callable[[str], bool] | None = None) -> None:
-        """`local` tells a model on this computer (its requests are free) from a hosted one
-        with no known price; fill "model" before "day" for the note to count them apart."""
+                  names: Callable[[str], str] | None = None) -> None:
+        """Rows whose `free_requests` (models on this computer) are counted apart from their
+        unpriced ones; a model is shown by its display name (`names`), its id in the
+        tooltip. The note under the tables says the same counts as the "day" cells."""
         table = self.tables[by]
         table.setRowCount(len(rows))
-        unpriced = 0
         for i, row in enumerate(rows):
-            label = (titles or {}).get(row.key, row.key) if by == "session" else row.key
-            cost = money(row.cost_usd)
-            free = by == "model" and local is not None and local(row.key)
-            if free and row.unpriced_requests:
-                self._free_requests += row.unpriced_requests
-                cost = "free"
-            elif row.unpriced_requests:
-                unpriced += row.unpriced_requests
-                cost += (f" + {row.unpriced_requests} unpriced"
-                         if row.unpriced_requests < row.requests else "")
-                if row.unpriced_requests == row.requests:
-                    cost = "unpriced"
+            if by == "session":
+                label = (titles or {}).get(row.key, row.label or row.key)
+            elif by == "model" and names is not None:
+                label = names(row.key) or row.key
+            else:
+                label = row.key
+            cost = spend_text(row.cost_usd, row.requests, row.unpriced_requests,
+                              row.free_requests)
             cells = (label, str(row.requests), f"{row.input_tokens:,}", f"{row.cache_read:,}",
                      f"{row.output_tokens:,}", cost)
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                if j == 0 and label != row.key:
+                    item.setToolTip(row.key)
                 if j:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight
                                           | Qt.AlignmentFlag.AlignVCenter)
                 table.setItem(i, j, item)
         table.resizeColumnsToContents()
         if by == "day":
-            n_free = min(self._free_requests, unpriced)
-            unpriced -= n_free
-            said = (f"{n_free} request{'s' if n_free != 1 else ''} to models on this computer "
-                    "cost nothing. ") if n_free else ""
-            if not rows:
-                said = "No requests yet."
-            elif unpriced:
-                said += (f"{unpriced} request{'s' if unpriced != 1 else ''} to models with no "
-                         "known price are counted in tokens only (unpriced).")
-            else:
-                said += f"Every {'other ' if n_free else ''}request here had a known price."
-            self.note.setText(said)
-            self._free_requests = 0
+            self.note.setText(spend_note(sum(r.free_requests for r in rows),
+                                         sum(r.unpriced_requests for r in rows), bool(rows)))

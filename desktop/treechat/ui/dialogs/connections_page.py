@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -39,6 +40,7 @@ from ...services.connections import (
     ConnectionProblem,
     ConnectionStatus,
 )
+from ..common.safe_controls import ask_before, never_default
 
 if TYPE_CHECKING:
     from ...services.connections import ConnectionService
@@ -293,6 +295,7 @@ class ConnectionsPage(QWidget):
         self._connections = connections
         self._tasks = tasks
         self.editor: ConnectionEditor | None = None
+        self.confirmation: QMessageBox | None = None
         intro = QLabel(
             "Servers on this machine (Ollama, LM Studio, llama.cpp) are found on their usual "
             "ports. Add any OpenAI-compatible server by its URL, or a hosted provider with "
@@ -328,7 +331,9 @@ class ConnectionsPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         row = QHBoxLayout()
-        for button in (self.add_button, self.edit_button, self.test_button, self.remove_button):
+        buttons = (self.add_button, self.edit_button, self.test_button, self.remove_button)
+        never_default(buttons)  # Test turns itself off; focus then lands on Remove
+        for button in buttons:
             row.addWidget(button)
         row.addStretch(1)
         layout = QVBoxLayout(self)
@@ -456,9 +461,18 @@ class ConnectionsPage(QWidget):
             self.status.setText(f"{outcome.message}" + (f": {detail}" if detail else ""))
 
     def remove(self) -> None:
+        """Asks first (Cancel is the default); nothing is removed by a stray Enter."""
         ident = self.current_id()
-        if self._saved(ident) is None or ident is None:
+        saved = self._saved(ident)
+        if saved is None or ident is None:
             return
+        self.confirmation = ask_before(
+            self, "Remove connection", f"Remove the connection “{saved.display_label}”?",
+            "Remove", lambda: self._confirmed_remove(ident),
+            detail="Its key leaves the keychain; chats that used it keep their history.")
+
+    def _confirmed_remove(self, ident: str) -> None:
+        self.confirmation = None
         self.remove_button.setEnabled(False)
         self._tasks.spawn(self._remove(ident), name="connection-remove")
 

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.model_library import DownloadStopped, LibraryError, Progress, size_text
+from ..common.safe_controls import guard_wheel, never_default
 
 if TYPE_CHECKING:
     from ...services.model_library import DownloadJob, ModelLibraryService
@@ -153,6 +154,10 @@ class ModelLibraryDialog(QDialog):
         layout.addLayout(buttons)
         if ollama_url is not None:
             layout.addLayout(self._ollama_row())
+        # Enter never cancels, pauses or removes because focus happened to land there (a
+        # button that turns itself off hands the focus to its neighbour)
+        never_default(b for b in self.findChildren(QPushButton) if b is not self.search_button)
+        guard_wheel(self)  # a passing wheel never changes the window size
         self._update_buttons()
 
     def _ollama_row(self) -> QHBoxLayout:
@@ -169,7 +174,16 @@ class ModelLibraryDialog(QDialog):
     # --- the list -----------------------------------------------------------------------------
 
     def refresh(self) -> asyncio.Task[None]:
+        self._tasks.spawn(self._check_hub(), name="model hub")
         return self._tasks.spawn(self._refresh(), name="model library")
+
+    async def _check_hub(self) -> None:
+        """Say at once when the hub cannot be reached: what is on disk is still listed and
+        usable, searching and downloading wait for a network."""
+        problem = await self._library.hub_problem()
+        if problem is not None and not self.status.text():
+            self.status.setText(f"{problem}. The models on this computer are listed and can "
+                                "be used; search and download need the hub.")
 
     async def _refresh(self) -> None:
         recommended = await self._library.recommended()

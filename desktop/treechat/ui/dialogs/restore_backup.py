@@ -61,6 +61,7 @@ class RestoreBackupDialog(QDialog):
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.restore_button = QPushButton("Restore")
+        self.restore_button.setAutoDefault(False)  # Enter never starts a restore
         self.restore_button.setEnabled(False)
         self.restore_button.clicked.connect(self._restore)
         close = QPushButton("Close")

@@ -30,13 +30,16 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.keys import KeyAccess, try_key
+from ..common.safe_controls import guard_wheel
 from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
     from ...services.connections import ConnectionService
     from ...services.mcp import McpService
     from ...services.models import ModelChoice
+    from ...services.sync.service import SyncService
     from .connections_page import ConnectionsPage
+    from .sync_page import SyncPage
     from .tools_page import ToolsPage
 
 PROVIDER_NAMES = {
@@ -93,6 +96,7 @@ class SettingsDialog(QDialog):
         parent: QWidget | None = None,
         connections: ConnectionService | None = None,
         mcp: McpService | None = None,
+        sync: SyncService | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -125,6 +129,12 @@ class SettingsDialog(QDialog):
 
             self.tools_page = ToolsPage(mcp, tasks)
             tabs.addTab(self.tools_page, "Tools")
+        self.sync_page: SyncPage | None = None
+        if sync is not None:
+            from .sync_page import SyncPage
+
+            self.sync_page = SyncPage(sync, tasks)
+            tabs.addTab(self.sync_page, "Sync")
 
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -136,6 +146,7 @@ class SettingsDialog(QDialog):
         layout.setContentsMargins(16, 14, 16, 14)
         layout.addWidget(tabs, 1)
         layout.addWidget(buttons)
+        guard_wheel(self)  # scrolling over a setting never changes it
         if connections is None:
             self._tasks.spawn(self._load_statuses(), name="settings-key-status")
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -35,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from ...tools.mcp.config import ConfigError, ImportResult, ServerConfig
 from ...tools.mcp.runtime import ServerState
+from ..common.safe_controls import ask_before, guard_wheel, never_default
 
 if TYPE_CHECKING:
     from ...services.mcp import McpService
@@ -216,6 +218,9 @@ class ToolsPage(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(scroll)
 
+        never_default(self.findChildren(QPushButton))  # Enter never restarts or removes
+        guard_wheel(self)  # scrolling the page over "Tool calls" does not change it
+        self.confirmation: QMessageBox | None = None
         self._kind_chosen()
         self.refresh()
         self._tasks.spawn(self._load(), name="tools-page")
@@ -351,9 +356,14 @@ class ToolsPage(QWidget):
             self._run(lambda: self._mcp.restart(name))
 
     def _remove(self) -> None:
+        """Asks first (Cancel is the default); nothing is removed by a stray Enter."""
         name = self.selected_name()
-        if name is not None:
-            self._run(lambda: self._mcp.remove(name))
+        if name is None:
+            return
+        self.confirmation = ask_before(
+            self, "Remove server", f"Remove the MCP server “{name}”?", "Remove",
+            lambda: self._run(lambda: self._mcp.remove(name)),
+            detail="Its tools leave every chat; what they returned stays in the history.")
 
     def _tool_changed(self, item: QTreeWidgetItem, column: int) -> None:
         name = self.selected_name()

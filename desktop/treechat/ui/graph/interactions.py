@@ -15,6 +15,7 @@ from PySide6.QtGui import QContextMenuEvent, QDrag, QHelpEvent, QMouseEvent, QPa
 from PySide6.QtWidgets import QApplication, QMenu, QToolTip
 
 from ...core import dag
+from ...core.model import Node
 from .items import label_for, node_kind
 from .mime import node_mime
 
@@ -217,10 +218,9 @@ def preview_html(scene: HistoryScene, node_id: str) -> str:
     kind = node_kind(node)
     graph = scene.graph if node.parent else None
     bits = [ROLE_NAMES.get(kind, node.role)]
-    if node.role == "assistant" and node.name:
-        bits.append(node.name)
-    if node.role == "tool" and node.name:
-        bits.append(node.name)
+    shown = shown_name(node)
+    if shown:
+        bits.append(shown)
     bits.append(time.strftime("%d %b %H:%M", time.localtime(node.created_at)))
     if graph is not None and node.role in ("user", "assistant"):
         n, m = dag.version_of(graph, node_id)
@@ -244,6 +244,21 @@ def preview_html(scene: HistoryScene, node_id: str) -> str:
     head = html.escape(" · ".join(bits))
     mark = f" <i>({html.escape(', '.join(marks))})</i>" if marks else ""
     return f"<p style='white-space:pre-wrap'><b>{head}</b>{mark}<br>{body}</p>"
+
+
+def shown_name(node: Node) -> str:
+    """Who wrote a node as a person reads it: a reply's model by its display name, an MCP
+    tool as "server › tool", never the internal address ("local/smollm2-…")."""
+    meta = node.metadata
+    if node.role == "assistant":
+        label = meta.get("model_label")
+        return str(label) if isinstance(label, str) and label else node.name
+    if node.role == "tool":
+        mcp = meta.get("mcp")
+        if isinstance(mcp, dict) and mcp.get("server") and mcp.get("tool"):
+            return f"{mcp['server']} › {mcp['tool']}"
+        return node.name
+    return ""
 
 
 def cursor_target(scene: HistoryScene, key: int) -> str | None:

@@ -302,7 +302,9 @@ class CommitTimeline(QWidget):
             bits.append(f"merge of {parents} parents")
         attached = commit.attached_sources()
         if attached:
-            bits.append(f"{len(attached)} attached")
+            # branches already in this context, not the chips waiting in the message box
+            n = len(attached)
+            bits.append(f"{n} branch{'es' if n != 1 else ''} attached in this context")
         self.header.setText(" · ".join(bits))
 
     def set_history(self, entries: Sequence[CommitEntry]) -> None:

@@ -69,6 +69,9 @@ class HistoryGraphView(QGraphicsView):
         self.setObjectName("HistoryGraphView")
         self.setAccessibleName("History graph")
         style = style or GraphStyle.from_palette(self.palette())
+        from .accessible import install_graph_accessibility
+
+        install_graph_accessibility()  # a screen reader reads the nodes as a tree's items
         self.graph_scene = HistoryScene(style, self)
         self.setScene(self.graph_scene)
         self.setRenderHints(QPainter.RenderHint.Antialiasing

@@ -145,6 +145,11 @@ def headline(occ: Occupancy) -> str:
 def basis_text(occ: Occupancy) -> str:
     if occ.basis == "measured":
         return "Measured: what the provider counted for the last request on this branch"
+    if occ.reported is not None:
+        return (f"Estimated with the local tokenizer: the server reported only "
+                f"{tokens(occ.reported)} prompt tokens for the last request, fewer than the "
+                "items below need (a server that reuses its cache counts only what it "
+                "processed again)")
     return "Estimated with the local tokenizer (no request measured on this exact branch yet)"
 
 
@@ -198,7 +203,8 @@ def tooltip(occ: Occupancy, pending: int = 0) -> str:
         *([carried] if carried else []),
         f"Basis: {occ.basis}" + (
             f" (calibration ×{occ.calibration:.2f})" if occ.calibration is not None else ""
-        ),
+        ) + (f" (the server reported only {tokens(occ.reported)})"
+             if occ.reported is not None else ""),
         f"Free: {tokens(dict(occ.breakdown).get('free', max(0, occ.window - occ.total_used)))}",
         "Click for the breakdown (/context)",
     ]

@@ -16,6 +16,8 @@ from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow, QWidget
 
 from .outline import (
+    LAST_MODEL,
+    LAST_MODEL_LABEL,
     OUTLINE_KEY,
     SIDEBAR_WIDTH,
     Outline,
@@ -121,6 +123,9 @@ class MainWindow(QMainWindow):
         # The chat view (and the model code behind it) loads on first use: a new window
         # shows the empty state anyway. The banner and the dock wait the same way.
         self.composer: Composer = Composer()
+        if self.prefs is not None:
+            self.composer.name_model(str(self.prefs.value(LAST_MODEL, "") or ""),
+                                     str(self.prefs.value(LAST_MODEL_LABEL, "") or ""))
 
         # Elided, not sized to their text: a long title never widens the window.
         self.title: QLabel = ElidedLabel("New chat")
@@ -403,7 +408,9 @@ class MainWindow(QMainWindow):
     def set_ready(self, ready: bool) -> None:
         self._ready = ready
         self.sessions.setEnabled(ready)
-        self.composer.setEnabled(ready)
+        # The message box takes keys from its first frame on: what is typed while the chats
+        # open is kept (Enter sends once the services are there; until then it stays put).
+        self.composer.setEnabled(True)
         for action in (self.new_chat_action, self.import_action, self.local_models_action,
                        self.settings_action,
                        self.stop_action,
@@ -413,8 +420,8 @@ class MainWindow(QMainWindow):
             action.setEnabled(ready)
         if ready:
             self.empty_title.setText("What shall we talk about?")
-            # the first thing a person does is type: the message box has the keyboard
-            self.composer.focus_input()
+        # the first thing a person does is type: the message box has the keyboard
+        self.composer.focus_input()
 
     def show_store_error(self, message: str) -> None:
         """The store could not be opened: say why, keep the window usable for reading it."""
@@ -428,6 +435,14 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(busy)
 
     # --- showing -------------------------------------------------------------------
+
+    def show_first_view(self, view: SessionView) -> None:
+        """The chat the window opens on, shown as soon as the store has read it (before the
+        services are built); the controller takes it over when it starts."""
+        self.sessions.select(view.session.id)
+        self.show_view(view)
+        if view.path:
+            self.ensure_chat_view().set_view(view)
 
     def show_view(self, view: SessionView | None) -> None:
         if view is None:

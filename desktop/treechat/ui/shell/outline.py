@@ -26,6 +26,11 @@ Box = tuple[int, int, int, int]  # x, y, width, height in window coordinates
 
 OUTLINE_KEY = "window/outline"  # in the window's settings, saved with its geometry
 LAST_SCHEME = "theme/dark"  # whether the scheme the window last settled on was dark
+# the model the picker showed when the window last closed, named in the next start's first
+# frame, before the services can list the models
+LAST_MODEL = "model/last"
+LAST_SESSION = "last_session"  # the chat the window was on when it closed
+LAST_MODEL_LABEL = "model/last_label"
 SIDEBAR_WIDTH = 270
 MENU_HEIGHT = 21
 STATUS_HEIGHT = 20

@@ -209,3 +209,31 @@ def test_messages_made_only_of_tool_blocks_become_a_call_and_its_tool_node() -> 
     assert by_id["b4"].parent_source_id == "b2" and by_id["b5-retry"].parent_source_id == "b2"
     assert conv.head_source_id == "b5-retry" and conv.branches == 2
     assert by_id["b5-retry"].metadata["reasoning"] == "Just report the tool's answer."
+
+
+PAGE = '<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Hello</h1>\n  </body>\n</html>'
+
+
+def test_ant_thinking_is_the_reasoning_and_an_artifact_is_a_titled_card() -> None:
+    reply = (
+        "<antThinking>A small page fits; I will write it as an artifact.</antThinking>\n"
+        "Here is the page:\n\n"
+        '<antArtifact identifier="hello-page" type="text/html" title="Hello page">\n'
+        f"{PAGE}\n</antArtifact>\n\nOpen it in a browser."
+    )
+    data = [{"uuid": "c1", "name": "Page", "created_at": "2024-03-01T10:00:00Z",
+             "chat_messages": [msg("m1", "human", "Write a page", "2024-03-01T10:00:01Z"),
+                               msg("m2", "assistant", reply, "2024-03-01T10:00:02Z",
+                                   parent="m1")]}]
+    (conv,) = claude.parse(data).conversations
+    answer = {n.source_id: n for n in conv.nodes}["m2"]
+    assert "antThinking" not in answer.output and "antArtifact" not in answer.output
+    assert answer.metadata["reasoning"] == (
+        "A small page fits; I will write it as an artifact.")
+    assert answer.output.startswith("Here is the page:\n\n**Hello page** · HTML page\n\n")
+    assert f"```html\n{PAGE}\n```" in answer.output  # its line breaks kept, fenced
+    assert answer.output.endswith("Open it in a browser.")
+    (artifact,) = answer.metadata["artifacts"]
+    assert (artifact["title"], artifact["type"], artifact["language"]) == (
+        "Hello page", "text/html", "html")
+    assert artifact["content"].strip() == PAGE

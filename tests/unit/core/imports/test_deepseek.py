@@ -59,3 +59,54 @@ def test_chatgpt_shaped_mapping_is_not_taken_for_deepseek() -> None:
             "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["hi"]}}}}}]
     assert detect_format(chatgpt_like) == "chatgpt"
     assert detect_format(fixture()) == "deepseek"
+
+
+def api_message(mid: int, parent: int | None, role: str, at: float, **fields: Any
+                ) -> dict[str, Any]:
+    return {"message_id": mid, "parent_id": parent, "model": "", "role": role,
+            "thinking_enabled": False, "ban_edit": False, "ban_regenerate": False,
+            "status": "FINISHED", "accumulated_token_usage": 10, "files": [], "tips": [],
+            "inserted_at": at, "search_enabled": False, "search_status": None,
+            "search_results": None, **fields}
+
+
+def api_history() -> dict[str, Any]:
+    """The chat as DeepSeek's web app gets it from its API: a retry of the first answer
+    (two replies to message 1), the user went on from the first reply."""
+    return {"code": 0, "msg": "", "data": {"biz_code": 0, "biz_msg": "", "biz_data": {
+        "chat_session": {"id": "sess-9", "seq_id": 9, "agent": "chat", "title": "Primes",
+                         "title_type": "SYSTEM", "version": 6, "current_message_id": 4,
+                         "inserted_at": 1738000000.5, "updated_at": 1738000400.25},
+        "chat_messages": [
+            api_message(1, None, "USER", 1738000001.0, content="Is 91 prime?",
+                        fragments=[{"id": 1, "type": "REQUEST", "content": "Is 91 prime?"}]),
+            api_message(2, 1, "ASSISTANT", 1738000010.0, content="No: 7 × 13.",
+                        fragments=[{"id": 1, "type": "THINK", "content": "91 = 7 * 13",
+                                    "elapsed_secs": 2.1},
+                                   {"id": 2, "type": "RESPONSE", "content": "No: 7 × 13."}]),
+            api_message(3, 1, "ASSISTANT", 1738000200.0, content="91 is 7 times 13.",
+                        thinking_content="check small primes"),
+            api_message(4, 2, "USER", 1738000300.0, content="And 97?"),
+        ],
+    }}}
+
+
+def test_the_api_history_imports_whole_on_the_branch_the_user_was_on() -> None:
+    from treechat.core.imports.detect import detect_format, parse_export
+
+    data = api_history()
+    assert detect_format(data) == "deepseek"
+    parsed = parse_export(data)
+    assert parsed.skipped == ()
+    (conv,) = parsed.conversations
+    assert conv.title == "Primes" and conv.branches == 2
+    by_id = {n.source_id: n for n in conv.nodes}
+    assert set(by_id) == {"1", "2", "3", "4"}
+    assert [by_id[k].role for k in "1234"] == ["user", "assistant", "assistant", "user"]
+    assert by_id["2"].parent_source_id == by_id["3"].parent_source_id == "1"
+    assert by_id["2"].output == "No: 7 × 13." and by_id["2"].metadata["reasoning"] == (
+        "91 = 7 * 13")
+    assert by_id["3"].metadata["reasoning"] == "check small primes"  # older messages
+    assert by_id["4"].output == "And 97?" and by_id["4"].parent_source_id == "2"
+    assert conv.head_source_id == "4"  # current_message_id, not the newer retry
+    assert conv.created_at == 1738000000.5

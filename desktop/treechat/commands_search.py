@@ -1,0 +1,152 @@
+"""`treechat search` (every chat and branch, by words and meaning) and `treechat knowledge`
+(folders and files searched the same way, cited by file, page and line)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("search", help="search every chat and branch by words and meaning")
+    p.add_argument("query")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--session", help="only this session (id or unique prefix)")
+    p = sub.add_parser("knowledge", help="folders and files searched by words and meaning")
+    actions = p.add_subparsers(dest="knowledge_action", metavar="ACTION", required=True)
+    q = actions.add_parser("add", help="add folders or files to a knowledge base and index them")
+    q.add_argument("name")
+    q.add_argument("paths", nargs="+", metavar="PATH")
+    actions.add_parser("list", help="the knowledge bases, their paths, files and passages")
+    q = actions.add_parser("remove", help="forget a knowledge base (its files are untouched)")
+    q.add_argument("name")
+    q = actions.add_parser("reindex", help="bring a base up to date with its files")
+    q.add_argument("name")
+    q = actions.add_parser("use", help="the knowledge bases a chat's model may search "
+                           "(none: stop using any)")
+    q.add_argument("session", help="the chat: id, unique id prefix or title")
+    q.add_argument("names", nargs="*", metavar="NAME")
+    q = actions.add_parser("search", help="search one knowledge base")
+    q.add_argument("name")
+    q.add_argument("query")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--limit", type=int, default=5)
+    for action in actions.choices.values():
+        action.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _limit(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise LookupError("--limit must be at least 1")
+    return int(args.limit)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .commands import open_store
+    from .services.retrieval.engine import RetrievalEngine
+    from .store.fulltext import QueryError
+
+    limit = _limit(args)
+    with open_store(args) as store:
+        session = None
+        if args.session:
+            found = store.call(lambda r: r.find_session(args.session))
+            if found is None:
+                raise LookupError(f"no session {args.session!r}")
+            session = found.id
+        engine = RetrievalEngine(store)
+        try:
+            hits = asyncio.run(engine.search(args.query, limit=limit, session_id=session))
+        except QueryError:
+            print("treechat: the query has no words to search for", file=sys.stderr)
+            return 2
+    rows = [{"session": h.session_id, "node": h.node_id, "role": h.role, "offset": h.offset,
+             "passage": h.text, "score": round(h.score, 6)} for h in hits]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no match")
+    for r in rows:
+        text = " ".join(str(r["passage"]).split())
+        print(f"{r['session']}  {r['node']}  {r['role']:<9}  {text[:160]}")
+    return 0
+
+
+def _progress(p: Any) -> None:
+    if sys.stderr.isatty() or p.done == p.total:
+        print(f"\rindexed {p.done}/{p.total} files, {p.files_per_s:.1f} files/s, "
+              f"{p.seconds_left:.0f} s left", end="\n" if p.done == p.total else "",
+              file=sys.stderr, flush=True)
+
+
+def cmd_knowledge(args: argparse.Namespace) -> int:
+    from .commands import open_store
+    from .services.retrieval.knowledge import KnowledgeError, KnowledgeService
+    from .store.fulltext import QueryError
+
+    with open_store(args) as store:
+        service = KnowledgeService(store)
+        action = args.knowledge_action
+        try:
+            return asyncio.run(_knowledge(service, action, args))
+        except (KnowledgeError, QueryError) as exc:
+            print(f"treechat: {exc}", file=sys.stderr)
+            return 2
+
+
+async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int:
+    from .services.retrieval.knowledge import KnowledgeError
+
+    if action == "add":
+        paths = await service.add(args.name, args.paths)
+        report = await service.reindex(args.name, _progress)
+        print(f"{args.name}: {len(paths)} path(s), {report.files} file(s), "
+              f"{report.read} read in {report.seconds:.1f} s")
+        for line in report.skipped:
+            print(f"  skipped {line}", file=sys.stderr)
+        return 0
+    if action == "reindex":
+        report = await service.reindex(args.name, _progress)
+        print(f"{args.name}: {report.files} file(s), {report.read} read, "
+              f"{report.removed} removed, {report.seconds:.1f} s")
+        return 0
+    if action == "remove":
+        await service.remove(args.name)
+        print(f"removed {args.name}")
+        return 0
+    if action == "use":
+        found = await service.store.run(lambda r: r.find_session(args.session))
+        if found is None:
+            raise KnowledgeError(f"no session {args.session!r}")
+        await service.use_in_session(found.id, args.names)
+        print(f"{found.id}: " + (", ".join(args.names) or "no knowledge"))
+        return 0
+    if action == "list":
+        bases = await service.bases()
+        stats = await service.stats()
+        if not bases:
+            print("no knowledge bases; add one with `treechat knowledge add NAME PATH...`")
+        for name, paths in sorted(bases.items()):
+            files, passages = stats.get(name, (0, 0))
+            print(f"{name}: {files} file(s), {passages} passage(s)")
+            for p in paths:
+                print(f"  {p}")
+        return 0
+    hits = await service.search([args.name], args.query, limit=_limit(args))
+    if args.json:
+        print(json.dumps([{"file": h.path, "page": h.page, "line": h.line, "passage": h.text,
+                           "score": round(h.score, 6)} for h in hits], indent=2))
+        return 0
+    if not hits:
+        print("no match")
+    for h in hits:
+        print(f"{h.citation}\n  {' '.join(h.text.split())[:200]}")
+    return 0
+
+
+COMMANDS = {"search": cmd_search, "knowledge": cmd_knowledge}

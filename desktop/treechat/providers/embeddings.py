@@ -1,0 +1,91 @@
+"""Embedders: text -> unit vectors for the semantic index.
+
+The offline default is WordLlama (`wordllama` on PyPI ships its 16 MB of weights and its
+tokenizer, so it needs no download): a static token-embedding model, ~0.5 s to load and a few
+thousand passages a second on one core. Its loader looks for the tokenizer under
+`<cache_dir>/tokenizers/`, so the cache is pointed at the package's own folder, where both
+files are, and downloads are disabled: a missing file is an error, never a network call.
+
+Loading is lazy (the first `embed`), under a lock, and is the caller's to keep off the GUI
+thread (the retrieval engine calls it from a worker).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Characters of a passage the embedder reads: WordLlama averages token vectors, so a long
+# passage's meaning is its beginning's as much as its end's; this caps the tokenizer's work.
+EMBED_CHARS = 2000
+
+
+class Embedder(Protocol):
+    """What the semantic index needs of a model: a stable name (vectors of another name are
+    re-embedded), the vectors' size and the embedding itself (rows of unit length)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]: ...
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model could not be loaded (a damaged install)."""
+
+
+class WordLlamaEmbedder:
+    """The offline default: WordLlama l2_supercat, 256 dimensions."""
+
+    def __init__(self, config: str = "l2_supercat", dim: int = 256) -> None:
+        self._config = config
+        self._dim = dim
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"wordllama/{self._config}-{self._dim}"
+
+    @property
+    def ndim(self) -> int:
+        return self._dim
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the weights now (the first `embed` does it otherwise)."""
+        with self._lock:
+            if self._model is not None:
+                return
+            try:
+                import wordllama
+                from wordllama import WordLlama
+            except ImportError as exc:  # pragma: no cover - a broken install
+                raise EmbedderUnavailable(f"wordllama is not installed: {exc}") from exc
+            here = Path(wordllama.__file__).parent
+            try:
+                self._model = WordLlama.load(config=self._config, dim=self._dim,
+                                             cache_dir=here, disable_download=True)
+            except (OSError, ValueError) as exc:
+                raise EmbedderUnavailable(f"could not load the embedding model: {exc}") from exc
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        import numpy as np
+
+        if self._model is None:
+            self.load()
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vectors = self._model.embed([t[:EMBED_CHARS] for t in texts], norm=True)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self._dim)

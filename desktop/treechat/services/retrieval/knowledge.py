@@ -1,0 +1,266 @@
+"""Knowledge bases: named sets of folders and files whose text is searched like the chats, by
+words and by meaning, each passage cited by file, page and line. Which paths make a base is
+kept in the store's settings (and which bases a chat uses); the passages are derived data in
+the knowledge index and vectors beside the store, brought up to date incrementally: a file
+whose size and modification time are unchanged is not read again, a removed file's passages
+go, a changed file's are replaced.
+
+Every file is read, cut and embedded on worker threads; the event loop only hands work out
+and reports progress (files done, files/s, time left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...core.fusion import Ranking, fuse
+from ...providers.embeddings import Embedder
+from ...store.database import Store
+from ...store.fulltext import QueryError, any_terms_query, terms_of
+from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
+from ...store.vectors import VectorIndex
+from .engine import CANDIDATES, covering, default_embedder
+from .extract import ExtractError, file_passages
+from .units import best_per_passage, embed_passages, unit_keys
+
+BASES_SETTING = "knowledge.bases"
+SESSION_SETTING = "knowledge.session."
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+TEXT_SUFFIXES = frozenset({
+    ".txt", ".md", ".markdown", ".rst", ".org", ".tex", ".csv", ".tsv", ".json", ".yaml",
+    ".yml", ".toml", ".ini", ".cfg", ".conf", ".log", ".xml", ".html", ".htm", ".xhtml", ".pdf",
+    ".py", ".js", ".ts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp", ".hpp", ".rs", ".go",
+    ".java", ".kt", ".swift", ".rb", ".php", ".cs", ".sh", ".bash", ".zsh", ".sql", ".lua",
+    ".r", ".m", ".scala", ".hs", ".ex", ".exs", ".erl", ".clj", ".css", ".scss", ".vue",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class IndexProgress:
+    done: int
+    total: int
+    elapsed: float
+    path: str
+
+    @property
+    def files_per_s(self) -> float:
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def seconds_left(self) -> float:
+        rate = self.files_per_s
+        return (self.total - self.done) / rate if rate > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    name: str
+    files: int  # files the base holds now
+    read: int  # files read this time (new or changed)
+    removed: int
+    skipped: tuple[str, ...]  # files that could not be read, with why
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeHit:
+    base: str
+    path: str
+    page: int
+    line: int
+    text: str
+    score: float
+
+    @property
+    def citation(self) -> str:
+        where = f", page {self.page}" if self.page else ""
+        return f"{self.path}{where}, line {self.line}"
+
+
+def cited(hits: Sequence[KnowledgeHit], query: str) -> str:
+    """What `search_knowledge` gives the model: each passage under its citation."""
+    if not hits:
+        return f"No passage of the chat's knowledge matches {query[:200]!r}."
+    out = [f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:"]
+    for h in hits:
+        out.append(f"--- [{h.citation}] ---\n{h.text.strip()}")
+    return "\n\n".join(out)
+
+
+class KnowledgeError(ValueError):
+    """A bad name or path (one line, for the user)."""
+
+
+def walk(paths: Sequence[str]) -> Iterator[Path]:
+    """The files of these paths: a file as it is, a folder's text files under it (hidden
+    folders and tool folders left out), sorted."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            yield path
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                if Path(name).suffix.lower() in TEXT_SUFFIXES and not name.startswith("."):
+                    yield Path(root) / name
+
+
+class KnowledgeService:
+    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        self._index: KnowledgeIndex | None = None
+        self._vectors: VectorIndex | None = None
+
+    def _open(self) -> tuple[KnowledgeIndex, VectorIndex]:
+        if self._index is None or self._vectors is None:
+            base = knowledge_path(Path(self.store.path))
+            self._index = KnowledgeIndex(base)
+            self._vectors = VectorIndex(base.with_name(base.name + ".usearch"),
+                                        ndim=self.embedder.ndim, model=self.embedder.name)
+            if len(self._vectors) == 0 and self._index.bases():
+                # vectors lost or of another model: every file is read again
+                for name in list(self._index.bases()):
+                    self._index.drop_base(name)
+        return self._index, self._vectors
+
+    async def _both(self) -> tuple[KnowledgeIndex, VectorIndex]:
+        return await asyncio.to_thread(self._open)
+
+    # --- bases -------------------------------------------------------------------------
+
+    async def bases(self) -> dict[str, list[str]]:
+        found = await self.store.run(lambda r: r.get_setting(BASES_SETTING, {}))
+        return {str(k): [str(p) for p in v] for k, v in dict(found or {}).items()}
+
+    async def add(self, name: str, paths: Sequence[str]) -> list[str]:
+        """Add paths to the base `name` (made if new). Returns the base's paths."""
+        name = name.strip()
+        if not name:
+            raise KnowledgeError("a knowledge base needs a name")
+        resolved: list[str] = []
+        for p in paths:
+            path = Path(p).expanduser()
+            if not path.exists():
+                raise KnowledgeError(f"no such file or folder: {p}")
+            resolved.append(str(path.resolve()))
+        bases = await self.bases()
+        bases[name] = sorted(set(bases.get(name, [])) | set(resolved))
+        await self.store.run(lambda r: r.set_setting(BASES_SETTING, bases))
+        return bases[name]
+
+    async def remove(self, name: str) -> None:
+        bases = await self.bases()
+        if name not in bases:
+            raise KnowledgeError(f"no knowledge base named {name!r}")
+        del bases[name]
+        await self.store.run(lambda r: r.set_setting(BASES_SETTING, bases))
+        index, vectors = await self._both()
+        dropped = await asyncio.to_thread(index.drop_base, name)
+        await asyncio.to_thread(vectors.remove, unit_keys(dropped))
+        await asyncio.to_thread(vectors.save)
+
+    async def stats(self) -> dict[str, tuple[int, int]]:
+        index, _ = await self._both()
+        return await asyncio.to_thread(index.bases)
+
+    async def for_session(self, session_id: str) -> list[str]:
+        found = await self.store.run(lambda r: r.get_setting(SESSION_SETTING + session_id, []))
+        return [str(x) for x in found or []]
+
+    async def use_in_session(self, session_id: str, names: Sequence[str]) -> None:
+        known = await self.bases()
+        for n in names:
+            if n not in known:
+                raise KnowledgeError(f"no knowledge base named {n!r}")
+        await self.store.run(lambda r: r.set_setting(SESSION_SETTING + session_id, list(names)))
+
+    # --- indexing ----------------------------------------------------------------------
+
+    async def reindex(self, name: str,
+                      progress: Callable[[IndexProgress], None] | None = None) -> IndexReport:
+        """Bring the base's passages up to date with its files."""
+        bases = await self.bases()
+        if name not in bases:
+            raise KnowledgeError(f"no knowledge base named {name!r}")
+        index, vectors = await self._both()
+        started = time.monotonic()
+        files = await asyncio.to_thread(lambda: list(walk(bases[name])))
+        known = await asyncio.to_thread(index.files, name)
+        seen: set[str] = set()
+        skipped: list[str] = []
+        read = 0
+        for n, path in enumerate(files, start=1):
+            key = str(path)
+            seen.add(key)
+            try:
+                st = path.stat()
+                rec = known.get(key)
+                if rec is None or rec.mtime != st.st_mtime or rec.size != st.st_size:
+                    await asyncio.to_thread(self._index_file, index, vectors, name, path,
+                                            st.st_mtime, st.st_size)
+                    read += 1
+            except (OSError, ExtractError) as exc:
+                skipped.append(f"{path}: {exc}")
+            if progress is not None:
+                progress(IndexProgress(n, len(files), time.monotonic() - started, key))
+        gone = [p for p in known if p not in seen]
+        for p in gone:
+            dropped = await asyncio.to_thread(index.drop_file, name, p)
+            await asyncio.to_thread(vectors.remove, unit_keys(dropped))
+        await asyncio.to_thread(vectors.save)
+        return IndexReport(name, len(seen) - len(skipped), read, len(gone), tuple(skipped),
+                           time.monotonic() - started)
+
+    def _index_file(self, index: KnowledgeIndex, vectors: VectorIndex, name: str, path: Path,
+                    mtime: float, size: int) -> None:
+        passages = file_passages(path)
+        old, ids = index.put_file(name, str(path), mtime, size, passages)
+        keys, embedded = embed_passages(
+            self.embedder, [(i, t) for i, (_, _, t) in zip(ids, passages, strict=True)])
+        vectors.remove(unit_keys(old))
+        vectors.add(keys, embedded)
+
+    # --- searching ---------------------------------------------------------------------
+
+    async def search(self, names: Sequence[str], query: str, *,
+                     limit: int = 5) -> list[KnowledgeHit]:
+        """The best passages of these bases for `query`, by words and meaning fused."""
+        if not terms_of(query):
+            raise QueryError("nothing to search for")
+        bases = await self.bases()
+        for n in names:
+            if n not in bases:
+                raise KnowledgeError(f"no knowledge base named {n!r}")
+        index, vectors = await self._both()
+        qvec = (await asyncio.to_thread(self.embedder.embed, [query]))[0]
+        try:
+            fts: str | None = any_terms_query(query)
+        except QueryError:
+            fts = None
+
+        def find() -> tuple[list[KnowledgePassage], list[tuple[int, float]]]:
+            words = index.search(fts, list(names), CANDIDATES) if fts else []
+            keys = unit_keys(index.rowids(names))
+            return words, best_per_passage(vectors.score(qvec, keys))[:CANDIDATES]
+
+        words, semantic = await asyncio.to_thread(find)
+        by_row = {p.rowid: p for p in words}
+        lexical, share = covering(query, words)
+        fused = fuse([Ranking(lexical, 1.0, share), Ranking([k for k, _ in semantic])])
+        top = fused[:limit]
+        missing = [(k, s) for k, s in top if k not in by_row]
+        for p in await asyncio.to_thread(index.passages_of, missing):
+            by_row[p.rowid] = p
+        out = []
+        for k, s in top:
+            hit = by_row.get(k)
+            if hit is not None:
+                out.append(KnowledgeHit(hit.base, hit.path, hit.page, hit.line, hit.text, s))
+        return out

@@ -1,0 +1,401 @@
+"""Retrieval, asked in other words than the text: the hybrid engine (FTS5 + WordLlama embeddings
+in usearch, fused) against the lexical index alone (FTS5 BM25 over the same passages), side by
+side, on the same data.
+
+- Facts from `tests/data/retrieval/paraphrases.json` (written for this purpose, checked to share
+  no content word between fact and question) are planted in a folder of 1,000 mixed files
+  (Markdown, text, HTML, Python) and in chats among filler turns, and inside long tool results.
+  Filler is the running interpreter's standard library: its docstrings and sources.
+- A hit is the fact's own passage (chats: its node) among the first five results.
+- Indexing the folder is timed (files/s) while a ticker on the same event loop measures the
+  longest stall the window would see; the same ticker idle is the baseline.
+- Search at one million passages: a real store of a million messages, its full-text index,
+  and a million vectors in the engine's vector index, searched through `RetrievalEngine.search`.
+  The vectors are built from real WordLlama embeddings of the corpus's sentences (a passage of
+  two sentences gets the normalized mean of theirs, close to what the model gives the pair):
+  embedding a million passages one by one would take this shared machine most of an hour and
+  measures the embedder, which `index_files_per_s` already does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.support.context_sim import stdlib_corpus
+
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
+from treechat.services.retrieval.engine import RetrievalEngine, default_embedder
+from treechat.services.retrieval.knowledge import KnowledgeService
+from treechat.store.database import Store
+from treechat.store.fulltext import any_terms_query
+from treechat.store.knowledge import KnowledgeIndex
+from treechat.store.repository import NODE_COLUMNS, bulk_insert
+
+pytestmark = pytest.mark.bench
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "retrieval" / "paraphrases.json"
+RESULTS = Path(__file__).resolve().parents[2] / "build" / "bench" / "retrieval.json"
+FILES = 1000
+CHATS = 120
+TOP = 5
+MILLION = 1_000_000
+QUERIES_1M = 60
+
+
+def facts() -> list[dict[str, str]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8")))
+
+
+def merge_report(bench_report: Callable[..., Path], figures: dict[str, float],
+                 rows: list[list[object]]) -> None:
+    """Both tests write retrieval.json: each keeps the other's figures."""
+    old: dict[str, float] = {}
+    if RESULTS.exists():
+        old = json.loads(RESULTS.read_text())
+    bench_report("retrieval", {**old, **figures}, rows, ["figure", "hybrid", "lexical only"])
+
+
+# --- the folder of notes ---------------------------------------------------------------------
+
+
+def write_folder(root: Path, rng: random.Random) -> dict[int, Path]:
+    """1,000 mixed files; fact i is a paragraph of one note among filler paragraphs."""
+    corpus = stdlib_corpus()
+    paras = corpus.paragraphs
+    where: dict[int, Path] = {}
+    planted = facts()
+    slots = rng.sample(range(FILES), len(planted))
+    for n in range(FILES):
+        kind = n % 4
+        body = rng.sample(paras, 6)
+        fact_no = slots.index(n) if n in slots else None
+        if fact_no is not None:
+            body.insert(rng.randrange(len(body) + 1), planted[fact_no]["fact"])
+        if kind == 0:
+            path = root / f"notes/n{n:04d}.md"
+            text = f"# Note {n}\n\n" + "\n\n".join(body) + "\n"
+        elif kind == 1:
+            path = root / f"text/t{n:04d}.txt"
+            text = "\n\n".join(body) + "\n"
+        elif kind == 2:
+            path = root / f"web/p{n:04d}.html"
+            text = ("<html><head><style>p{}</style></head><body>"
+                    + "".join(f"<p>{b}</p>" for b in body) + "</body></html>")
+        else:
+            name, source = corpus.files[n % len(corpus.files)]
+            path = root / f"code/c{n:04d}_{name}"
+            lines = source.splitlines()[:300]
+            if fact_no is not None:
+                lines.insert(len(lines) // 2, "")
+                lines.insert(len(lines) // 2, "# " + planted[fact_no]["fact"])
+                lines.insert(len(lines) // 2, "")
+            text = "\n".join(lines) + "\n"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if fact_no is not None:
+            where[fact_no] = path
+    return where
+
+
+async def index_with_ticker(service: KnowledgeService) -> tuple[float, float]:
+    """(seconds to index, longest event-loop stall in ms) while indexing the base."""
+    stalls: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        while not done.is_set():
+            t = time.perf_counter()
+            await asyncio.sleep(0.005)
+            stalls.append((time.perf_counter() - t - 0.005) * 1000)
+
+    ticker = asyncio.create_task(tick())
+    started = time.perf_counter()
+    await service.reindex("bench")
+    seconds = time.perf_counter() - started
+    done.set()
+    await ticker
+    return seconds, max(stalls)
+
+
+async def idle_stall(seconds: float) -> float:
+    stalls: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        await asyncio.sleep(0.005)
+        stalls.append((time.perf_counter() - t - 0.005) * 1000)
+    return max(stalls)
+
+
+def lexical_files_per_s(root: Path, tmp: Path) -> float:
+    """The baseline: the same files read, cut and put in the full-text index, no embedding."""
+    from treechat.services.retrieval.extract import file_passages
+    from treechat.services.retrieval.knowledge import walk
+
+    index = KnowledgeIndex(tmp / "lexical.sqlite")
+    started = time.perf_counter()
+    files = list(walk([str(root)]))
+    for path in files:
+        st = path.stat()
+        index.put_file("lex", str(path), st.st_mtime, st.st_size, file_passages(path))
+    seconds = time.perf_counter() - started
+    index.close()
+    return len(files) / seconds
+
+
+# --- chats -----------------------------------------------------------------------------------
+
+
+def build_chats(store: Store, rng: random.Random) -> tuple[dict[int, str], dict[int, str]]:
+    """Chats of filler turns; fact i said once by the user in one chat (node id returned) and
+    once inside a long tool result in another (node id returned)."""
+    corpus = stdlib_corpus()
+    planted = facts()
+    said = dict(zip(range(len(planted)), rng.sample(range(CHATS * 10), len(planted)),
+                    strict=True))
+    in_tool = dict(zip(range(len(planted)), rng.sample(range(CHATS * 10), len(planted)),
+                       strict=True))
+    said_at = {v: k for k, v in said.items()}
+    tool_at = {v: k for k, v in in_tool.items()}
+    store.call(lambda r: r.create_sessions(
+        [Session(f"c{k:03d}", f"Chat {k}", None, "m", 1.0) for k in range(CHATS)]))
+    user_nodes: dict[int, str] = {}
+    tool_nodes: dict[int, str] = {}
+    slot = 0
+    for k in range(CHATS):
+        sid = f"c{k:03d}"
+        parent: str | None = None
+        nodes: list[Node] = []
+        for j in range(10):
+            text = " ".join(rng.sample(corpus.sentences, 2))
+            if slot in said_at:
+                text = planted[said_at[slot]]["fact"] + " " + text
+                user_nodes[said_at[slot]] = f"{sid}u{j}"
+            nodes.append(Node(f"{sid}u{j}", 0, 1.0, sid, "user", output=text,
+                              predecessor=parent))
+            reply = rng.choice(corpus.paragraphs)
+            nodes.append(Node(f"{sid}a{j}", 0, 1.0, sid, "assistant", output=reply,
+                              predecessor=f"{sid}u{j}"))
+            parent = f"{sid}a{j}"
+            if slot in tool_at:
+                _, source = corpus.files[slot % len(corpus.files)]
+                lines = source.splitlines()[:600]
+                lines.insert(len(lines) // 2, "")
+                lines.insert(len(lines) // 2, "# " + planted[tool_at[slot]]["fact"])
+                lines.insert(len(lines) // 2, "")
+                nodes.append(Node(f"{sid}t{j}", 0, 1.0, sid, "tool", name="read_file",
+                                  output="\n".join(lines), predecessor=parent))
+                tool_nodes[tool_at[slot]] = f"{sid}t{j}"
+                parent = f"{sid}t{j}"
+            slot += 1
+        head = parent or ""
+        store.call(lambda r, ns=tuple(nodes), s=sid, h=head: r.apply_change(
+            s, Change(ns, h), 1.0))
+    return user_nodes, tool_nodes
+
+
+def rss_mb(code: str) -> float:
+    """Resident memory a snippet adds to a fresh interpreter, in MB."""
+    script = ("import psutil, os; p = psutil.Process(); before = p.memory_info().rss\n"
+              + code + "\nprint((p.memory_info().rss - before) / 1e6)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=None)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(3600)
+def test_retrieval_quality_and_indexing(tmp_path: Path,
+                                        bench_report: Callable[..., Path]) -> None:
+    rng = random.Random(27)
+    planted = facts()
+    root = tmp_path / "folder"
+    where = write_folder(root, rng)
+    default_embedder().load()
+    figures: dict[str, float] = {}
+    with Store.open(tmp_path / "chats.duckdb") as store:
+        service = KnowledgeService(store)
+
+        async def notes() -> dict[str, float]:
+            await service.add("bench", [str(root)])
+            idle = await idle_stall(2.0)
+            seconds, stall = await index_with_ticker(service)
+            out = {"index_files_per_s": FILES / seconds, "gui_stall_max_ms": stall,
+                   "gui_stall_idle_ms": idle}
+            index, _ = await asyncio.to_thread(service._open)
+            for kind in ("question", "exact"):
+                hybrid = lexical = 0
+                for n, f in enumerate(planted):
+                    hits = await service.search(["bench"], f[kind], limit=TOP)
+                    hybrid += any(h.path == str(where[n]) and f["fact"] in h.text for h in hits)
+                    words = index.search(any_terms_query(f[kind]), ["bench"], TOP)
+                    lexical += any(h.path == str(where[n]) and f["fact"] in h.text
+                                   for h in words)
+                name = "paraphrase" if kind == "question" else "exact"
+                out[f"{name}_recall_at_5_notes"] = hybrid / len(planted)
+                out[f"{name}_recall_at_5_notes_lexical"] = lexical / len(planted)
+            return out
+
+        figures.update(asyncio.run(notes()))
+        figures["index_files_per_s_lexical"] = lexical_files_per_s(root, tmp_path)
+
+        user_nodes, tool_nodes = build_chats(store, rng)
+        engine = RetrievalEngine(store)
+
+        async def chats() -> dict[str, float]:
+            await engine.catch_up()
+            out: dict[str, float] = {}
+            index = engine.fulltext
+            for kind in ("question", "exact"):
+                for what, nodes in (("chats", user_nodes), ("tool", tool_nodes)):
+                    hybrid = lexical = 0
+                    for n, f in enumerate(planted):
+                        want = nodes[n]
+                        hits = await engine.search(f[kind], limit=TOP, catch_up=False)
+                        hybrid += any(h.node_id == want and f["fact"] in h.text for h in hits)
+                        words = await store.run(
+                            lambda r, q=f[kind]: index.search(any_terms_query(q), limit=TOP))
+                        lexical += any(p.node_id == want and f["fact"] in p.text for p in words)
+                    name = "paraphrase" if kind == "question" else "exact"
+                    out[f"{name}_{what}"] = hybrid / len(planted)
+                    out[f"{name}_{what}_lexical"] = lexical / len(planted)
+            return out
+
+        c = asyncio.run(chats())
+    figures["paraphrase_recall_at_5_chats"] = c["paraphrase_chats"]
+    figures["paraphrase_recall_at_5_chats_lexical"] = c["paraphrase_chats_lexical"]
+    figures["exact_recall_at_5_chats"] = c["exact_chats"]
+    figures["exact_recall_at_5_chats_lexical"] = c["exact_chats_lexical"]
+    figures["tool_fact_recall_at_5"] = c["exact_tool"]
+    figures["tool_fact_recall_at_5_lexical"] = c["exact_tool_lexical"]
+    figures["tool_fact_paraphrase_recall_at_5"] = c["paraphrase_tool"]
+    figures["tool_fact_paraphrase_recall_at_5_lexical"] = c["paraphrase_tool_lexical"]
+    for name in ("paraphrase", "exact"):
+        for suffix in ("", "_lexical"):
+            figures[f"{name}_recall_at_5{suffix}"] = min(
+                figures[f"{name}_recall_at_5_notes{suffix}"],
+                figures[f"{name}_recall_at_5_chats{suffix}"])
+    figures["rss_embedder_mb"] = rss_mb(
+        "from treechat.providers.embeddings import WordLlamaEmbedder\n"
+        "WordLlamaEmbedder().embed(['a question in other words'])")
+    figures["rss_embedder_mb_lexical"] = rss_mb(
+        "import sqlite3\ncon = sqlite3.connect(':memory:')\n"
+        "con.execute(\"create virtual table t using fts5(body)\")\n"
+        "con.execute(\"select * from t where t match 'question'\").fetchall()")
+    rows: list[list[object]] = [
+        [k, f"{figures[k]:.3f}", f"{figures.get(k + '_lexical', figures.get(k + '_idle', 0)):.3f}"]
+        for k in ("paraphrase_recall_at_5", "paraphrase_recall_at_5_notes",
+                  "paraphrase_recall_at_5_chats", "exact_recall_at_5", "exact_recall_at_5_notes",
+                  "exact_recall_at_5_chats", "tool_fact_recall_at_5",
+                  "tool_fact_paraphrase_recall_at_5", "index_files_per_s", "rss_embedder_mb")]
+    rows.append(["gui_stall_max_ms (vs idle)", f"{figures['gui_stall_max_ms']:.1f}",
+                 f"{figures['gui_stall_idle_ms']:.1f}"])
+    merge_report(bench_report, figures, rows)
+    assert figures["paraphrase_recall_at_5"] > figures["paraphrase_recall_at_5_lexical"]
+
+
+# --- one million passages --------------------------------------------------------------------
+
+
+def build_million(path: Path, rng: random.Random) -> list[str]:
+    """A store of a million two-sentence messages in 10,000 chats. Returns the texts."""
+    corpus = stdlib_corpus()
+    sentences = corpus.sentences
+    texts: list[str] = []
+    with Store.open(path) as store:
+        chats = 10_000
+        store.call(lambda r: r.create_sessions([Session(f"c{k:05d}", f"Chat {k}", None, "m",
+                                                        1.0) for k in range(chats)]))
+        batch: list[tuple[object, ...]] = []
+        seq = 0
+        per = MILLION // chats
+        for k in range(chats):
+            parent: str | None = None
+            for _ in range(per):
+                seq += 1
+                a, b = rng.randrange(len(sentences)), rng.randrange(len(sentences))
+                texts.append(f"{a} {b}")
+                nid = f"n{seq:07d}"
+                batch.append((nid, seq, 1_700_000_000.0 + seq, f"c{k:05d}", "user", "", None,
+                              json.dumps(sentences[a] + " " + sentences[b]), parent, None,
+                              [], "{}"))
+                parent = nid
+            if len(batch) >= 50_000:
+                rows = batch
+                store.call(lambda r, rows=rows: bulk_insert(r.con, "nodes", NODE_COLUMNS, rows))
+                batch = []
+        if batch:
+            store.call(lambda r, rows=batch: bulk_insert(r.con, "nodes", NODE_COLUMNS, rows))
+    return texts
+
+
+@pytest.mark.timeout(7200)
+def test_search_1m_chunks(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
+    rng = random.Random(1)
+    corpus = stdlib_corpus()
+    path = tmp_path / "million.duckdb"
+    pairs = build_million(path, rng)
+    embedder = default_embedder()
+    pool = np.vstack([embedder.embed(corpus.sentences[i:i + 2048])
+                      for i in range(0, len(corpus.sentences), 2048)])
+    with Store.open(path) as store:
+        engine = RetrievalEngine(store)
+        index = engine.fulltext
+        store.call(index.rebuild)
+        vectors = engine.vectors()
+        keys = [int(r) for r in store.call(lambda r: [x for x, _ in index.passages_after(
+            0, MILLION + 1)])]
+        assert len(keys) == MILLION
+        started = time.perf_counter()
+        step = 50_000
+        for i in range(0, MILLION, step):
+            chunk = pairs[i:i + step]
+            ab = np.array([[int(x) for x in t.split()] for t in chunk])
+            v = pool[ab[:, 0]] + pool[ab[:, 1]]
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            vectors.add(keys[i:i + step], v, threads=2)
+        build_s = time.perf_counter() - started
+        vectors.set_mark("generation", store.call(lambda r: index.generation))
+        vectors.set_mark("passages", str(keys[-1]))
+        questions = [f["question"] for f in facts()] + [f["exact"] for f in facts()]
+        questions = questions[:QUERIES_1M]
+
+        async def measure(lexical_only: bool) -> list[float]:
+            out: list[float] = []
+            for q in questions:
+                t = time.perf_counter()
+                if lexical_only:
+                    await store.run(lambda r, q=q: index.search(any_terms_query(q), limit=10))
+                else:
+                    await engine.search(q, limit=10, catch_up=False)
+                out.append((time.perf_counter() - t) * 1000)
+            return out
+
+        asyncio.run(engine.search("warm up", limit=10, catch_up=False))
+        hybrid = sorted(asyncio.run(measure(False)))
+        lexical = sorted(asyncio.run(measure(True)))
+
+    def p95(xs: list[float]) -> float:
+        return xs[min(len(xs) - 1, int(0.95 * len(xs)))]
+
+    figures = {"search_1m_chunks_p95_ms": p95(hybrid),
+               "search_1m_chunks_p95_ms_lexical": p95(lexical),
+               "search_1m_chunks_median_ms": statistics.median(hybrid),
+               "search_1m_chunks_median_ms_lexical": statistics.median(lexical),
+               "vectors_1m_build_s": build_s}
+    rows: list[list[object]] = [
+        ["search_1m_chunks_p95_ms", f"{p95(hybrid):.1f}", f"{p95(lexical):.1f}"],
+        ["search_1m_chunks_median_ms", f"{statistics.median(hybrid):.1f}",
+         f"{statistics.median(lexical):.1f}"],
+        ["vectors_1m_build_s", f"{build_s:.0f}", ""]]
+    merge_report(bench_report, figures, rows)

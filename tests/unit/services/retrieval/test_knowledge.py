@@ -1,0 +1,104 @@
+"""Knowledge bases over real files (Markdown, HTML, code, a PDF PDFium writes) beside a real
+store, with the real offline embedder: found in other words, cited by file, page and line,
+kept current incrementally, removed cleanly, bad input refused in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.attachment_files import pdf as pdf_file
+
+from treechat.services.retrieval.knowledge import KnowledgeError, KnowledgeService
+from treechat.store.database import Store
+from treechat.store.knowledge import knowledge_path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data" / "chats.duckdb")
+    yield s
+    s.close()
+
+
+def notes(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    (root / "garden.md").write_text(
+        "# Garden\n\nThe tomatoes need water twice a week in July.\n\n"
+        "The shed key hangs on a hook behind the pantry door.\n")
+    (root / "sub" / "trip.html").write_text(
+        "<html><body><h1>Travel</h1><p>Our flight to Reykjavik leaves at dawn.</p>"
+        "<script>var secret = 'not text';</script></body></html>")
+    (root / "sub" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "x.md").write_text("never indexed")
+    return root
+
+
+def test_add_search_cite_and_follow_changes(store: Store, tmp_path: Path) -> None:
+    root = notes(tmp_path / "notes")
+    service = KnowledgeService(store)
+    seen: list[int] = []
+
+    async def run() -> None:
+        await service.add("home", [str(root)])
+        report = await service.reindex("home", lambda p: seen.append(p.done))
+        assert report.files == 3 and report.read == 3 and not report.skipped
+        assert seen == [1, 2, 3]
+        (hit, *_) = await service.search(["home"], "where can I find what unlocks the hut?")
+        assert hit.path == str(root / "garden.md") and "pantry door" in hit.text
+        assert hit.citation == f"{root / 'garden.md'}, line 5"
+        (trip, *_) = await service.search(["home"], "when does the plane to Iceland depart")
+        assert trip.path.endswith("trip.html") and "secret" not in trip.text
+        again = await service.reindex("home")
+        assert again.read == 0  # nothing changed: nothing read
+        (root / "garden.md").write_text("The shed key is now under the doormat.\n")
+        (root / "sub" / "calc.py").unlink()
+        changed = await service.reindex("home")
+        assert changed.read == 1 and changed.removed == 1 and changed.files == 2
+        (hit, *_) = await service.search(["home"], "shed key")
+        assert "doormat" in hit.text
+        assert await service.stats() == {"home": (2, 2)}
+        await service.remove("home")
+        assert await service.bases() == {} and await service.stats() == {}
+
+    asyncio.run(run())
+    path = knowledge_path(store.path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_pdf_pages_are_cited(store: Store, tmp_path: Path) -> None:
+    pdf = tmp_path / "doc.pdf"
+    pdf.write_bytes(pdf_file(["The first page is about invoices.",
+                              "The violin was repaired by a luthier in Cremona."]))
+    service = KnowledgeService(store)
+
+    async def run() -> None:
+        await service.add("docs", [str(pdf)])
+        await service.reindex("docs")
+        (hit, *_) = await service.search(["docs"], "who fixed the string instrument?")
+        assert hit.page == 2 and "Cremona" in hit.text
+        assert hit.citation.endswith("doc.pdf, page 2, line 1")
+
+    asyncio.run(run())
+
+
+def test_bad_names_and_paths_are_refused(store: Store, tmp_path: Path) -> None:
+    service = KnowledgeService(store)
+
+    async def run() -> None:
+        with pytest.raises(KnowledgeError, match="no such file or folder"):
+            await service.add("x", [str(tmp_path / "missing")])
+        with pytest.raises(KnowledgeError, match="needs a name"):
+            await service.add("  ", [str(tmp_path)])
+        with pytest.raises(KnowledgeError, match="no knowledge base named"):
+            await service.search(["nope"], "anything")
+        with pytest.raises(KnowledgeError, match="no knowledge base named"):
+            await service.remove("nope")
+        assert await service.bases() == {}
+
+    asyncio.run(run())
