@@ -297,8 +297,8 @@ def _image_size(data: bytes, name: str) -> tuple[int, int]:
     """The image's size as stored (checked whole by decoding it, within the memory cap)."""
     from PIL import Image
 
-    full = Image.open(io.BytesIO(data)).size
-    _open_image(data, name)
+    _open_image(data, name)  # first: what cannot be read is refused in words
+    full = Image.open(io.BytesIO(data)).size  # as stored, before any reduced-scale decode
     return int(full[0]), int(full[1])
 
 
