@@ -233,7 +233,11 @@ def test_the_timeline_shows_the_commit_and_points_at_sources(desk: Desk, aio: Ai
     commit = timeline.commit
     assert commit is not None and commit.head_node_id == reply_id
     assert timeline.model.rowCount() == len(commit.items)
-    assert f"{commit.total_tokens:,} tokens" in timeline.header.text()
+    # the header names the next request's figure once its record arrives (it reads the
+    # items' own total until then): wait for it instead of racing it
+    aio.run(aio.until(lambda: "in the next request" in timeline.header.text(),
+                      what="the next request's figure"))
+    assert f"{timeline.total_text()} in the next request" in timeline.header.text()
     assert timeline.history_model.rowCount() >= 1
     assert timeline.select_source(reply_id)
     assert "An answer worth reading." in timeline.detail.toPlainText()
