@@ -227,7 +227,7 @@ def test_killing_the_app_leaves_no_server_running(
         assert not gone(server, within=0.2)
         app.send_signal(signal.SIGKILL)
         app.wait(10)
-        assert gone(server, within=20), "the MCP server outlived the app"
+        assert gone(server, within=20), f"the MCP server outlived the app: {described(server)}"
     finally:
         if app.poll() is None:
             app.kill()

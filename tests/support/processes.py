@@ -18,3 +18,15 @@ def gone(pid: int, within: float = 20.0) -> bool:
         except psutil.NoSuchProcess:
             return True
     return True
+
+
+def described(pid: int) -> str:
+    """What `pid` is now and who its parents are, for a failure message."""
+    try:
+        proc = psutil.Process(pid)
+        chain = [proc, *proc.parents()]
+        return " <- ".join(
+            f"{p.pid} {p.status()} {' '.join(p.cmdline())[:120]!r}" for p in chain
+        )
+    except psutil.Error as exc:
+        return f"{pid}: {exc}"

@@ -29,6 +29,7 @@ from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import Services, build_services
+from treechat.services.clock import SYSTEM_CLOCK, Clock, SystemClock
 from treechat.services.models import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.ui.common.theme import ThemeManager
@@ -156,9 +157,11 @@ def choices_for(provider: LoopbackProvider) -> tuple[ModelChoice, ...]:
 def open_desk(
     qapp: QApplication, aio: Aio, data_dir: Path, provider: LoopbackProvider,
     keys: KeyStore | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Desk:
     services = build_services(
         data_dir,
+        clock=clock,
         bundled=False,
         detect_local_servers=False,
         extra_models=choices_for(provider),
@@ -192,6 +195,21 @@ def close_desk(desk: Desk) -> None:
 Seed = Callable[[Store], None]
 
 
+class NoonClock(SystemClock):
+    """The system's clock, but the wall clock reads midday of `day` (local time) when the
+    desk opens and runs on from there, so what a test calls "today" is still today when
+    it looks, whatever hour the suite runs at."""
+
+    def __init__(self, day: tuple[int, int, int] = (2026, 6, 15)) -> None:
+        import datetime as dt
+
+        self.start = dt.datetime(*day, 12, 0).timestamp()
+        self._began = time.monotonic()
+
+    def now(self) -> float:
+        return self.start + (time.monotonic() - self._began)
+
+
 @pytest.fixture
 def desk_with(
     qapp: QApplication, aio: Aio, tmp_path: Path, loopback: LoopbackProvider
@@ -203,7 +221,7 @@ def desk_with(
     aio.run(llm.ensure_loaded(), timeout=300)
     opened: list[Desk] = []
 
-    def make(seed: Seed | None = None) -> Desk:
+    def make(seed: Seed | None = None, clock: Clock = SYSTEM_CLOCK) -> Desk:
         data_dir = tmp_path / "data"
         if seed is not None:
             store = Store.open(default_store_path(data_dir))
@@ -211,7 +229,7 @@ def desk_with(
                 seed(store)
             finally:
                 store.close()
-        desk = open_desk(qapp, aio, data_dir, loopback)
+        desk = open_desk(qapp, aio, data_dir, loopback, clock=clock)
         opened.append(desk)
         return desk
 

@@ -3,10 +3,7 @@ opens chats, rename, delete with undo, search over every branch, and 5,000 sessi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import date, datetime
-from datetime import time as dt_time
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -18,15 +15,14 @@ from treechat.store.database import Store
 from treechat.ui.sessions.list import SessionList
 from treechat.ui.sessions.model import KIND_ROLE, SESSION_ID_ROLE, day_label
 
-from ..conftest import MODEL, Aio, Desk, Seed, chat_session
+from ..conftest import MODEL, Aio, Desk, NoonClock, Seed, chat_session
 
-NOW = time.time()
+# The desk's wall clock reads midday of one fixed day, so "today" never crosses a midnight.
+NOW = NoonClock().start
 HOUR = 3600.0
 DAY = 86_400.0
-# today's two chats stay on today's side of midnight, whenever the tests run
-SINCE_MIDNIGHT = NOW - datetime.combine(date.fromtimestamp(NOW), dt_time.min).timestamp()
-MORNING = NOW - min(2 * HOUR, SINCE_MIDNIGHT * 2 / 3)
-LATEST = NOW - min(60.0, SINCE_MIDNIGHT / 3)
+MORNING = NOW - 2 * HOUR
+LATEST = NOW - 60.0
 
 
 def listed(widget: SessionList) -> list[str]:
@@ -48,7 +44,7 @@ def three_days(store: Store) -> None:
 
 
 def test_newest_first_grouped_by_day(desk_with: Callable[[Seed | None], Desk]) -> None:
-    desk = desk_with(three_days)
+    desk = desk_with(three_days, NoonClock())
     rows = listed(desk.window.sessions)
     assert rows[:3] == ["TODAY", "Latest chat", "Morning chat"]
     assert rows[3] == day_label(NOW - DAY - HOUR, NOW).upper()
@@ -60,7 +56,7 @@ def test_newest_first_grouped_by_day(desk_with: Callable[[Seed | None], Desk]) -
 def test_keyboard_moves_over_headers_and_opens_chats(
     desk_with: Callable[[Seed | None], Desk], aio: Aio
 ) -> None:
-    desk = desk_with(three_days)
+    desk = desk_with(three_days, NoonClock())
     view = desk.window.sessions.view
 
     async def scenario() -> None:
@@ -83,7 +79,7 @@ def test_keyboard_moves_over_headers_and_opens_chats(
 
 
 def test_rename_with_f2_is_saved(desk_with: Callable[[Seed | None], Desk], aio: Aio) -> None:
-    desk = desk_with(three_days)
+    desk = desk_with(three_days, NoonClock())
     sessions = desk.window.sessions
 
     async def scenario() -> None:
@@ -106,7 +102,7 @@ def test_rename_with_f2_is_saved(desk_with: Callable[[Seed | None], Desk], aio: 
 def test_delete_hides_and_undo_brings_back(
     desk_with: Callable[[Seed | None], Desk], aio: Aio
 ) -> None:
-    desk = desk_with(three_days)
+    desk = desk_with(three_days, NoonClock())
     sessions = desk.window.sessions
 
     async def scenario() -> None:
@@ -145,7 +141,7 @@ def branched(store: Store) -> None:
 def test_search_finds_text_on_any_branch(
     desk_with: Callable[[Seed | None], Desk], aio: Aio
 ) -> None:
-    desk = desk_with(branched)
+    desk = desk_with(branched, NoonClock())
     sessions = desk.window.sessions
 
     async def scenario() -> None:
@@ -174,7 +170,7 @@ def many(store: Store) -> None:
 
 
 def test_five_thousand_sessions(desk_with: Callable[[Seed | None], Desk], aio: Aio) -> None:
-    desk = desk_with(many)
+    desk = desk_with(many, NoonClock())
     sessions = desk.window.sessions
     assert sessions.model.session_count() == 5000
     rows = listed(sessions)

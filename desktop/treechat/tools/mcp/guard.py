@@ -110,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    # A stop asked for while the server is being started (Treechat died in that instant)
+    # must not kill the guard alone and orphan the server: it is remembered and acted on.
+    early_stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: early_stop.set())
     if os.getppid() != args.parent_pid:
         return 0  # the parent died before prctl took effect
     try:
@@ -132,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     guard = _Guard(child)
     # The handler only starts the stop: the main thread must keep reaping the child.
     signal.signal(signal.SIGTERM, lambda *_: guard.end_in_background("asked to stop", polite=False))
+    if early_stop.is_set() or os.getppid() != args.parent_pid:
+        guard.end_in_background("Treechat is gone", polite=False)
     threading.Thread(target=_watch_stdin_hangup, args=(guard,), daemon=True).start()
     threading.Thread(
         target=_watch_parent_pid, args=(guard, args.parent_pid, args.poll), daemon=True
