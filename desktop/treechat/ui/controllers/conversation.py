@@ -95,8 +95,16 @@ class ConversationController(QObject):
         self.models = ModelsController(self)
         parts.set_model_namer(self.models.label_for)  # one name per model, everywhere
         self.occupancy = OccupancyController(self)
-        self.turns = TurnController(self)
         self.session_list = SessionListController(self, search)
+        self.turns = TurnController(
+            self, chat=services.chat, shown=self, models=self.models, rows=self.session_list,
+            tasks=self, clock=self.clock, composer=parts.composer, banner=parts.banner,
+            chat_view=parts.chat, session_list=parts.sessions, status=parts.status)
+        self.turns.busyChanged.connect(self.busyChanged)
+        self.turns.turnFinished.connect(self.turnFinished)
+        self.turns.turnFailed.connect(self.turnFailed)
+        self.turns.occupancyShown.connect(self.occupancy.from_turn)
+        self.turns.occupancyKept.connect(self.occupancy.remember)
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)

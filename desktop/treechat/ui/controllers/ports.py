@@ -1,0 +1,112 @@
+"""What the send, attachment, MCP, compare and chat-control controllers are handed instead
+of the whole conversation controller: each asks only for the few typed collaborators it
+uses (the window builds them and passes them in), and talks to its siblings through
+signals."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
+
+from ...services.events import TurnError, TurnEvent
+from ...services.models import ModelChoice
+from ...services.sessions import SessionView
+
+EventSink = Callable[[TurnEvent], None]
+
+
+class Spawner(Protocol):
+    """Runs a coroutine on the window's loop and keeps it until it ends."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None
+              ) -> asyncio.Task[Any]: ...
+
+
+class StatusLine(Protocol):
+    """The status bar's one line of news."""
+
+    def __call__(self, text: str, /) -> None: ...
+
+
+class OpenChat(Protocol):
+    """The chat the window shows right now (None: a new chat, not yet sent)."""
+
+    @property
+    def current_view(self) -> SessionView | None: ...
+
+    @property
+    def current_session_id(self) -> str | None: ...
+
+
+class ShownChat(OpenChat, Protocol):
+    """The open chat, redrawn as a turn runs, and what the window keeps of each chat."""
+
+    last_errors: dict[str, TurnError]  # the failure each session last showed
+    drafts: dict[str, str]  # session -> unsent composer text
+
+    def show(self, view: SessionView | None) -> None: ...
+
+    def redraw(self, view: SessionView) -> None: ...
+
+    def forget_view(self, session_id: str) -> None: ...
+
+
+class ChatOpener(OpenChat, Protocol):
+    """The open chat, and opening another one."""
+
+    async def load_session(self, session_id: str) -> None: ...
+
+
+class ModelPicker(Protocol):
+    """The composer's model picker as the controllers read it: the choice and its names."""
+
+    @property
+    def choices(self) -> Sequence[ModelChoice]: ...
+
+    def selected(self) -> str | None: ...
+
+    async def chosen(self) -> str | None: ...
+
+    def set_model(self, model: str) -> None: ...
+
+    def label_for(self, model: str) -> str: ...
+
+    def is_local(self, model: str | None) -> bool: ...
+
+    def selected_label(self) -> str: ...
+
+
+class SessionRows(Protocol):
+    """The chat list: read again whole, or one chat's row."""
+
+    async def reload(self) -> None: ...
+
+    async def refresh_session(self, session_id: str) -> object: ...
+
+
+class OccupancyRefresh(Protocol):
+    """The ring and the Context tab, re-estimated for the open chat."""
+
+    async def refresh(self) -> None: ...
+
+
+class TurnRunner(Protocol):
+    """Runs a turn started elsewhere like a send (streamed, failing into the banner)."""
+
+    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]]
+                     ) -> bool: ...
+
+
+__all__ = [
+    "ChatOpener",
+    "EventSink",
+    "ModelPicker",
+    "OccupancyRefresh",
+    "OpenChat",
+    "SessionRows",
+    "ShownChat",
+    "Spawner",
+    "StatusLine",
+    "TurnRunner",
+]
