@@ -108,9 +108,20 @@ class ConversationController(QObject):
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)
-        self.attachments = AttachmentsController(self)  # files in a message
+        self.attachments = AttachmentsController(  # files in a message
+            self, chat_service=services.chat, chat=self, models=self.models, tasks=self,
+            composer=parts.composer, chat_view=parts.chat, banner=parts.banner,
+            window=parts.window)
+        self.sessionOpened.connect(self.attachments.chat_opened)
+        self.attachments.filesChanged.connect(self.occupancy.pending_changed)
+        self.attachments.sendRequested.connect(self.turns.send)
+        self.turns.take_files_from(self.attachments.take, self.attachments.preflight,
+                                   self.attachments.has_files)
         self.bundled_note = BundledModelNote(self)
-        self.mcp = McpController(self)
+        self.mcp = McpController(
+            services.mcp, chat=self, tasks=self, status=parts.status, composer=parts.composer,
+            session_list=parts.sessions, window=parts.window)
+        self.sessionOpened.connect(self.mcp.chat_opened)
         self.sync = SyncController(self)  # in the background, once started
         self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
         self.backups: BackupsController | None = None  # with the window's menus

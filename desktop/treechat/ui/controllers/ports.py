@@ -39,15 +39,19 @@ class OpenChat(Protocol):
     def current_session_id(self) -> str | None: ...
 
 
-class ShownChat(OpenChat, Protocol):
-    """The open chat, redrawn as a turn runs, and what the window keeps of each chat."""
+class RedrawnChat(OpenChat, Protocol):
+    """The open chat, redrawn from a newer view of the same session."""
+
+    def redraw(self, view: SessionView) -> None: ...
+
+
+class ShownChat(RedrawnChat, Protocol):
+    """The open chat as a turn runs, and what the window keeps of each chat."""
 
     last_errors: dict[str, TurnError]  # the failure each session last showed
     drafts: dict[str, str]  # session -> unsent composer text
 
     def show(self, view: SessionView | None) -> None: ...
-
-    def redraw(self, view: SessionView) -> None: ...
 
     def forget_view(self, session_id: str) -> None: ...
 
@@ -104,6 +108,7 @@ __all__ = [
     "ModelPicker",
     "OccupancyRefresh",
     "OpenChat",
+    "RedrawnChat",
     "SessionRows",
     "ShownChat",
     "Spawner",
