@@ -82,9 +82,10 @@ def test_instructions_from_the_header_reach_the_next_request_only(desk: Desk, ai
     async def scenario() -> None:
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        c.instructions_button.click()
-        await aio.until(lambda: isinstance(c.dialog, InstructionsDialog), what="editor")
-        dialog = c.dialog
+        c.instructions.instructions_button.click()
+        await aio.until(lambda: isinstance(c.instructions.dialog, InstructionsDialog),
+                        what="editor")
+        dialog = c.instructions.dialog
         assert isinstance(dialog, InstructionsDialog)
         assert "rewrites the cached prefix" in dialog.note.text()
         assert "next request" in dialog.note.text()
@@ -120,15 +121,18 @@ def test_instructions_from_the_chat_lists_menu_and_global_ones(
     next(a for a in menu.actions() if a.text() == "Instructions…").trigger()
 
     async def scenario() -> None:
-        await aio.until(lambda: isinstance(c.dialog, InstructionsDialog), what="editor")
-        assert c.dialog is not None and "Trip plans" in c.dialog.windowTitle()
+        await aio.until(lambda: isinstance(c.instructions.dialog, InstructionsDialog),
+                        what="editor")
+        shown = c.instructions.dialog
+        assert shown is not None and "Trip plans" in shown.windowTitle()
         desk.window.settings_action.trigger()
-        button = c.extend_settings()
+        button = c.instructions.extend_settings()
         assert button is not None and button.text() == "Global instructions…"
         button.click()
-        await aio.until(lambda: c.dialog is not None
-                        and c.dialog.windowTitle() == "Global instructions", what="global")
-        dialog = c.dialog
+        await aio.until(lambda: c.instructions.dialog is not None
+                        and c.instructions.dialog.windowTitle() == "Global instructions",
+                        what="global")
+        dialog = c.instructions.dialog
         assert isinstance(dialog, InstructionsDialog)
         dialog.editor.setPlainText("Use metric units.")
         dialog._save()
@@ -145,9 +149,10 @@ def test_parameters_show_only_what_the_model_takes_and_are_sent(desk: Desk, aio:
     async def scenario() -> None:
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        c.parameters_button.click()
-        await aio.until(lambda: isinstance(c.dialog, ParametersDialog), what="parameters")
-        dialog = c.dialog
+        c.instructions.parameters_button.click()
+        await aio.until(lambda: isinstance(c.instructions.dialog, ParametersDialog),
+                        what="parameters")
+        dialog = c.instructions.dialog
         assert isinstance(dialog, ParametersDialog)
         # an OpenAI-compatible model litellm cannot place: the common three, no reasoning
         assert set(dialog.rows) == {"temperature", "top_p", "max_tokens"}
@@ -178,7 +183,7 @@ def test_new_chat_from_a_preset_and_presets_export_and_import(
     target = tmp_path / "mine.json"
 
     async def scenario() -> None:
-        await c.fill_presets()
+        await c.presets.fill_presets()
         names = [a.text() for a in c.preset_menu.actions()]
         assert "Code reviewer" in names or len(names) >= 3, names
         next(a for a in c.preset_menu.actions() if a.isEnabled()).trigger()
@@ -190,7 +195,7 @@ def test_new_chat_from_a_preset_and_presets_export_and_import(
         assert settings.preset == names[0] and settings.instructions
         assert desk.window.title.text() == names[0]
 
-        dialog = c.export_presets()
+        dialog = c.presets.export_presets()
         dialog.selectFile(str(target))
         dialog.accept()
         await aio.until(target.exists, what="export file")
@@ -198,11 +203,11 @@ def test_new_chat_from_a_preset_and_presets_export_and_import(
         data = json.loads(target.read_text("utf-8"))
         data["presets"] = [dict(data["presets"][0], name="My own")]
         target.write_text(json.dumps(data), "utf-8")
-        dialog = c.import_presets()
+        dialog = c.presets.import_presets()
         dialog.selectFile(str(target))
         dialog.accept()
         await aio.until(lambda: bool(imported), what="import")
-        await c.fill_presets()
+        await c.presets.fill_presets()
 
     imported: list[int] = []
     c.presetsImported.connect(imported.append)
@@ -224,29 +229,29 @@ def test_each_reply_says_its_tokens_and_cost_and_the_header_the_chats_total(
         await turn_done(desk, aio, 1)
         sid = desk.controller.current_session_id
         assert sid is not None
-        await aio.until(lambda: bool(c.costs), what="costs")
-        await c.estimate(sid)
+        await aio.until(lambda: bool(c.costs.costs), what="costs")
+        await c.costs.estimate(sid)
 
     aio.run(scenario())
     sid = desk.controller.current_session_id
     assert sid is not None
     reply = desk.chat.model.rows[-1].node
     assert reply is not None
-    cost = c.costs[reply.id]
+    cost = c.costs.costs[reply.id]
     rec = desk.provider.requests[0]
     assert cost.input_tokens == rec.prompt_tokens and cost.output_tokens == rec.output_tokens
     assert cost.priced and cost.cost_usd > 0
-    tip = c.reply_text(reply.id)
+    tip = c.costs.reply_text(reply.id)
     # what hovering the reply shows
-    assert c.tooltip_at(desk.chat.row_rect(reply.id).center().toPoint()) == tip
+    assert c.costs.tooltip_at(desk.chat.row_rect(reply.id).center().toPoint()) == tip
     assert f"{rec.prompt_tokens:,} tokens in" in tip and "$" in tip
     total = aio.run(desk.services.chat.spending.chat_total(sid))
     assert total.cost_usd == cost.cost_usd
-    assert c.cost_label.text().startswith("$")
-    assert c.estimate_label.text().startswith("next ≈ $")
+    assert c.costs.cost_label.text().startswith("$")
+    assert c.costs.estimate_label.text().startswith("next ≈ $")
     shoot(desk, "cost")
 
-    usage = c.open_usage()
+    usage = c.costs.open_usage()
     assert isinstance(usage, UsageDialog)
     aio.run(desk.controller.tasks.idle())
     assert usage.tables["day"].rowCount() == 1
@@ -263,18 +268,18 @@ def test_an_unpriced_model_says_so(desk: Desk, aio: Aio) -> None:
     async def scenario() -> None:
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        await aio.until(lambda: bool(c.costs), what="costs")
+        await aio.until(lambda: bool(c.costs.costs), what="costs")
         sid = desk.controller.current_session_id
         assert sid is not None
-        await c.estimate(sid)
+        await c.costs.estimate(sid)
 
     aio.run(scenario())
     reply = desk.chat.model.rows[-1].node
     assert reply is not None
-    assert "unpriced" in c.reply_text(reply.id)
-    assert c.cost_label.text() == "unpriced"
-    assert c.estimate_label.text() == "next: unpriced"
-    usage = c.open_usage()
+    assert "unpriced" in c.costs.reply_text(reply.id)
+    assert c.costs.cost_label.text() == "unpriced"
+    assert c.costs.estimate_label.text() == "next: unpriced"
+    usage = c.costs.open_usage()
     aio.run(desk.controller.tasks.idle())
     assert cell(usage.tables["day"], 0, 5) == "unpriced"
     assert "unpriced" in usage.note.text()
@@ -291,13 +296,13 @@ def test_export_chat_and_all_chats_from_the_file_menu(
     async def scenario() -> None:
         send(desk, "Export me")
         await turn_done(desk, aio, 1)
-        dialog = c.export_chat()
+        dialog = c.export.export_chat()
         assert dialog is not None and dialog.isVisible()  # open(): the loop runs on
         dialog.selectNameFilter("JSON, every branch (*.json)")
         dialog.selectFile(str(tmp_path / "one.json"))
         dialog.accept()
         await aio.until(lambda: len(written) == 1, what="chat export")
-        every = c.export_all()
+        every = c.export.export_all()
         every.selectNameFilter("Markdown (*.md)")
         every.selectFile(str(tmp_path / "all.md"))
         every.accept()
@@ -341,9 +346,9 @@ def test_thinking_is_shown_apart_and_a_cut_reply_continues_joined(desk: Desk, ai
     labels = [a.text() for a in menu.actions()]
     assert "Show thinking…" in labels and "Continue this reply" in labels
     next(a for a in menu.actions() if a.text() == "Show thinking…").trigger()
-    assert c.dialog is not None and c.dialog.objectName() == "ThinkingDialog"
-    shoot(desk, "thinking", c.dialog)
-    c.dialog.close()
+    assert c.replies.dialog is not None and c.replies.dialog.objectName() == "ThinkingDialog"
+    shoot(desk, "thinking", c.replies.dialog)
+    c.replies.dialog.close()
     next(a for a in menu.actions() if a.text() == "Continue this reply").trigger()
     aio.run(turn_done(desk, aio, 2))
     view = desk.controller.current_view
@@ -383,10 +388,10 @@ def test_pinned_chats_come_first_and_favourites_filter(desk_with: object, aio: A
     next(a for a in menu.actions() if a.text() == "Add to favourites").trigger()
     aio.run(desk.controller.tasks.idle())
     shoot(desk, "pinned")
-    c.favourites_button.setChecked(True)
+    c.marks.favourites_button.setChecked(True)
     aio.run(aio.until(lambda: "Newest chat" not in titles(), what="filter"))
     assert [t for t in titles() if t.endswith("chat")] == ["★ Middle chat"]
-    c.favourites_button.setChecked(False)
+    c.marks.favourites_button.setChecked(False)
     aio.run(aio.until(lambda: "Newest chat" in titles(), what="filter off"))
     assert aio.run(desk.services.chat.settings.listed())[0].session.id == "old"
 
@@ -412,11 +417,12 @@ def test_the_parameters_dialog_names_the_model_as_the_picker_does(desk: Desk, ai
     async def scenario() -> None:
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        c.parameters_button.click()
-        await aio.until(lambda: isinstance(c.dialog, ParametersDialog), what="parameters")
+        c.instructions.parameters_button.click()
+        await aio.until(lambda: isinstance(c.instructions.dialog, ParametersDialog),
+                        what="parameters")
 
     aio.run(scenario())
-    dialog = c.dialog
+    dialog = c.instructions.dialog
     assert isinstance(dialog, ParametersDialog)
     shown = desk.composer.picker.currentText()
     assert shown == "Loopback"
@@ -442,21 +448,21 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
         desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(local))
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        await aio.until(lambda: bool(c.costs), what="costs")
+        await aio.until(lambda: bool(c.costs.costs), what="costs")
         sid = desk.controller.current_session_id
         assert sid is not None
-        await c.refresh_costs(sid)
-        await c.estimate(sid)
+        await c.costs.refresh_costs(sid)
+        await c.costs.estimate(sid)
 
     aio.run(scenario())
     reply = desk.chat.model.rows[-1].node
     assert reply is not None
-    tip = c.reply_text(reply.id)
+    tip = c.costs.reply_text(reply.id)
     assert "free" in tip and "unpriced" not in tip and "Loopback local" in tip
-    assert c.cost_label.text() == "free"
-    assert c.estimate_label.text() == "next: free"
+    assert c.costs.cost_label.text() == "free"
+    assert c.costs.estimate_label.text() == "next: free"
     shoot(desk, "free")
-    usage = c.open_usage()
+    usage = c.costs.open_usage()
     aio.run(desk.controller.tasks.idle())
     assert cell(usage.tables["model"], 0, 0) == "Loopback local"
     assert usage.tables["model"].item(0, 0).toolTip() == local
@@ -515,7 +521,7 @@ def test_export_starts_in_documents_and_markdown_writes_the_files_beside_it(
                                       metadata=with_attachments({}, service.refs(files)))
         await desk.controller.session_list.reload()
         await desk.controller.load_session(session.id)
-        dialog = c.export_chat()
+        dialog = c.export.export_chat()
         assert dialog is not None
         documents = Path(QStandardPaths.writableLocation(
             QStandardPaths.StandardLocation.DocumentsLocation))
@@ -523,7 +529,7 @@ def test_export_starts_in_documents_and_markdown_writes_the_files_beside_it(
         assert offered == (documents if documents.is_dir() else Path.home())
         assert offered != Path.cwd()
         dialog.reject()
-        return await c.write_chat(session.id, str(tmp_path / "chat.md"), "md", "branch")
+        return await c.export.write_chat(session.id, str(tmp_path / "chat.md"), "md", "branch")
 
     written = aio.run(scenario())
     assert (tmp_path / "chat files" / "data.csv").read_bytes() == b"a,b\n1,2\n"
@@ -550,15 +556,15 @@ def test_a_local_model_litellm_prices_is_free_in_every_label(desk: Desk, aio: Ai
         desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(local))
         send(desk, "Hello")
         await turn_done(desk, aio, 1)
-        await aio.until(lambda: bool(c.costs), what="costs")
+        await aio.until(lambda: bool(c.costs.costs), what="costs")
         sid = desk.controller.current_session_id
         assert sid is not None
-        await c.refresh_costs(sid)
-        await c.estimate(sid)
+        await c.costs.refresh_costs(sid)
+        await c.costs.estimate(sid)
 
     aio.run(scenario())
     reply = desk.chat.model.rows[-1].node
     assert reply is not None
-    assert "free (runs on this computer)" in c.reply_text(reply.id)
-    assert c.cost_label.text() == "free"
-    assert c.estimate_label.text() == "next: free"
+    assert "free (runs on this computer)" in c.costs.reply_text(reply.id)
+    assert c.costs.cost_label.text() == "free"
+    assert c.costs.estimate_label.text() == "next: free"
