@@ -130,33 +130,37 @@ class ChatControls(QObject):
 def add_chat_controls(window: MainWindow, conversation: ConversationController) -> ChatControls:
     """Build the chat controls with what each needs, wire them into the window and read the
     list's marks once."""
-    c = conversation
-    parts, chat = c.parts, c.chat_service
-    exports = ChatExports.of(c.services)
-    costs = ChatCosts(window, chat_service=chat, chat=c, models=c.models, tasks=c,
-                      composer=parts.composer, chat_view=parts.chat, window=window)
+    parts, chat, models = conversation.parts, conversation.chat_service, conversation.models
+    status, services = parts.status, conversation.services
+    exports = ChatExports.of(services)
+    costs = ChatCosts(window, chat_service=chat, chat=conversation, models=models,
+                      tasks=conversation, composer=parts.composer, chat_view=parts.chat,
+                      window=window)
+    dialogs = conversation.dialogs
     instructions = ChatInstructions(
-        window, chat_service=chat, chat=c, models=c.models, tasks=c, status=parts.status,
-        window=window, settings_dialog=lambda: c.dialogs.settings_dialog,
-        budget=lambda: c.services.engine.config.budget)
-    presets = ChatPresets(window, chat_service=chat, exports=exports, chat=c,
-                          rows=c.session_list, tasks=c, status=parts.status,
+        window, chat_service=chat, chat=conversation, models=models, tasks=conversation,
+        status=status, window=window, settings_dialog=lambda: dialogs.settings_dialog,
+        budget=lambda: services.engine.config.budget)
+    presets = ChatPresets(window, chat_service=chat, exports=exports, chat=conversation,
+                          rows=conversation.session_list, tasks=conversation, status=status,
                           composer=parts.composer, session_list=parts.sessions,
                           window=window)
-    export = ChatExport(window, exports, chat=c, tasks=c, status=parts.status, window=window)
-    replies = ReplyActions(window, chat_service=chat, chat=c, models=c.models,
-                           turns=c.turns, cost_line=costs.cost_line, window=window)
-    marks = ChatMarks(window, chat.settings, chat=c, tasks=c, session_list=parts.sessions)
+    export = ChatExport(window, exports, chat=conversation, tasks=conversation, status=status,
+                        window=window)
+    replies = ReplyActions(window, chat_service=chat, chat=conversation, models=models,
+                           turns=conversation.turns, cost_line=costs.cost_line, window=window)
+    marks = ChatMarks(window, chat.settings, chat=conversation, tasks=conversation,
+                      session_list=parts.sessions)
     controls = ChatControls(window, costs=costs, instructions=instructions, presets=presets,
                             export=export, replies=replies, marks=marks)
-    c.sessionOpened.connect(controls.view_changed)
-    c.viewChanged.connect(controls.view_changed)
-    c.turnFinished.connect(lambda _sid: costs.refresh_soon())
+    conversation.sessionOpened.connect(controls.view_changed)
+    conversation.viewChanged.connect(controls.view_changed)
+    conversation.turnFinished.connect(lambda _sid: costs.refresh_soon())
     parts.chat.menuRequested.connect(replies.reply_menu)
-    controls.view_changed(c.current_view)
-    c.spawn(marks.reload_marks(), name="marks")
+    controls.view_changed(conversation.current_view)
+    conversation.spawn(marks.reload_marks(), name="marks")
     # filled now too: a submenu with nothing in it yet would not open
-    c.spawn(presets.fill_presets(), name="presets")
+    conversation.spawn(presets.fill_presets(), name="presets")
     return controls
 
 
