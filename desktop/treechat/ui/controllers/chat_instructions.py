@@ -6,7 +6,7 @@ saves through its signal; a change applies from the next request."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFormLayout, QPushButton, QToolButton, QWidget
@@ -15,8 +15,10 @@ from ...core.budget import BudgetConfig, output_reserve
 from ...core.chat_settings import SettingsError
 from ...services.chat import ChatService
 from ..dialogs.chat_controls import InstructionsDialog, ParametersDialog, Shown
-from ..dialogs.settings import SettingsDialog
 from .ports import ModelPicker, OpenChat, Spawner, StatusLine
+
+if TYPE_CHECKING:  # the dialog is built when Settings first opens, not at start-up
+    from ..dialogs.settings import SettingsDialog
 
 
 class ChatInstructions(QObject):
