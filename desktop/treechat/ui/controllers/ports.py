@@ -9,11 +9,24 @@ import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
+from ...core.model import Node
+from ...services.attachments import PreparedFile
+from ...services.chat import Attachment
 from ...services.events import TurnError, TurnEvent
 from ...services.models import ModelChoice
 from ...services.sessions import SessionView
 
 EventSink = Callable[[TurnEvent], None]
+# Where a send takes what goes with its message (each registered with the turn controller):
+# the staged attachments of a chat (the attach chips),
+AttachmentSource = Callable[[str], Sequence[Attachment]]
+# the files staged for a chat's next message, taken (and cleared) by its send,
+FileSource = Callable[[str], list[PreparedFile]]
+# the check before a message is sent (text, model): False keeps it unsent (it says why),
+Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
+# and a send to several models: (session, text, models, attaches, files, sink) -> its run.
+SeveralRun = Callable[[str, str, Sequence[str], Sequence[Attachment], Sequence[PreparedFile],
+                       EventSink], Coroutine[Any, Any, Node | None]]
 
 
 class Spawner(Protocol):
@@ -103,13 +116,17 @@ class TurnRunner(Protocol):
 
 
 __all__ = [
+    "AttachmentSource",
     "ChatOpener",
     "EventSink",
+    "FileSource",
     "ModelPicker",
     "OccupancyRefresh",
     "OpenChat",
+    "Preflight",
     "RedrawnChat",
     "SessionRows",
+    "SeveralRun",
     "ShownChat",
     "Spawner",
     "StatusLine",

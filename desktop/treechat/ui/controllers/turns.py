@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ...core.model import Node
 from ...services.attachments import PreparedFile
-from ...services.chat import Attachment, ChatService
+from ...services.chat import ChatService
 from ...services.clock import Clock
 from ...services.events import (
     NodeAdded,
@@ -35,20 +35,23 @@ from ..composer.composer import Composer
 from ..occupancy.format import tokens
 from ..sessions.list import SessionList
 from ..shell.error_banner import ErrorBanner
-from .ports import EventSink, ModelPicker, SessionRows, ShownChat, Spawner, StatusLine
+from .ports import (
+    AttachmentSource,
+    EventSink,
+    FileSource,
+    ModelPicker,
+    Preflight,
+    SessionRows,
+    SeveralRun,
+    ShownChat,
+    Spawner,
+    StatusLine,
+)
 from .store_health import StoreHealth
 from .turn_views import PENDING_PREFIX, extend_view, retry_target
 
 log = logging.getLogger(__name__)
 
-AttachmentSource = Callable[[str], Sequence[Attachment]]
-# The files staged for a chat's next message, taken (and cleared) by its send.
-FileSource = Callable[[str], list[PreparedFile]]
-# Asked before a message is sent (text, model): False keeps it unsent (the check says why).
-Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
-# a send to several models: (session, text, models, staged attaches, files, sink) -> its run
-SeveralRun = Callable[[str, str, Sequence[str], Sequence[Attachment], Sequence[PreparedFile],
-                       EventSink], Coroutine[Any, Any, Node | None]]
 # a held message made ready to send: its text, the files with it, what the composer gets back
 Held = tuple[str, Sequence[PreparedFile], str | None]
 
@@ -73,22 +76,10 @@ class TurnController(QObject):
     occupancyShown = Signal(object)  # Occupancy: the open chat's, as its turn measured it
     occupancyKept = Signal(str, object)  # (session, Occupancy | None): a chat not shown
 
-    def __init__(
-        self,
-        parent: QObject,
-        *,
-        chat: ChatService,
-        shown: ShownChat,
-        models: ModelPicker,
-        rows: SessionRows,
-        tasks: Spawner,
-        clock: Clock,
-        composer: Composer,
-        banner: ErrorBanner,
-        chat_view: ChatView,
-        session_list: SessionList,
-        status: StatusLine,
-    ) -> None:
+    def __init__(self, parent: QObject, *, chat: ChatService, shown: ShownChat,
+                 models: ModelPicker, rows: SessionRows, tasks: Spawner, clock: Clock,
+                 composer: Composer, banner: ErrorBanner, chat_view: ChatView,
+                 session_list: SessionList, status: StatusLine) -> None:
         super().__init__(parent)
         self._chat = chat
         self._sessions = chat.sessions
