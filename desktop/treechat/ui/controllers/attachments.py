@@ -16,7 +16,7 @@ import logging
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import (
     QBuffer,
@@ -25,35 +25,34 @@ from PySide6.QtCore import (
     QIODevice,
     QMimeData,
     QObject,
-    QSize,
-    Qt,
+    Signal,
 )
 from PySide6.QtGui import (
     QDragMoveEvent,
     QDropEvent,
     QGuiApplication,
     QImage,
-    QImageReader,
+    QImageWriter,
     QKeyEvent,
     QKeySequence,
 )
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QWidget
 
-from ...core.attachments import AttachmentError, decode_text, human_size
-from ...services.attachments import PreparedFile, pdf_pages_text
-from ..chat.attachment_views import ShownAttachment, ThumbnailCache, shown_attachments
+from ...core.attachments import AttachmentError, human_size
+from ...services.attachments import PreparedFile
+from ...services.chat import ChatService
+from ..chat.attachment_views import ThumbnailCache
+from ..chat.view import ChatView
+from ..composer.composer import Composer
 from ..composer.file_chips import FileChipBar, FileChipState
 from ..dialogs.attachment_viewer import AttachmentViewer
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from ..shell.error_banner import ErrorBanner
+from .attachment_viewers import AttachmentViewers
+from .ports import ModelPicker, OpenChat, Spawner
 
 log = logging.getLogger(__name__)
 
 PASTED_IMAGE = "pasted image.png"
-# The longest side a viewer decodes an image to: larger ones are shown scaled (what a screen
-# can show; the file saved back is the original).
-VIEWER_MAX_SIDE = 4096
 
 
 @dataclass
@@ -86,35 +85,9 @@ def _png_of(image: QImage) -> bytes:
     array = QByteArray()
     buffer = QBuffer(array)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")  # type: ignore[call-overload]  # PySide takes the str
+    QImageWriter(buffer, QByteArray(b"PNG")).write(image)  # typed, unlike save(device, str)
     buffer.close()
     return bytes(array.data())
-
-
-def decode_full(data: bytes, max_side: int = VIEWER_MAX_SIDE) -> QImage:
-    """An image for the viewer, at most `max_side` on its long edge (decoded scaled)."""
-    array = QByteArray(data)
-    buffer = QBuffer(array)
-    buffer.open(QIODevice.OpenModeFlag.ReadOnly)
-    reader = QImageReader(buffer)
-    reader.setAutoTransform(True)
-    size = reader.size()
-    if size.isValid() and max(size.width(), size.height()) > max_side:
-        reader.setScaledSize(size.scaled(QSize(max_side, max_side),
-                                         Qt.AspectRatioMode.KeepAspectRatio))
-    image = reader.read()
-    buffer.close()
-    return image
-
-
-def readable_text(item: ShownAttachment, data: bytes) -> str:
-    """What the viewer shows of a file that is not an image: its text, a PDF's by page."""
-    if item.kind == "pdf":
-        pages = pdf_pages_text(data, item.name, 10_000)
-        return "\n\n".join(f"--- page {i} of {len(pages)} ---\n{t.strip()}"
-                           for i, t in enumerate(pages, 1))
-    text = decode_text(data)
-    return text if text is not None else "(this file is not text)"
 
 
 class _Drops(QObject):
@@ -149,16 +122,41 @@ class _Drops(QObject):
 
 
 class AttachmentsController(QObject):
-    def __init__(self, conversation: ConversationController) -> None:
-        super().__init__(conversation)
-        self._c = conversation
-        self.service = conversation.services.chat.attachments
+    """The files staged for each chat's next message (their chips), and the sent ones."""
+
+    filesChanged = Signal()  # a chip came, went or was counted: the ring counts them again
+    sendRequested = Signal(str)  # the message held for the choice about images, to send
+
+    def __init__(
+        self,
+        parent: QObject,
+        *,
+        chat_service: ChatService,
+        chat: OpenChat,
+        models: ModelPicker,
+        tasks: Spawner,
+        composer: Composer,
+        chat_view: ChatView,
+        banner: ErrorBanner,
+        window: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._chat = chat_service
+        self._open = chat
+        self._models = models
+        self._tasks = tasks
+        self._composer = composer
+        self._chat_view = chat_view
+        self._banner = banner
+        self._window = window
+        self.service = chat_service.attachments
         self.limits = self.service.limits
         self.staged: dict[str, list[Staged]] = {}  # by session id; "" = a new chat
         self._keys = itertools.count(1)
         self._provider = "openai"
         self._held: tuple[str, str | None] | None = None  # a send waiting for the choice
-        self.viewers: list[AttachmentViewer] = []
+        self.sent = AttachmentViewers(self.service, chat=chat, tasks=tasks, window=window)
+        self.viewers = self.sent.viewers
         self.thumbnails = ThumbnailCache(self)
         self.chips = FileChipBar()
         self._mount()
@@ -166,8 +164,7 @@ class AttachmentsController(QObject):
     # --- mounting ------------------------------------------------------------------
 
     def _mount(self) -> None:
-        c = self._c
-        composer = c.parts.composer
+        composer = self._composer
         layout = composer.card_layout
         layout.insertWidget(layout.indexOf(composer.input), self.chips)
         self.chips.removeRequested.connect(self.remove)
@@ -175,24 +172,27 @@ class AttachmentsController(QObject):
         self.button = composer.attach_button
         self.button.clicked.connect(self.choose_files)
         self.drops = _Drops(self)
-        chat = c.parts.chat
+        chat = self._chat_view
         for target in (composer, composer.card, composer.input, composer.input.viewport(),
                        chat.list.viewport()):
             target.setAcceptDrops(True)
             target.installEventFilter(self.drops)
         composer.input.installEventFilter(self.drops)  # Ctrl+V of an image or a file
-        self.thumbnails.connect_source(self.service.read, lambda coro: c.spawn(coro, "thumb"))
+        self.thumbnails.connect_source(self.service.read,
+                                       lambda coro: self._tasks.spawn(coro, "thumb"))
         self.thumbnails.ready.connect(lambda _sha: chat.list.viewport().update())
         chat.delegate.painter.thumbnails = self.thumbnails
         chat.attachmentOpened.connect(self.open_attachment)
         composer.modelChanged.connect(lambda _model: self.recount())
-        c.sessionOpened.connect(lambda _view: self._show())
-        c.parts.banner.actionTriggered.connect(self._banner_action)
-        c.turns.take_files_from(self.take, self.preflight, self.has_files)
+        self._banner.actionTriggered.connect(self._banner_action)
         self.recount()
 
+    def chat_opened(self, _view: object) -> None:
+        """Another chat (or a new one) is open: its own staged files show."""
+        self._show()
+
     def _key(self) -> str:
-        return self._c.current_session_id or ""
+        return self._open.current_session_id or ""
 
     # --- staging -------------------------------------------------------------------
 
@@ -204,7 +204,7 @@ class AttachmentsController(QObject):
 
     def choose_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
-            self._c.parts.window, "Attach files", str(Path.home()),
+            self._window, "Attach files", str(Path.home()),
             "All files (*);;Images (*.png *.jpg *.jpeg *.webp *.gif);;PDF (*.pdf);;"
             "Text and code (*.txt *.md *.py *.json *.csv *.log)")
         if paths:
@@ -218,7 +218,7 @@ class AttachmentsController(QObject):
                 return
             staged = Staged(next(self._keys), path.name, _size_of(path))
             self.staged.setdefault(key, []).append(staged)
-            self._c.spawn(self._prepare(key, staged, self.service.prepare([path])),
+            self._tasks.spawn(self._prepare(key, staged, self.service.prepare([path])),
                           name="attach-file")
         self._show()
 
@@ -228,7 +228,7 @@ class AttachmentsController(QObject):
             return
         staged = Staged(next(self._keys), name, len(data))
         self.staged.setdefault(key, []).append(staged)
-        self._c.spawn(self._prepare(key, staged, self._one(data, name)), name="attach-data")
+        self._tasks.spawn(self._prepare(key, staged, self._one(data, name)), name="attach-data")
         self._show()
 
     async def _one(self, data: bytes, name: str) -> tuple[PreparedFile, ...]:
@@ -246,7 +246,7 @@ class AttachmentsController(QObject):
         if data.hasImage():
             image = data.imageData()
             if isinstance(image, QImage) and not image.isNull():
-                self._c.spawn(self._paste_image(image), name="paste-image")
+                self._tasks.spawn(self._paste_image(image), name="paste-image")
                 return True
         return False
 
@@ -305,8 +305,8 @@ class AttachmentsController(QObject):
         """The chosen model changed: each chip's cost for its provider."""
         async def work() -> None:
             try:
-                endpoint = await self._c.services.chat.model_endpoint(
-                    self._c.models.selected())
+                endpoint = await self._chat.model_endpoint(
+                    self._models.selected())
                 self._provider = "anthropic" if endpoint.anthropic else "openai"
             except Exception:  # no model yet: the OpenAI rule meanwhile
                 self._provider = "openai"
@@ -316,7 +316,7 @@ class AttachmentsController(QObject):
                         await self._count(staged)
             self._show()
 
-        self._c.spawn(work(), name="attach-recount")
+        self._tasks.spawn(work(), name="attach-recount")
 
     def set_page_images(self, chip_key: int, wanted: bool) -> None:
         """A PDF's chip: send its first pages as images too (for a model that sees), or not;
@@ -334,7 +334,7 @@ class AttachmentsController(QObject):
                         await self._count(staged)
             self._show()
 
-        self._c.spawn(work(), name="attach-pages")
+        self._tasks.spawn(work(), name="attach-pages")
 
     def remove(self, chip_key: int) -> None:
         for items in self.staged.values():
@@ -350,12 +350,12 @@ class AttachmentsController(QObject):
         self._show()
 
     def _refuse(self, reason: str) -> None:
-        self._c.parts.banner.show_notice("Not attached", reason)
+        self._banner.show_notice("Not attached", reason)
 
     def _show(self) -> None:
         self.chips.set_files([s.chip() for s in self.staged.get(self._key(), ())])
-        self._c.parts.composer.set_files_staged(self.has_files)  # Send for files alone
-        self._c.occupancy.pending_changed()  # the ring counts the chips' cost
+        self._composer.set_files_staged(self.has_files)  # Send for files alone
+        self.filesChanged.emit()  # the ring counts the chips' cost
 
     def take(self, session_id: str) -> list[PreparedFile]:
         """The ready files of the chat being sent to (or of the new chat it came from), for
@@ -379,29 +379,29 @@ class AttachmentsController(QObject):
                                                  or s.prepared.page_images)]
         if not images:
             return True
-        chat = self._c.services.chat
+        chat = self._chat
         if await chat.sees_images(model):
             return True
         seeing = await self._seeing_model()
         self._held = (text, seeing)
         names = ", ".join(s.name for s in images)
-        label = self._c.models.label_for(model or "") or "This model"
+        label = self._models.label_for(model or "") or "This model"
         actions: tuple[str, ...] = ("send_without_images", "cancel")
         where = ("Choose a model that accepts images in the picker, send without them, or "
                  "cancel.")
         if seeing is not None:
             actions = ("switch_to_vision", *actions)
-            where = (f"Switch to {self._c.models.label_for(seeing)} (it can see images) and "
+            where = (f"Switch to {self._models.label_for(seeing)} (it can see images) and "
                      "send, send without the images, or cancel.")
-        self._c.parts.banner.show_notice(
+        self._banner.show_notice(
             "This model cannot see images",
             f"{label} does not accept images, and this message carries {names}. {where}",
             actions=actions)
         return False
 
     async def _seeing_model(self) -> str | None:
-        chat = self._c.services.chat
-        for choice in self._c.models.choices:
+        chat = self._chat
+        for choice in self._models.choices:
             if choice.available and await chat.sees_images(choice.id):
                 return choice.id
         return None
@@ -415,80 +415,25 @@ class AttachmentsController(QObject):
             return
         self._held = None
         text, seeing = held
-        composer = self._c.parts.composer
+        composer = self._composer
         if key == "switch_to_vision" and seeing is not None:
             composer.select_model(seeing)
-            self._c.models.set_model(seeing)
+            self._models.set_model(seeing)
             self.recount()
         elif key == "send_without_images":
             for items in self.staged.values():
                 items[:] = [s for s in items if s.prepared is None
                             or (s.prepared.kind != "image" and not s.prepared.page_images)]
             self._show()
-        self._c.turns.send(composer.text() if composer.text().strip() else text)
+        self.sendRequested.emit(composer.text() if composer.text().strip() else text)
 
     # --- sent attachments ------------------------------------------------------------
 
     def open_attachment(self, node_id: str, index: int) -> AttachmentViewer | None:
-        view = self._c.current_view
-        node = view.graph.find(node_id) if view is not None else None
-        if node is None:
-            return None
-        items = shown_attachments(node.metadata)
-        if not 0 <= index < len(items) or items[index].kind == "placeholder":
-            return None
-        item = items[index]
-        viewer = AttachmentViewer(item.name, item.detail, item.kind, self._c.parts.window)
-        viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
-        self.viewers.append(viewer)
-        viewer.destroyed.connect(lambda *_: self._forget(viewer))
-        holder: dict[str, bytes] = {}
-        viewer.saveRequested.connect(lambda path: self._c.spawn(
-            self._save(viewer, holder, path), name="attach-save"))
-        viewer.show()
-        self._c.spawn(self._fill(viewer, item, holder), name="attach-open")
-        return viewer
-
-    def _forget(self, viewer: AttachmentViewer) -> None:
-        if viewer in self.viewers:
-            self.viewers.remove(viewer)
-
-    async def _fill(self, viewer: AttachmentViewer, item: ShownAttachment,
-                    holder: dict[str, bytes]) -> None:
-        data = await self.service.read(item.sha256)
-        if data is None:
-            viewer.show_problem(f"The bytes of {item.name} are not in this store.")
-            return
-        holder["data"] = data
-        viewer.allow_save()
-        try:
-            if item.kind == "image":
-                image = await asyncio.to_thread(decode_full, data)
-                if image.isNull():
-                    viewer.show_problem(f"{item.name} could not be decoded.")
-                else:
-                    viewer.show_image(image)
-            else:
-                viewer.show_text(await asyncio.to_thread(readable_text, item, data))
-        except AttachmentError as exc:
-            viewer.show_problem(str(exc))
-
-    async def _save(self, viewer: AttachmentViewer, holder: dict[str, bytes],
-                    path: str) -> None:
-        data = holder.get("data")
-        if data is None:
-            return
-        target = Path(path)
-        try:
-            await asyncio.to_thread(target.write_bytes, data)
-        except OSError as exc:
-            viewer.show_problem(f"Could not save to {target}: {exc.strerror or exc}")
-            return
-        viewer.saved(target)
+        return self.sent.open(node_id, index)
 
     def close(self) -> None:
-        for viewer in list(self.viewers):
-            viewer.close()
+        self.sent.close()
 
 
 def _size_of(path: Path) -> int:

@@ -5,7 +5,7 @@ model fuses them into a merge node."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QAction, QKeySequence
@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QMenu, QStackedWidget, QWidget
 from ...core.model import GraphError, Node
 from ...services.attachments import PreparedFile
 from ...services.beam import DEFAULT_FUSE_INSTRUCTION, BeamEvent, BeamService, SiblingReply
-from ...services.chat import Attachment
+from ...services.chat import Attachment, ChatService
 from ...services.events import (
     TextDelta,
     TurnEvent,
@@ -24,7 +24,17 @@ from ...services.events import (
 )
 from ...services.sessions import SessionView
 from ..chat.compare_view import Column, CompareView, facts_text
-from .turns import EventSink
+from ..chat.view import ChatView
+from ..composer.composer import Composer
+from .ports import (
+    EventSink,
+    ModelPicker,
+    OccupancyRefresh,
+    RedrawnChat,
+    Spawner,
+    StatusLine,
+    TurnRunner,
+)
 
 if TYPE_CHECKING:
     from ..shell.main_window import MainWindow
@@ -34,41 +44,59 @@ COMPARE_SHORTCUT = "Ctrl+Shift+B"
 
 
 class BeamController:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
-        self.beam = BeamService(conversation.chat_service)
+    def __init__(
+        self,
+        chat_service: ChatService,
+        *,
+        chat: RedrawnChat,
+        models: ModelPicker,
+        turns: TurnRunner,
+        occupancy: OccupancyRefresh,
+        tasks: Spawner,
+        status: StatusLine,
+        composer: Composer,
+        chat_view: ChatView,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.beam = BeamService(chat_service)
+        self._sessions = chat_service.sessions
+        self._open = chat
+        self._models = models
+        self._turns = turns
+        self._occupancy = occupancy
+        self._tasks = tasks
+        self._status = status
+        self._composer = composer
+        self._chat_view = chat_view
+        self._monotonic = monotonic
         self.view: CompareView | None = None
         self._message: tuple[str, str] | None = None  # (session, message) the view shows
-        self._open = False  # shown until the user goes back (a redraw does not close it)
-        composer = conversation.parts.composer
+        self._open_view = False  # shown until the user goes back (a redraw does not close it)
         composer.several.saveRequested.connect(self.save_set)
         composer.several.deleteRequested.connect(self.delete_set)
-        conversation.turns.take_several_from(composer.several.chosen, self.send_several)
         # a message to one model is answered in the chat: that is where it shows
         composer.sendRequested.connect(lambda _text: None if composer.several.chosen()
                                        else self.back())
-        conversation.parts.chat.menuRequested.connect(self._reply_menu)
-        conversation.sessionOpened.connect(lambda _view: self.back())
-        conversation.spawn(self._load_sets(), name="model-sets")
+        chat_view.menuRequested.connect(self._reply_menu)
 
     # --- the set button ------------------------------------------------------------
 
-    async def _load_sets(self) -> None:
-        self._c.parts.composer.several.set_sets(await self.beam.model_sets())
+    async def load_sets(self) -> None:
+        self._composer.several.set_sets(await self.beam.model_sets())
 
     def save_set(self, name: str, models: list[str]) -> None:
         async def work() -> None:
             sets = await self.beam.save_model_set(name, models)
-            self._c.parts.composer.several.set_sets(sets)
-            self._c.parts.status(f"Saved “{' '.join(name.split())}”")
+            self._composer.several.set_sets(sets)
+            self._status(f"Saved “{' '.join(name.split())}”")
 
-        self._c.spawn(work(), name="save-model-set")
+        self._tasks.spawn(work(), name="save-model-set")
 
     def delete_set(self, name: str) -> None:
         async def work() -> None:
-            self._c.parts.composer.several.set_sets(await self.beam.delete_model_set(name))
+            self._composer.several.set_sets(await self.beam.delete_model_set(name))
 
-        self._c.spawn(work(), name="delete-model-set")
+        self._tasks.spawn(work(), name="delete-model-set")
 
     # --- sending to several --------------------------------------------------------
 
@@ -78,11 +106,10 @@ class BeamController:
     ) -> Coroutine[Any, Any, Node | None]:
         """The run of a send to `models`: a column each streams in the compare view, the
         chat view follows the first to start, the banner speaks only if none answered."""
-        c = self._c
         order = list(models)
         view = self._ensure_view()
         view.set_message(text)
-        view.show_columns([Column("", c.models.label_for(m), state="streaming") for m in order])
+        view.show_columns([Column("", self._models.label_for(m), state="streaming") for m in order])
         view.set_running(True)
         self._message = None
         self._show_view()
@@ -91,9 +118,10 @@ class BeamController:
 
         def on_event(event: BeamEvent) -> None:
             inner = event.event
-            shown = self._message is None and self.view is not None
-            if shown and isinstance(inner, TextDelta):
-                self.view.append(event.index, inner.text)  # type: ignore[union-attr]
+            compare = self.view if self._message is None else None
+            shown = compare is not None
+            if compare is not None and isinstance(inner, TextDelta):
+                compare.append(event.index, inner.text)
             elif shown and isinstance(inner, TurnFinished | TurnFailed):
                 self._column_done(event.index, inner)
             if isinstance(inner, TurnStarted) and not lead:
@@ -103,7 +131,7 @@ class BeamController:
                 if len(failed) == len(order):
                     sink(inner)  # nobody answered: the banner, the text back in the box
                 elif lead and event.index == lead[0]:
-                    c.parts.chat.end_stream()
+                    self._chat_view.end_stream()
                 return
             if lead and event.index == lead[0]:
                 sink(inner)
@@ -129,7 +157,7 @@ class BeamController:
             usage = node.metadata.get("usage") or {}
             state = "stopped" if node.interrupted else ""
             facts = facts_text(usage.get("cost_usd"), usage.get("cost_usd") is not None,
-                               None, self._c.models.is_local(str(node.metadata.get("model"))))
+                               None, self._models.is_local(str(node.metadata.get("model"))))
             view.columns[index].show_column(Column(node.id, column.label, column.text or
                                                    node.text, facts, state))
         elif isinstance(event, TurnFailed):
@@ -141,67 +169,63 @@ class BeamController:
     def compare(self, node_id: str | None = None) -> None:
         """Show the replies to the message `node_id` is (or answers) side by side; without a
         node, those of the last message of the branch on screen that has several."""
-        c = self._c
-        shown = c.current_view
+        shown = self._open.current_view
         if shown is None:
             return
 
         async def work() -> None:
-            target = node_id or last_with_siblings(await c.sessions.view(shown.session.id))
+            target = node_id or last_with_siblings(await self._sessions.view(shown.session.id))
             if target is None:
-                c.parts.status("This branch has no message with several replies to compare")
+                self._status("This branch has no message with several replies to compare")
                 return
             await self._fill(shown.session.id, target, open_it=True)
 
-        c.spawn(work(), name="compare")
+        self._tasks.spawn(work(), name="compare")
 
     async def _fill(self, session_id: str, node_id: str, *, open_it: bool = False) -> None:
-        c = self._c
         try:
             replies = await self.beam.siblings(session_id, node_id)
         except GraphError as exc:
-            c.parts.status(str(exc))
+            self._status(str(exc))
             return
-        if c.current_session_id != session_id or not replies:
+        if self._open.current_session_id != session_id or not replies:
             return
-        stored = await c.sessions.view(session_id)
+        stored = await self._sessions.view(session_id)
         message = stored.graph.find(replies[0].first.predecessor or "")
         view = self._ensure_view()
         self._message = (session_id, replies[0].first.predecessor or "")
         view.set_message(message.text if message is not None else "")
         view.show_columns([self._column(r) for r in replies])
         view.set_fuse_models(
-            [(ch.id, ch.label) for ch in c.models.choices if ch.available],
-            c.models.selected(), DEFAULT_FUSE_INSTRUCTION)
+            [(ch.id, ch.label) for ch in self._models.choices if ch.available],
+            self._models.selected(), DEFAULT_FUSE_INSTRUCTION)
         if open_it:
             self._show_view()
 
     def _column(self, reply: SiblingReply) -> Column:
-        local = self._c.models.is_local(reply.model)
-        return Column(reply.first.id, self._c.models.label_for(reply.model) or reply.label,
+        local = self._models.is_local(reply.model)
+        return Column(reply.first.id, self._models.label_for(reply.model) or reply.label,
                       reply.text, facts_text(reply.cost_usd, reply.priced, reply.first_token_s,
                                              local),
                       "stopped" if reply.interrupted else "")
 
     def continue_from(self, node_id: str) -> None:
         """The chat goes on from that reply: HEAD moves to its branch, nothing is sent."""
-        c = self._c
-        shown = c.current_view
+        shown = self._open.current_view
         if shown is None or not node_id:
             return
 
         async def work() -> None:
-            updated = await c.sessions.show_branch_of(shown.session.id, node_id)
+            updated = await self._sessions.show_branch_of(shown.session.id, node_id)
             self.back()
-            if c.current_session_id == shown.session.id:
-                c.redraw(updated)
-                await c.occupancy.refresh()
+            if self._open.current_session_id == shown.session.id:
+                self._open.redraw(updated)
+                await self._occupancy.refresh()
 
-        c.spawn(work(), name="continue-from")
+        self._tasks.spawn(work(), name="continue-from")
 
     def fuse(self, model: str, instruction: str) -> None:
         """One reply by `model` that reads every column's reply, as a merge node."""
-        c = self._c
         if self._message is None:
             return
         session_id, message_id = self._message
@@ -214,20 +238,20 @@ class BeamController:
                                                   instruction=instruction, replies=order,
                                                   on_event=sink)
                 except GraphError as exc:
-                    c.parts.status(str(exc))
+                    self._status(str(exc))
                     return None
                 return result.reply
 
             return run()
 
-        if c.turns.run_external(make):
+        if self._turns.run_external(make):
             self.back()
 
     # --- where it shows ------------------------------------------------------------
 
     def _ensure_view(self) -> CompareView:
         if self.view is None:
-            self.view = CompareView(monotonic=self._c.clock.monotonic)
+            self.view = CompareView(monotonic=self._monotonic)
             self.view.backRequested.connect(self.back)
             self.view.continueRequested.connect(self.continue_from)
             self.view.fuseRequested.connect(self.fuse)
@@ -240,7 +264,7 @@ class BeamController:
     def _stack(self) -> QStackedWidget | None:
         """The window's centre, where the chat view is one page: the compare view is
         another, so the header, banner and composer stay where they are."""
-        parent: QWidget | None = self._c.parts.chat.parentWidget()
+        parent: QWidget | None = self._chat_view.parentWidget()
         while parent is not None and not isinstance(parent, QStackedWidget):
             parent = parent.parentWidget()
         return parent
@@ -252,28 +276,28 @@ class BeamController:
     def _show_view(self) -> None:
         stack = self._stack()
         if stack is not None and self.view is not None:
-            self._open = True
+            self._open_view = True
             stack.setCurrentWidget(self.view)
 
     def _keep_open(self) -> None:
         """Every redraw of the chat shows its page; while open, the compare view stays (the
         empty state of a new chat closes it)."""
         stack = self._stack()
-        if self._open and stack is not None and self.view is not None \
-                and stack.currentWidget() is self._c.parts.chat:
+        if self._open_view and stack is not None and self.view is not None \
+                and stack.currentWidget() is self._chat_view:
             stack.setCurrentWidget(self.view)
         elif stack is not None and stack.currentWidget() is not self.view:
-            self._open = False
+            self._open_view = False
 
     def back(self) -> None:
         """Back to one reply at a time (`< N/M >`)."""
-        self._open = False
+        self._open_view = False
         stack = self._stack()
         if stack is not None and self.view is not None and stack.currentWidget() is self.view:
-            stack.setCurrentWidget(self._c.parts.chat)
+            stack.setCurrentWidget(self._chat_view)
 
     def _reply_menu(self, key: str, menu: QMenu) -> None:
-        view = self._c.current_view
+        view = self._open.current_view
         if view is None or key not in view.graph:
             return
         node = view.graph.get(key)
@@ -302,7 +326,15 @@ def last_with_siblings(view: SessionView) -> str | None:
 
 def add_beam_controls(window: MainWindow, conversation: ConversationController) -> BeamController:
     """Wire sending to several models, comparing and fusing into the window."""
-    controller = BeamController(conversation)
+    parts = conversation.parts
+    controller = BeamController(
+        conversation.chat_service, chat=conversation, models=conversation.models,
+        turns=conversation.turns, occupancy=conversation.occupancy, tasks=conversation,
+        status=parts.status, composer=parts.composer, chat_view=parts.chat,
+        monotonic=conversation.clock.monotonic)
+    conversation.turns.take_several_from(parts.composer.several.chosen, controller.send_several)
+    conversation.sessionOpened.connect(lambda _view: controller.back())
+    conversation.spawn(controller.load_sets(), name="model-sets")
     action = QAction("Compare replies side by side", window)
     action.setShortcut(QKeySequence(COMPARE_SHORTCUT))
     action.triggered.connect(lambda *_: controller.compare())

@@ -95,14 +95,33 @@ class ConversationController(QObject):
         self.models = ModelsController(self)
         parts.set_model_namer(self.models.label_for)  # one name per model, everywhere
         self.occupancy = OccupancyController(self)
-        self.turns = TurnController(self)
         self.session_list = SessionListController(self, search)
+        self.turns = TurnController(
+            self, chat=services.chat, shown=self, models=self.models, rows=self.session_list,
+            tasks=self, clock=self.clock, composer=parts.composer, banner=parts.banner,
+            chat_view=parts.chat, session_list=parts.sessions, status=parts.status)
+        self.turns.busyChanged.connect(self.busyChanged)
+        self.turns.turnFinished.connect(self.turnFinished)
+        self.turns.turnFailed.connect(self.turnFailed)
+        self.turns.occupancyShown.connect(self.occupancy.from_turn)
+        self.turns.occupancyKept.connect(self.occupancy.remember)
         self.graph_ops = GraphOperations(self)
         self.dialogs = DialogsController(self)
         self.history = HistoryPanels(self)
-        self.attachments = AttachmentsController(self)  # files in a message
+        self.attachments = AttachmentsController(  # files in a message
+            self, chat_service=services.chat, chat=self, models=self.models, tasks=self,
+            composer=parts.composer, chat_view=parts.chat, banner=parts.banner,
+            window=parts.window)
+        self.sessionOpened.connect(self.attachments.chat_opened)
+        self.attachments.filesChanged.connect(self.occupancy.pending_changed)
+        self.attachments.sendRequested.connect(self.turns.send)
+        self.turns.take_files_from(self.attachments.take, self.attachments.preflight,
+                                   self.attachments.has_files)
         self.bundled_note = BundledModelNote(self)
-        self.mcp = McpController(self)
+        self.mcp = McpController(
+            services.mcp, chat=self, tasks=self, status=parts.status, composer=parts.composer,
+            session_list=parts.sessions, window=parts.window)
+        self.sessionOpened.connect(self.mcp.chat_opened)
         self.sync = SyncController(self)  # in the background, once started
         self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
         self.backups: BackupsController | None = None  # with the window's menus

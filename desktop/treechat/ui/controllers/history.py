@@ -24,7 +24,7 @@ from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
 from ..sessions.roles import SESSION_ID_ROLE
-from .turns import is_pending
+from .turn_views import is_pending
 
 if TYPE_CHECKING:
     from .conversation import ConversationController

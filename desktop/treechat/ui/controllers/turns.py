@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...core import dag
+from PySide6.QtCore import QObject, Signal
+
 from ...core.model import Node
 from ...services.attachments import PreparedFile
-from ...services.chat import Attachment
+from ...services.chat import ChatService
+from ...services.clock import Clock
 from ...services.events import (
     NodeAdded,
     OccupancyChanged,
@@ -28,28 +29,32 @@ from ...services.events import (
 )
 from ...services.message_fit import MessageFit
 from ...services.sessions import SessionView
+from ..chat.view import ChatView
 from ..common.announce import announce, reply_announcement
+from ..composer.composer import Composer
 from ..occupancy.format import tokens
+from ..sessions.list import SessionList
+from ..shell.error_banner import ErrorBanner
+from .ports import (
+    AttachmentSource,
+    EventSink,
+    FileSource,
+    ModelPicker,
+    Preflight,
+    SessionRows,
+    SeveralRun,
+    ShownChat,
+    Spawner,
+    StatusLine,
+)
 from .store_health import StoreHealth
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from .turn_views import PENDING_PREFIX, extend_view, retry_target
 
 log = logging.getLogger(__name__)
 
-AttachmentSource = Callable[[str], Sequence[Attachment]]
-# The files staged for a chat's next message, taken (and cleared) by its send.
-FileSource = Callable[[str], list[PreparedFile]]
-# Asked before a message is sent (text, model): False keeps it unsent (the check says why).
-Preflight = Callable[[str, str | None], Coroutine[Any, Any, bool]]
-EventSink = Callable[[TurnEvent], None]
-# a send to several models: (session, text, models, staged attaches, files, sink) -> its run
-SeveralRun = Callable[[str, str, Sequence[str], Sequence[Attachment], Sequence[PreparedFile],
-                       EventSink], Coroutine[Any, Any, Node | None]]
 # a held message made ready to send: its text, the files with it, what the composer gets back
 Held = tuple[str, Sequence[PreparedFile], str | None]
 
-PENDING_PREFIX = "pending-"
 # Shorter than this, a message fits any window a model has (a token is at least a character
 # in practice), and the send skips counting it.
 QUICK_FIT_CHARS = 1000
@@ -60,31 +65,34 @@ AS_FILE_TEXT = "My message is in the attached file message.txt."
 AS_FILE_FRAMING = 48
 
 
-def is_pending(node_id: str) -> bool:
-    """A message the chat shows before the store has it: never an id to look up."""
-    return node_id.startswith(PENDING_PREFIX)
+class TurnController(QObject):
+    """Sends, retries, edits and stops the open chat's turns and follows them on screen;
+    what the ring, the window and the other controllers learn of a turn, they hear from
+    its signals."""
 
+    busyChanged = Signal(bool)  # the open chat's turn started or ended
+    turnFinished = Signal(str)  # session id: the store has the turn's final word
+    turnFailed = Signal(object)  # TurnError
+    occupancyShown = Signal(object)  # Occupancy: the open chat's, as its turn measured it
+    occupancyKept = Signal(str, object)  # (session, Occupancy | None): a chat not shown
 
-def extend_view(view: SessionView, nodes: Sequence[Node], head: str | None) -> SessionView:
-    """The view after `nodes` were written and HEAD moved, without asking the store."""
-    graph = view.graph.with_nodes([n for n in nodes if n.id not in view.graph])
-    head = head if head is not None and head in graph else view.head
-    session = replace(view.session, head=head)
-    return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
-
-
-def retry_target(view: SessionView) -> str | None:
-    """What Retry without a target reruns: the last message of the branch."""
-    for node in reversed(view.path):
-        if node.role in ("assistant", "user"):
-            return node.id
-    return None
-
-
-class TurnController:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
-        self._chat = conversation.chat_service
+    def __init__(self, parent: QObject, *, chat: ChatService, shown: ShownChat,
+                 models: ModelPicker, rows: SessionRows, tasks: Spawner, clock: Clock,
+                 composer: Composer, banner: ErrorBanner, chat_view: ChatView,
+                 session_list: SessionList, status: StatusLine) -> None:
+        super().__init__(parent)
+        self._chat = chat
+        self._sessions = chat.sessions
+        self._shown = shown
+        self._models = models
+        self._rows = rows
+        self._tasks = tasks
+        self._clock = clock
+        self._composer = composer
+        self._banner = banner
+        self._chat_view = chat_view
+        self._list = session_list
+        self._status = status
         self._turns: dict[str, asyncio.Task[Any]] = {}
         self._pending: dict[str, str] = {}  # session -> text sent, kept until the reply lands
         self._preview_base: dict[str, SessionView] = {}  # the view before a shown preview
@@ -96,11 +104,10 @@ class TurnController:
         self._several: tuple[Callable[[], Sequence[str]], SeveralRun] | None = None
         self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
         self._turn_heads: dict[str, str | None] = {}  # session -> the head its turn showed
-        parts = conversation.parts
-        parts.composer.sendRequested.connect(self.send)
-        parts.composer.stopRequested.connect(self.stop)
-        parts.chat.retryRequested.connect(self.retry)
-        parts.chat.editRequested.connect(self.edit)
+        composer.sendRequested.connect(self.send)
+        composer.stopRequested.connect(self.stop)
+        chat_view.retryRequested.connect(self.retry)
+        chat_view.editRequested.connect(self.edit)
 
     def take_attachments_from(self, source: AttachmentSource) -> None:
         """Where a send gets the staged attachments of its chat (the attach chips)."""
@@ -124,7 +131,7 @@ class TurnController:
         return self._has_files is not None and self._has_files()
 
     def is_running(self) -> bool:
-        sid = self._c.current_session_id
+        sid = self._shown.current_session_id
         return sid is not None and (sid in self._turns or self._chat.is_running(sid))
 
     async def stop_all(self) -> None:
@@ -142,13 +149,14 @@ class TurnController:
         if (not text.strip() and not self._staged_files()) or self.is_running() \
                 or self._sending:
             return
-        health = StoreHealth.of(self._c)
+        parent = self.parent()
+        health = parent.findChild(StoreHealth, "StoreHealth") if parent is not None else None
         if health is not None and health.refuse_send():
             return  # a damaged store is read-only: the banner says why, the text stays
         self._sending = True
-        self._c.parts.composer.clear_if(text)
-        self._c.parts.banner.dismiss()
-        self._c.spawn(self._send(text), name="send")
+        self._composer.clear_if(text)
+        self._banner.dismiss()
+        self._tasks.spawn(self._send(text), name="send")
 
     def send_cut(self) -> None:
         """Send the message that did not fit, cut to the room the window leaves it."""
@@ -177,18 +185,18 @@ class TurnController:
             return
         text, fit = held
         self._sending = True
-        self._c.parts.composer.clear_if(text)
+        self._composer.clear_if(text)
 
         async def work() -> None:
             try:
                 sent, extra, shown = await prepare(text, fit)
             except Exception:
                 self._sending = False
-                self._c.parts.composer.restore(text)
+                self._composer.restore(text)
                 raise
             await self._send(sent, checked=True, extra=extra, shown=shown)
 
-        self._c.spawn(work(), name=name)
+        self._tasks.spawn(work(), name=name)
 
     def cancel_too_long(self) -> None:
         """Keep the message that did not fit in the composer, unsent."""
@@ -197,7 +205,6 @@ class TurnController:
     async def _fits(self, view: SessionView | None, text: str, model: str | None) -> bool:
         """Whether `text` fits the window; if not, the composer keeps it and the banner
         offers to cut it to fit or to cancel: nothing too big is sent without asking."""
-        c = self._c
         if len(text) < QUICK_FIT_CHARS:
             return True
         fit = await self._chat.message_fit(view.session.id if view is not None else None,
@@ -205,8 +212,8 @@ class TurnController:
         if fit.fits:
             return True
         self._too_long = (text, fit)
-        c.parts.composer.restore(text)
-        c.parts.banner.show_notice(
+        self._composer.restore(text)
+        self._banner.show_notice(
             "Too long for this model",
             f"This message is {tokens(fit.tokens)} tokens; the model's "
             f"{tokens(fit.window)}-token window leaves room for {tokens(fit.room)} once the "
@@ -221,32 +228,31 @@ class TurnController:
                     extra: Sequence[PreparedFile] = (), shown: str | None = None) -> None:
         """`extra` files go with the message besides the staged ones; `shown` is what the
         composer gets back if it never starts (the text typed, when that became a file)."""
-        c = self._c
-        view = c.current_view
-        model = await c.models.chosen()
+        view = self._shown.current_view
+        model = await self._models.chosen()
         try:
             if self._preflight is not None and not await self._preflight(text, model):
                 self._sending = False
-                c.parts.composer.restore(shown if shown is not None else text)
+                self._composer.restore(shown if shown is not None else text)
                 return
             if not checked and not await self._fits(view, text, model):
                 self._sending = False
                 return
             if view is None:
-                session = await c.sessions.create(model=model or "")
-                c.parts.sessions.upsert(session, c.clock.now())
-                c.parts.sessions.select(session.id)
-                view = await c.sessions.view(session.id)
-                c.show(view)
+                session = await self._sessions.create(model=model or "")
+                self._list.upsert(session, self._clock.now())
+                self._list.select(session.id)
+                view = await self._sessions.view(session.id)
+                self._shown.show(view)
             session_id = view.session.id
         except Exception as exc:
             self._sending = False
-            c.parts.composer.restore(shown if shown is not None else text)
-            c.parts.banner.show_error(TurnError("internal", f"Could not start: {exc}"))
+            self._composer.restore(shown if shown is not None else text)
+            self._banner.show_error(TurnError("internal", f"Could not start: {exc}"))
             return
         files = [*(self._files(session_id) if self._files is not None else ()), *extra]
         self._pending[session_id] = shown if shown is not None else text
-        c.last_errors.pop(session_id, None)
+        self._shown.last_errors.pop(session_id, None)
         head = view.graph.find(view.head)
         unanswered = (
             head is not None and head.role == "user" and not view.graph.conversation_children(
@@ -281,58 +287,56 @@ class TurnController:
     def _preview(self, view: SessionView, text: str) -> None:
         """Show the message at once: it is committed before anything else happens, but the
         turn reports it only once the model is resolved (which can take a moment)."""
-        c = self._c
         last_seq = max((n.seq for n in view.graph), default=0)
         provisional = Node(
-            id=f"{PENDING_PREFIX}{view.session.id}", seq=last_seq + 1, created_at=c.clock.now(),
+            id=f"{PENDING_PREFIX}{view.session.id}", seq=last_seq + 1, created_at=self._clock.now(),
             session_id=view.session.id, role="user", output=text.strip(),
             predecessor=view.head,
         )
         self._preview_base[view.session.id] = view
-        c.redraw(extend_view(view, [provisional], provisional.id))
-        c.parts.chat.begin_stream(provisional.id, c.models.label_for(c.models.selected() or ""))
+        self._shown.redraw(extend_view(view, [provisional], provisional.id))
+        label = self._models.label_for(self._models.selected() or "")
+        self._chat_view.begin_stream(provisional.id, label)
 
     def retry(self, node_id: str | None = None) -> None:
-        c = self._c
-        view = c.current_view
+        view = self._shown.current_view
         if view is None or self.is_running():
             return
         target = node_id or retry_target(view)
         if target is None:
             return
-        c.parts.banner.dismiss()
+        self._banner.dismiss()
         session_id = view.session.id
-        c.last_errors.pop(session_id, None)
-        run = self._chat.retry(session_id, target, model=c.models.selected(),
+        self._shown.last_errors.pop(session_id, None)
+        run = self._chat.retry(session_id, target, model=self._models.selected(),
                                on_event=self.sink(session_id))
-        c.spawn(self._run_turn(session_id, run), name="retry")
+        self._tasks.spawn(self._run_turn(session_id, run), name="retry")
 
     def edit(self, node_id: str, text: str) -> None:
-        c = self._c
-        view = c.current_view
+        view = self._shown.current_view
         if view is None or self.is_running() or not text.strip():
             return
         session_id = view.session.id
-        c.parts.banner.dismiss()
-        run = self._chat.edit(session_id, node_id, text.strip(), model=c.models.selected(),
+        self._banner.dismiss()
+        run = self._chat.edit(session_id, node_id, text.strip(), model=self._models.selected(),
                               on_event=self.sink(session_id))
-        c.spawn(self._run_turn(session_id, run), name="edit")
+        self._tasks.spawn(self._run_turn(session_id, run), name="edit")
 
     def stop(self) -> None:
-        sid = self._c.current_session_id
+        sid = self._shown.current_session_id
         if sid is not None:
             self._chat.stop(sid)
 
     def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]]) -> bool:
         """Run a turn started elsewhere (a merge from the history graph) like a send: it
         streams into the chat, fails into the banner and redraws at the end."""
-        c = self._c
-        view = c.current_view
+        view = self._shown.current_view
         if view is None or self.is_running():
             return False
         session_id = view.session.id
-        c.parts.banner.dismiss()
-        c.spawn(self._run_turn(session_id, make(self.sink(session_id))), name="graph-turn")
+        self._banner.dismiss()
+        run = make(self.sink(session_id))
+        self._tasks.spawn(self._run_turn(session_id, run), name="graph-turn")
         return True
 
     # --- a running turn --------------------------------------------------------------
@@ -361,46 +365,42 @@ class TurnController:
         self._turn_heads.pop(session_id, None)
 
     def _set_running(self, session_id: str, running: bool) -> None:
-        c = self._c
         running = running or self._chat.is_running(session_id)
-        c.parts.sessions.set_running(session_id, running)
-        if session_id == c.current_session_id:
-            c.parts.chat.set_busy(running)
-            c.parts.composer.set_running(running)
-            c.busyChanged.emit(running)
+        self._list.set_running(session_id, running)
+        if session_id == self._shown.current_session_id:
+            self._chat_view.set_busy(running)
+            self._composer.set_running(running)
+            self.busyChanged.emit(running)
 
     async def _reload(self, session_id: str) -> None:
-        c = self._c
-        view = await c.sessions.view(session_id)
-        if c.current_session_id == session_id:
-            c.redraw(view)
+        view = await self._sessions.view(session_id)
+        if self._shown.current_session_id == session_id:
+            self._shown.redraw(view)
 
     async def _after_turn(self, session_id: str) -> None:
         """The store has the final word: redraw from it, and refresh the list entry."""
-        c = self._c
-        await c.session_list.refresh_session(session_id)
-        if c.current_session_id == session_id:
-            shown = c.current_view.head if c.current_view is not None else None
-            view = await c.sessions.view(session_id)
+        await self._rows.refresh_session(session_id)
+        if self._shown.current_session_id == session_id:
+            shown = self._shown.current_view.head if self._shown.current_view is not None else None
+            view = await self._sessions.view(session_id)
             if (shown is not None and shown in view.graph
                     and all(node.id != shown for node in view.path)):
                 # the user checked out another branch while the reply ran: the reply landed
                 # on its own branch, and the view stays where the user went
-                view = await c.sessions.checkout(session_id, shown)
-            if c.current_session_id == session_id:
-                c.redraw(view)
+                view = await self._sessions.checkout(session_id, shown)
+            if self._shown.current_session_id == session_id:
+                self._shown.redraw(view)
         else:
-            c.forget_view(session_id)
-        c.turnFinished.emit(session_id)
+            self._shown.forget_view(session_id)
+        self.turnFinished.emit(session_id)
 
     def sink(self, session_id: str) -> EventSink:
         return lambda event: self._on_event(session_id, event)
 
     def _on_event(self, session_id: str, event: TurnEvent) -> None:
-        c = self._c
-        current = session_id == c.current_session_id
-        view = c.current_view
-        chat = c.parts.chat
+        current = session_id == self._shown.current_session_id
+        view = self._shown.current_view
+        chat = self._chat_view
         if isinstance(event, TurnStarted):
             base = self._preview_base.pop(session_id, None)
             view = base if base is not None and current else view
@@ -408,25 +408,25 @@ class TurnController:
                 above = event.user_node.predecessor
                 if above is not None and above not in view.graph:
                     # attach pointers were written just before the message: read them back
-                    c.spawn(self._reload(session_id), name="reload")
+                    self._tasks.spawn(self._reload(session_id), name="reload")
                 else:
-                    c.redraw(extend_view(view, [event.user_node], event.user_node.id))
-            if current and c.current_view is not None:
-                self._turn_heads[session_id] = c.current_view.head
+                    self._shown.redraw(extend_view(view, [event.user_node], event.user_node.id))
+            if current and self._shown.current_view is not None:
+                self._turn_heads[session_id] = self._shown.current_view.head
             if event.user_node is not None:
-                c.spawn(c.session_list.refresh_session(session_id), name="title")
+                self._tasks.spawn(self._rows.refresh_session(session_id), name="title")
             if current:
-                chat.begin_stream(event.parent_id, c.models.label_for(event.model))
-                c.parts.status("Writing a reply…")
+                chat.begin_stream(event.parent_id, self._models.label_for(event.model))
+                self._status("Writing a reply…")
         elif isinstance(event, TextDelta):
             if current:
                 chat.append_stream_text(event.text)
         elif isinstance(event, ToolCallStarted):
             if current:
-                c.parts.status(f"Running {event.name}…")
+                self._status(f"Running {event.name}…")
         elif isinstance(event, ReasoningDelta):
             if current:  # kept apart from the answer; shown as the reply's Thinking row
-                c.parts.status("Thinking…")
+                self._status("Thinking…")
         elif isinstance(event, NodeAdded):
             if current and view is not None:
                 node = event.node
@@ -435,27 +435,28 @@ class TurnController:
                     head = view.head  # the node joins the graph; the branch shown stays
                 else:
                     self._turn_heads[session_id] = head
-                c.redraw(extend_view(view, [node], head))
+                self._shown.redraw(extend_view(view, [node], head))
         elif isinstance(event, OccupancyChanged):
             if current:
-                c.occupancy.from_turn(event.occupancy)
+                self.occupancyShown.emit(event.occupancy)
             else:
-                c.occupancy.remember(session_id, event.occupancy)
+                self.occupancyKept.emit(session_id, event.occupancy)
         elif isinstance(event, TurnFinished):
             if not current:
-                c.occupancy.remember(session_id, event.occupancy)
+                self.occupancyKept.emit(session_id, event.occupancy)
             self._pending.pop(session_id, None)
             if current and view is not None:
                 chat.end_stream()
                 away = self._moved_away(session_id, view)
-                c.redraw(extend_view(view, [event.node],
+                self._shown.redraw(extend_view(view, [event.node],
                                      view.head if away else event.node.id))
                 if event.occupancy is not None:
-                    c.occupancy.from_turn(event.occupancy)
-                c.parts.status("Reply stopped" if event.node.interrupted else "")
-                announce(chat, reply_announcement(
-                    c.models.label_for(str(event.node.metadata.get("model") or event.node.name)),
-                    event.node.text, stopped=event.node.interrupted))
+                    self.occupancyShown.emit(event.occupancy)
+                self._status("Reply stopped" if event.node.interrupted else "")
+                model = str(event.node.metadata.get("model") or event.node.name)
+                announce(chat, reply_announcement(self._models.label_for(model),
+                                                  event.node.text,
+                                                  stopped=event.node.interrupted))
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)
 
@@ -467,24 +468,23 @@ class TurnController:
                 and all(node.id != shown for node in view.path))
 
     def _failed(self, session_id: str, event: TurnFailed) -> None:
-        c = self._c
         error = event.error
-        current = session_id == c.current_session_id
+        current = session_id == self._shown.current_session_id
         base = self._preview_base.pop(session_id, None)
         if base is not None and current:
-            c.redraw(base)  # the preview never became a message
+            self._shown.redraw(base)  # the preview never became a message
         text = self._pending.pop(session_id, None)
         if error.kind != "busy":
-            c.last_errors[session_id] = error
+            self._shown.last_errors[session_id] = error
         if current:
-            c.parts.chat.end_stream()
-            view = c.current_view
+            self._chat_view.end_stream()
+            view = self._shown.current_view
             if view is not None and event.partial is not None:
-                c.redraw(extend_view(view, [event.partial], event.partial.id))
+                self._shown.redraw(extend_view(view, [event.partial], event.partial.id))
             if text is not None and error.kind not in ("cancelled",):
-                c.parts.composer.restore(text)
-            c.parts.banner.show_error(error)
-            c.parts.status("")
+                self._composer.restore(text)
+            self._banner.show_error(error)
+            self._status("")
         elif text is not None:
-            c.drafts[session_id] = text
-        c.turnFailed.emit(error)
+            self._shown.drafts[session_id] = text
+        self.turnFailed.emit(error)

@@ -34,11 +34,11 @@ from treechat.ui.composer.file_chips import FileChip
 from treechat.ui.controllers.turns import AS_FILE_NAME
 from treechat.ui.occupancy.format import tokens
 
-from .conftest import BIG_MODEL, MODEL, Aio, Desk, Seed, choices_for
+from ..conftest import BIG_MODEL, MODEL, Aio, Desk, Seed, choices_for
 
 CLAUDE = "anthropic/claude-3-5-sonnet-20241022"  # litellm knows it sees images
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 
 
 SCHEME = os.environ.get("TREECHAT_SCREENSHOT_SCHEME", "")  # "light" or "dark"

@@ -1,0 +1,230 @@
+"""What the chat costs, where the person reads it: each reply's tokens and price on hover,
+the chat's total in the header, the next request's estimate beside the composer (counted
+once typing pauses), and the Usage view by model, day and chat."""
+
+from __future__ import annotations
+
+import asyncio
+
+from PySide6.QtCore import QEvent, QObject, QPoint, QTimer, Signal
+from PySide6.QtGui import QHelpEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolTip, QWidget
+
+from ...core.reply import can_continue, reasoning_of
+from ...services.chat import ChatService
+from ...services.sessions import SessionView
+from ...services.spending import ReplyCost
+from ..chat.view import ChatView
+from ..composer.composer import Composer
+from ..dialogs.chat_controls import UsageDialog, money, spend_text
+from .ports import ModelPicker, OpenChat, Spawner
+
+ESTIMATE_DELAY_MS = 700
+
+
+def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str:
+    """A reply's tokens and cost as its tooltip says them; `name` is the model's display
+    name (its address when not given), `local` True for a model on this machine (free)."""
+    cached = f", {cost.cache_read:,} of them cached" if cost.cache_read else ""
+    price = money(cost.cost_usd, cost.priced)
+    if local:  # whatever litellm thinks of the name, a model on this computer is free
+        price = "free (runs on this computer)"
+    elif not cost.priced:
+        price = "unpriced (no known price for this model)"
+    return (f"{cost.input_tokens:,} tokens in{cached} · {cost.output_tokens:,} out · {price}"
+            f"\n{name or cost.model}")
+
+
+class ChatCosts(QObject):
+    costsShown = Signal(str)  # session id whose costs the header and tooltips now show
+    estimateShown = Signal(str)  # the composer's estimate text
+
+    def __init__(
+        self,
+        parent: QObject,
+        *,
+        chat_service: ChatService,
+        chat: OpenChat,
+        models: ModelPicker,
+        tasks: Spawner,
+        composer: Composer,
+        chat_view: ChatView,
+        window: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._chat = chat_service
+        self._sessions = chat_service.sessions
+        self._open = chat
+        self._models = models
+        self._tasks = tasks
+        self._composer = composer
+        self._chat_view = chat_view
+        self._window = window
+        self.costs: dict[str, ReplyCost] = {}
+        self.usage: UsageDialog | None = None
+        self.cost_label = QLabel("")
+        self.cost_label.setObjectName("ChatCost")
+        self.cost_label.setAccessibleName("What this chat has cost")
+        self._estimate_widgets()
+        chat_view.list.viewport().installEventFilter(self)
+
+    def _estimate_widgets(self) -> None:
+        composer = self._composer
+        self.estimate_label = QLabel("")
+        self.estimate_label.setObjectName("ComposerEstimate")
+        self.estimate_label.setToolTip(
+            "What the next request would cost if sent now, at the uncached price: a "
+            "cache hit is never assumed.")
+        footer = composer.hint.parentWidget()
+        layout = footer.layout() if footer is not None else None
+        row = None
+        if layout is not None:
+            for i in range(layout.count()):
+                item = layout.itemAt(i)
+                inner = item.layout() if item is not None else None
+                if isinstance(inner, QHBoxLayout) and inner.indexOf(composer.hint) >= 0:
+                    row = inner
+        if row is not None:
+            row.insertWidget(row.indexOf(composer.hint) + 1, self.estimate_label)
+        self._estimate_timer = QTimer(self)
+        self._estimate_timer.setSingleShot(True)
+        self._estimate_timer.setInterval(ESTIMATE_DELAY_MS)
+        self._estimate_timer.timeout.connect(self._estimate)
+        composer.input.textChanged.connect(self._estimate_timer.start)
+
+    # --- following the open chat ----------------------------------------------------
+
+    def view_changed(self, view: SessionView | None) -> None:
+        if view is None:
+            self.costs = {}
+            self.cost_label.setText("")
+            self.estimate_label.setText("")
+            return
+        self._tasks.spawn(self.refresh_costs(view.session.id), name="chat-costs")
+        self._estimate_timer.start()
+
+    def refresh_soon(self) -> None:
+        sid = self._open.current_session_id
+        if sid is not None:
+            self._tasks.spawn(self.refresh_costs(sid), name="chat-costs")
+
+    async def refresh_costs(self, session_id: str) -> None:
+        view = self._open.current_view
+        if view is None or view.session.id != session_id:
+            return
+        ids = [n.id for n in view.path if n.role == "assistant"]
+        costs = await self._chat.spending.reply_costs(ids)
+        total = await self._chat.spending.chat_total(session_id, local=self._models.is_local)
+        if self._open.current_session_id != session_id:
+            return
+        self.costs = dict(costs)
+        if total.requests == 0:
+            self.cost_label.setText("")
+        else:
+            self.cost_label.setText(spend_text(total.cost_usd, total.requests,
+                                               total.unpriced_requests, total.free_requests))
+            notes = []
+            if total.free_requests:
+                notes.append(f"{total.free_requests} to a model on this computer (free)")
+            if total.unpriced_requests:
+                notes.append(f"{total.unpriced_requests} to a model with no known price")
+            self.cost_label.setToolTip(
+                f"This chat, every branch: {total.requests} request"
+                f"{'s' if total.requests != 1 else ''}, {total.input_tokens:,} tokens in "
+                f"({total.cache_read:,} cached), {total.output_tokens:,} out"
+                + "".join(f"; {n}" for n in notes))
+        self.costsShown.emit(session_id)
+
+    # --- the next request -----------------------------------------------------------
+
+    def _estimate(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the debounce fired after the window's loop stopped
+            return
+        sid = self._open.current_session_id
+        if sid is not None and not self._chat.is_running(sid):
+            self._tasks.spawn(self.estimate(sid), name="estimate")
+
+    async def estimate(self, session_id: str) -> str:
+        draft = self._composer.text()
+        est = await self._chat.estimate_next_cost(session_id, draft,
+                                                  model=self._models.selected())
+        local = self._models.is_local(self._models.selected())
+        if est.priced and not local:
+            text = f"next ≈ {money(est.prompt_usd)}"
+            tip = (f"The next request: {est.prompt_tokens:,} tokens at the uncached price "
+                   f"{money(est.prompt_usd)}; up to {money(est.ceiling_usd)} with a reply of "
+                   f"{est.max_reply_tokens:,} tokens. A cache hit is never assumed.")
+        elif local:
+            text = "next: free"
+            tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
+                   f"{self._models.selected_label()} runs on this computer and costs "
+                   "nothing.")
+        else:
+            text = "next: unpriced"
+            tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
+                   f"{self._models.selected_label()} has no known price.")
+        if self._open.current_session_id == session_id:
+            self.estimate_label.setText(text)
+            self.estimate_label.setToolTip(tip)
+            self.estimateShown.emit(text)
+        return text
+
+    # --- a reply's cost on hover ------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            text = self.tooltip_at(event.pos())
+            if text:
+                QToolTip.showText(event.globalPos(), text, self._chat_view.list)
+                return True
+        return False
+
+    def tooltip_at(self, pos: QPoint) -> str:
+        chat = self._chat_view
+        index = chat.list.indexAt(pos)
+        if not index.isValid():
+            return ""
+        node = chat.model.row_at(index.row()).node
+        if node is None or node.role != "assistant":
+            return ""
+        return self.reply_text(node.id)
+
+    def cost_text(self, cost: ReplyCost) -> str:
+        models = self._models
+        return reply_cost_text(cost, models.label_for(cost.model), models.is_local(cost.model))
+
+    def cost_line(self, node_id: str) -> str | None:
+        """The first line of the reply's cost (None before it is known), for its menu."""
+        cost = self.costs.get(node_id)
+        return self.cost_text(cost).split("\n")[0] if cost is not None else None
+
+    def reply_text(self, node_id: str) -> str:
+        cost = self.costs.get(node_id)
+        view = self._open.current_view
+        node = view.graph.get(node_id) if view is not None and node_id in view.graph else None
+        lines = [self.cost_text(cost)] if cost is not None else []
+        if node is not None and reasoning_of(node):
+            lines.append("Thinking kept apart from the answer: right-click → Show thinking")
+        if node is not None and can_continue(node):
+            lines.append("Cut short: right-click → Continue this reply")
+        return "\n".join(lines)
+
+    # --- usage -----------------------------------------------------------------------
+
+    def open_usage(self) -> UsageDialog:
+        if self.usage is None:
+            self.usage = UsageDialog(self._window)
+        self.usage.show()
+        self.usage.raise_()
+        self._tasks.spawn(self.fill_usage(), name="usage")
+        return self.usage
+
+    async def fill_usage(self) -> None:
+        assert self.usage is not None
+        sessions = await self._sessions.list()
+        titles = {s.id: s.title for s in sessions}
+        for by in ("model", "day", "session"):
+            rows = await self._chat.spending.spend(by, local=self._models.is_local)
+            self.usage.show_rows(by, rows, titles, names=self._models.label_for)

@@ -1,0 +1,34 @@
+"""What the chat shows of a turn before the store has it: the message at once (pending), the
+nodes a turn reported added to the view shown, and what Retry reruns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ...core import dag
+from ...core.model import Node
+from ...services.sessions import SessionView
+
+PENDING_PREFIX = "pending-"
+
+
+def is_pending(node_id: str) -> bool:
+    """A message the chat shows before the store has it: never an id to look up."""
+    return node_id.startswith(PENDING_PREFIX)
+
+
+def extend_view(view: SessionView, nodes: Sequence[Node], head: str | None) -> SessionView:
+    """The view after `nodes` were written and HEAD moved, without asking the store."""
+    graph = view.graph.with_nodes([n for n in nodes if n.id not in view.graph])
+    head = head if head is not None and head in graph else view.head
+    session = replace(view.session, head=head)
+    return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
+
+
+def retry_target(view: SessionView) -> str | None:
+    """What Retry without a target reruns: the last message of the branch."""
+    for node in reversed(view.path):
+        if node.role in ("assistant", "user"):
+            return node.id
+    return None
