@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication, QWidget
 
+    from .core.clock import Clock
     from .core.model import Session
     from .services.bootstrap import Services
-    from .services.clock import Clock
     from .services.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
@@ -185,7 +185,7 @@ async def _serve(
 
     from PySide6.QtCore import QTimer
 
-    from .services.clock import SYSTEM_CLOCK
+    from .core.clock import SYSTEM_CLOCK
     from .ui.shell.outline import LAST_SESSION
 
     clock = SYSTEM_CLOCK  # the one clock the window and the services read
@@ -274,7 +274,7 @@ def _warm_up_when_typing(window: MainWindow) -> None:
 def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Session, ...], str]:
     """The store (a crash's drafts recovered) and the sessions it lists, or why it could not
     be opened."""
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
     from .store.database import StoreError, default_store_path
 
     try:

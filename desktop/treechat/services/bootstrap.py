@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.clock import SYSTEM_CLOCK, Clock
 from ..providers.keys import KeyStore
 from ..providers.local_model import LocalModel
 from ..providers.local_servers import LocalServers, servers_from_environment
@@ -14,14 +15,13 @@ from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
 from .chat import ChatConfig, ChatService
-from .clock import SYSTEM_CLOCK, Clock
-from .connections import ConnectionService
 from .context import ContextEngine
-from .mcp import McpService
-from .model_library import ModelLibrary, ModelLibraryService
-from .models import ModelCatalog, ModelChoice
-from .recovery import open_and_recover
+from .mcp.service import McpService
+from .models.catalog import ModelCatalog, ModelChoice
+from .models.connections import ConnectionService
+from .models.model_library import ModelLibrary, ModelLibraryService
 from .search import SearchService
+from .store_life.recovery import open_and_recover
 from .sync.service import SyncService
 
 SETTINGS_DEFAULT_MODEL = "default_model"

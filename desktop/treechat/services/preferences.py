@@ -13,7 +13,7 @@ from ..store.repository import Repository
 from .bootstrap import SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, Services
 from .chat import ChatService
 from .context import ContextEngine
-from .models import ModelCatalog
+from .models.catalog import ModelCatalog
 
 SETTINGS_SUMMARIZE = "compaction.summarize_trigger"
 SETTINGS_EMERGENCY = "compaction.emergency_trigger"

@@ -427,7 +427,7 @@ def test_the_parameters_dialog_names_the_model_as_the_picker_does(desk: Desk, ai
 
 
 def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> None:
-    from treechat.services.models import ModelChoice
+    from treechat.services.models.catalog import ModelChoice
 
     local = "openai/loopback-local"
     catalog = desk.services.models
@@ -468,7 +468,7 @@ def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> 
 def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(
     desk: Desk, aio: Aio
 ) -> None:
-    from treechat.services.models import BUNDLED_ID, BUNDLED_REPLY_CAP
+    from treechat.services.models.catalog import BUNDLED_ID, BUNDLED_REPLY_CAP
 
     cap = desk.services.models.default_reply_cap(BUNDLED_ID)
     assert cap == BUNDLED_REPLY_CAP
@@ -535,7 +535,7 @@ def test_a_local_model_litellm_prices_is_free_in_every_label(desk: Desk, aio: Ai
     """A model on this computer whose name litellm has a price for (a local server serving
     a model under a hosted name): free in the reply's tooltip, the header and by Send, never
     "$0" in one place and "free" in another."""
-    from treechat.services.models import ModelChoice
+    from treechat.services.models.catalog import ModelChoice
 
     local = "openai/gpt-4o-mini"
     catalog = desk.services.models

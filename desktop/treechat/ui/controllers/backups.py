@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from ...services.backup_schedule import BackupSchedule
-from ...services.backups import Backup, BackupError, BackupService, reload_after_restore
+from ...services.store_life.backup_schedule import BackupSchedule
+from ...services.store_life.backups import Backup, BackupError, BackupService, reload_after_restore
 
 if TYPE_CHECKING:
     from ..dialogs.restore_backup import RestoreBackupDialog

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer
 
-from ...services.recovery import adopt_journals, has_journals
+from ...services.store_life.recovery import adopt_journals, has_journals
 from ..common.tasks import loop_running
 
 if TYPE_CHECKING:

@@ -12,16 +12,16 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from ...services.bootstrap import SETTINGS_SUMMARIZER
-from ...services.diagnostics import (
+from ...services.models.catalog import CLOUD_PROVIDERS
+from ...services.preferences import ChatPreferences
+from ...services.problem_report import (
     AppInfo,
     problem_report,
     report_place,
     save_report,
     where_to_report,
 )
-from ...services.import_jobs import ImportJobs
-from ...services.models import CLOUD_PROVIDERS
-from ...services.preferences import ChatPreferences
+from ...services.transfer.import_jobs import ImportJobs
 from ..dialogs.help import AboutDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter

@@ -13,8 +13,8 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QBoxLayout, QFileDialog, QHBoxLayout, QWidget
 
-from ...services.exporting import export_session, suggested_filename, write_export
-from ...services.store_state import StoreError, check_finished, damage_message
+from ...services.store_life.store_state import StoreError, check_finished, damage_message
+from ...services.transfer.exporting import export_session, suggested_filename, write_export
 from ..shell.damaged_store_banner import DamagedStoreBanner
 
 if TYPE_CHECKING:
