@@ -302,7 +302,7 @@ def terminal_approver(
     stdin: IO[str] | None = None, stderr: IO[str] | None = None
 ) -> Callable[[Any], Coroutine[Any, Any, Any]]:
     """Approvals for `treechat send`: asked on the terminal; with no terminal, denied."""
-    from .services.mcp.service import ApprovalRequest, Decision
+    from .services.mcp.approval import ApprovalRequest, Decision
 
     def streams() -> tuple[IO[str], IO[str]]:
         return stdin or sys.stdin, stderr or sys.stderr

@@ -26,7 +26,8 @@ import duckdb
 import pytest
 from tests.support.exports import big_chatgpt_export, write_chatgpt_export
 
-from treechat.services.transfer.importing import import_file, read_export
+from treechat.services.transfer.export_reading import read_export
+from treechat.services.transfer.importing import import_file
 from treechat.store.database import Store
 
 pytestmark = pytest.mark.bench

@@ -24,7 +24,7 @@ from tests.support.processes import gone
 
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
-from treechat.services.mcp.service import ApprovalRequest, Decision
+from treechat.services.mcp.approval import ApprovalRequest, Decision
 from treechat.services.models.catalog import ModelChoice
 
 MODEL = "openai/loopback-model"

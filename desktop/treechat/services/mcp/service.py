@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import json
 import logging
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,6 @@ from typing import Any
 from ...core.rules import DEFAULT_PROTECTED_TOOLS
 from ...providers.keys import KeyStore
 from ...store.database import Store
-from ...tools.base import JSONSchema, ToolResult
 from ...tools.mcp.config import (
     ConfigError,
     ImportResult,
@@ -31,17 +28,19 @@ from ...tools.mcp.config import (
     ServerConfig,
     parse_servers_json,
 )
-from ...tools.mcp.naming import assign_names, provider_schema, schema_problem
+from ...tools.mcp.naming import assign_names, schema_problem
 from ...tools.mcp.runtime import (
     McpCallError,
     McpRuntime,
-    PromptInfo,
     ResourceInfo,
     ServerState,
     ToolInfo,
 )
 from ..store_life.drafts import StoreRelease
-from ..store_life.store_release import StoreNotBackError, store_let_go
+from ..store_life.store_release import store_let_go
+from .approval import ApprovalRequest, Approver, Decision, RejectedTool
+from .prompts_and_resources import PromptCommand, ResourceText
+from .tool import McpTool
 
 log = logging.getLogger(__name__)
 
@@ -55,67 +54,6 @@ def chat_key(session_id: str) -> str:
     return f"mcp.chat:{session_id}"
 
 
-class Decision(enum.Enum):
-    """The three answers of the approval prompt."""
-
-    ALLOW_ONCE = "allow_once"
-    ALLOW_ALWAYS = "allow_always"  # this tool, in this chat
-    DENY = "deny"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What the approval prompt shows: which server, which tool, with which arguments."""
-
-    session_id: str
-    server: str
-    tool: str
-    public_name: str  # the name the model called
-    arguments: Mapping[str, Any]
-    description: str = ""
-
-    def arguments_text(self) -> str:
-        return json.dumps(dict(self.arguments), indent=2, ensure_ascii=False, sort_keys=True)
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[Decision]]
-
-
-@dataclass(frozen=True, slots=True)
-class RejectedTool:
-    server: str
-    tool: str
-    problem: str
-
-
-@dataclass(frozen=True, slots=True)
-class PromptCommand:
-    """An MCP prompt offered as a `/` command in the composer."""
-
-    command: str  # "/server:prompt"
-    server: str
-    prompt: PromptInfo
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceText:
-    """A resource read for attaching to a message."""
-
-    server: str
-    uri: str
-    label: str
-    text: str
-
-    def as_message_block(self) -> str:
-        """The resource as it goes into a message: named, and fenced as quoted material."""
-        longest = max((len(run) for run in re.findall(r"`+", self.text)), default=0)
-        fence = "`" * max(3, longest + 1)
-        return (
-            f"[Resource {self.label} ({self.uri}), quoted from the {self.server} MCP server]\n"
-            f"{fence}\n{self.text.rstrip()}\n{fence}"
-        )
-
-
 @dataclass
 class _Chat:
     servers: dict[str, bool] = field(default_factory=dict)  # per-chat overrides of "enabled"
@@ -123,59 +61,6 @@ class _Chat:
 
     def stored(self) -> dict[str, Any]:
         return {"servers": dict(sorted(self.servers.items())), "always": sorted(self.always)}
-
-
-class McpTool:
-    """One MCP server tool bound to one chat: asks, then calls, and never raises."""
-
-    def __init__(
-        self, service: McpService, session_id: str, server: str, info: ToolInfo, name: str
-    ) -> None:
-        self._service = service
-        self._session_id = session_id
-        self.server = server
-        self.tool = info.name
-        self._name = name
-        self._description = info.description or f"{info.name} (from the {server} MCP server)"
-        self._parameters = provider_schema(info.input_schema)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def description(self) -> str:
-        return self._description
-
-    @property
-    def parameters(self) -> JSONSchema:
-        return self._parameters
-
-    async def call(self, args: Mapping[str, Any]) -> ToolResult:
-        meta: dict[str, dict[str, Any]] = {"mcp": {"server": self.server, "tool": self.tool}}
-        decision = await self._service.authorize(
-            ApprovalRequest(
-                self._session_id, self.server, self.tool, self._name, dict(args),
-                self._description,
-            )
-        )
-        if decision is None:
-            return ToolResult(
-                False,
-                f"The user denied this call: {self.server} › {self.tool} did not run.",
-                {**meta, "denied": True},
-            )
-        try:
-            outcome = await self._service.call(self.server, self.tool, args,
-                                               session_id=self._session_id)
-        except McpCallError as exc:
-            return ToolResult(False, f"{self._name}: {exc}", meta)
-        except StoreNotBackError as exc:  # the turn ends with it: the store is not open
-            return ToolResult(False, str(exc), meta)
-        if outcome.media:
-            # Named on the node until messages carry attachments; the text says so too.
-            meta["mcp"]["media"] = [{"mime_type": m, "bytes": n} for m, n in outcome.media]
-        return ToolResult(outcome.ok, outcome.text, meta)
 
 
 class McpService:

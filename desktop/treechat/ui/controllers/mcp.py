@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QMenu
 
-from ...services.mcp.service import ApprovalRequest, Decision
+from ...services.mcp.approval import ApprovalRequest, Decision
 from ..common.announce import announce
 
 if TYPE_CHECKING:

@@ -16,14 +16,8 @@ from keyring.backends import fail
 from tests.support.mcp_fixtures import stdio_config
 
 from treechat.providers.keys import KeyStore
-from treechat.services.mcp.service import (
-    SETTINGS_LISTINGS,
-    SETTINGS_SERVERS,
-    ApprovalRequest,
-    Decision,
-    McpService,
-    chat_key,
-)
+from treechat.services.mcp.approval import ApprovalRequest, Decision
+from treechat.services.mcp.service import SETTINGS_LISTINGS, SETTINGS_SERVERS, McpService
 from treechat.store.database import Store
 from treechat.tools.mcp.config import ConfigError, ServerConfig
 
@@ -168,76 +162,6 @@ async def test_a_schema_a_provider_would_refuse_is_reported_not_offered(
     (rejected,) = fresh.rejected_tools()
     assert (rejected.server, rejected.tool) == ("odd", "arr")
     assert "not an object" in rejected.problem
-
-
-@pytest.mark.asyncio
-async def test_approval_allow_once_deny_and_always(service: McpService, store: Store) -> None:
-    await service.add(stdio_config("alpha", "alpha-secret-31"))
-    await service.prepare("chat")
-    (tool,) = [t for t in service.tools_for("chat") if t.name == "alpha__secret_value"]
-    asker = Asker(Decision.ALLOW_ONCE, Decision.DENY, Decision.ALLOW_ALWAYS)
-    service.set_approver(asker)
-
-    first = await tool.call({})
-    assert (first.ok, first.text) == (True, "alpha-secret-31")
-    assert first.metadata == {"mcp": {"server": "alpha", "tool": "secret_value"}}
-    denied = await tool.call({})
-    assert denied.ok is False and "denied" in denied.text and "secret_value" in denied.text
-    assert (await tool.call({})).text == "alpha-secret-31"  # always, from now on
-    assert (await tool.call({})).text == "alpha-secret-31"
-    assert len(asker.asked) == 3
-    assert (asker.asked[0].server, asker.asked[0].tool) == ("alpha", "secret_value")
-    assert stored(store, chat_key("chat"))["always"] == ["alpha/secret_value"]
-    # Another chat is asked again.
-    await service.prepare("other")
-    (other,) = [t for t in service.tools_for("other") if t.name == "alpha__secret_value"]
-    service.set_approver(Asker(Decision.DENY))
-    assert (await other.call({})).ok is False
-
-
-@pytest.mark.asyncio
-async def test_server_defaults_deny_and_allow_and_nobody_to_ask(service: McpService) -> None:
-    await service.add(stdio_config("alpha", "s", policy="deny"))
-    await service.prepare("c")
-    (tool,) = [t for t in service.tools_for("c") if t.name == "alpha__secret_value"]
-    asker = Asker()
-    service.set_approver(asker)
-    assert (await tool.call({})).ok is False
-    await service.set_policy("alpha", "allow")
-    await service.prepare("c")
-    (tool,) = [t for t in service.tools_for("c") if t.name == "alpha__secret_value"]
-    assert (await tool.call({})).text == "s"
-    assert asker.asked == []
-    await service.set_policy("alpha", "ask")
-    service.set_approver(None)
-    await service.prepare("c")
-    (tool,) = [t for t in service.tools_for("c") if t.name == "alpha__secret_value"]
-    assert "denied" in (await tool.call({})).text
-
-
-@pytest.mark.asyncio
-async def test_nothing_runs_while_approval_is_pending_and_cancel_cancels(
-    service: McpService,
-) -> None:
-    await service.add(stdio_config("alpha", "s"))
-    await service.prepare("c")
-    (tool,) = [t for t in service.tools_for("c") if t.name == "alpha__whoami"]
-    asked = asyncio.Event()
-    never = asyncio.get_running_loop().create_future()
-
-    async def slow_user(request: ApprovalRequest) -> Decision:
-        asked.set()
-        return await never
-
-    service.set_approver(slow_user)
-    call = asyncio.ensure_future(tool.call({}))
-    await asked.wait()
-    await asyncio.sleep(0.3)
-    assert not call.done()
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    assert never.cancelled()
 
 
 @pytest.mark.asyncio

@@ -29,7 +29,7 @@ from treechat.services.transfer.exporting import export_session, write_markdown_
 from treechat.services.transfer.importing import import_file
 from treechat.store.database import Store
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "imports"
+DATA = Path(__file__).resolve().parents[3] / "data" / "imports"
 CHATGPT = DATA / "chatgpt-reasoning-tools.json"
 PLOT = png(80, 60, (20, 90, 200))
 
