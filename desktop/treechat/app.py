@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .core.clock import Clock
     from .core.model import Session
-    from .services.bootstrap import Services
+    from .services.bootstrap import OpenServices
     from .services.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
@@ -83,7 +83,7 @@ def create_window(
 
 
 def connect_services(
-    window: MainWindow, services: Services, prefs: QSettings | None, theme: ThemeManager | None
+    window: MainWindow, services: OpenServices, prefs: QSettings | None, theme: ThemeManager | None
 ) -> ConversationController:
     """Hand the services to the controllers that drive the window's widgets."""
     from .services.search import SearchService
@@ -201,7 +201,7 @@ async def _serve(
     heartbeat.start(400)
 
     code = 0
-    services: Services | None = None
+    services: OpenServices | None = None
     controller: ConversationController | None = None
     loop = asyncio.get_running_loop()
     # The store and its list first, while the services (the tokenizer above all) take their
@@ -317,7 +317,7 @@ def _preload(*names: str) -> None:
         importlib.import_module(f"{__package__}.{name}")
 
 
-def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
+def _build_services(data_dir: Path, store: Store, clock: Clock) -> OpenServices:
     """The services on the open `store` (closed again if they cannot be built)."""
     from .services.bootstrap import build_services
 
@@ -330,7 +330,9 @@ def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
     return services
 
 
-async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:
+async def _shutdown(
+    controller: ConversationController | None, services: OpenServices | None
+) -> None:
     """Stop turns (keeping what streamed), save unsent text, stop the local model, close the
     store, in that order."""
     if controller is not None:

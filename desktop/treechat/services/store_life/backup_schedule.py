@@ -11,7 +11,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ...core.clock import Clock
-from ...store.database import Store
 from .backups import Backup, BackupService
 
 log = logging.getLogger(__name__)
@@ -29,14 +28,12 @@ class BackupSchedule:
     def __init__(
         self,
         service: BackupService,
-        store: Store,
         clock: Clock,
         *,
         check_every: float = CHECK_EVERY_S,
         on_made: Callable[[Backup], None] | None = None,
     ) -> None:
         self.service = service
-        self.store = store
         self.clock = clock
         self.check_every = check_every
         self.on_made = on_made
@@ -66,21 +63,21 @@ class BackupSchedule:
             await asyncio.gather(task, return_exceptions=True)
 
     async def run(self) -> None:
-        self._seen_writes = self.store.writes
-        await self._make(self.service.backup_if_due(self.store, "start"))
+        self._seen_writes = self.service.writes
+        await self._make(self.service.backup_if_due("start"))
         while True:
             await self.clock.sleep(self.check_every)
             await self.check()
 
     async def check(self) -> Backup | None:
         """One look: a backup when the store changed since the last look and today has none."""
-        writes = self.store.writes
-        if self.paused or writes == self._seen_writes or self.store.released:
+        writes = self.service.writes
+        if self.paused or writes == self._seen_writes or self.service.released:
             return None
         self._seen_writes = writes
         if await self._backed_up_today():
             return None
-        return await self._make(self.service.create(self.store, "daily"))
+        return await self._make(self.service.create("daily"))
 
     async def _backed_up_today(self) -> bool:
         if self._last_made_at is not None:
@@ -97,7 +94,7 @@ class BackupSchedule:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a missed backup is said in the log, never a crash
-            log.warning("the automatic backup of %s was not made: %s", self.store.path, exc)
+            log.warning("the automatic backup of %s was not made: %s", self.service.store_path, exc)
             return None
         if made is not None:
             self.note_made(made)

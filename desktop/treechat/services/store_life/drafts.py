@@ -14,7 +14,6 @@ import json
 import logging
 import math
 import os
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from ...store.database import (
     make_private_file,
 )
 from ...store.repository import Draft, Repository
+from .reopen import reopen_waiting
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class StoreRelease:
     notify: Callable[[str], None] = lambda _message: None
     wait_s: float = REOPEN_WAIT_S
     poll_s: float = REOPEN_POLL_S
+    clock: Clock = SYSTEM_CLOCK  # what the wait is measured on
 
 
 class DraftWriter:
@@ -298,22 +299,15 @@ async def reopen_within(store: Store, policy: StoreRelease, doing: str) -> None:
     """Open `store` again after a release, waiting up to `policy.wait_s` while another
     process holds it (said once through `policy.notify`: "… waiting up to N s to `doing`").
     Raises `StoreLockedError` once the wait is over, and any other `StoreError` at once."""
-    deadline = time.monotonic() + policy.wait_s
-    told = False
-    while True:
-        try:
-            await store.areopen()
-            return
-        except StoreLockedError as exc:
-            if time.monotonic() >= deadline:
-                raise
-            if not told:
-                told = True
-                policy.notify(
-                    f"the conversation store is in use by {exc.holder}; waiting up to "
-                    f"{policy.wait_s:.0f} s to {doing}"
-                )
-            await asyncio.sleep(policy.poll_s)
+
+    def held(exc: StoreLockedError) -> None:
+        policy.notify(
+            f"the conversation store is in use by {exc.holder}; waiting up to "
+            f"{policy.wait_s:.0f} s to {doing}"
+        )
+
+    await reopen_waiting(store, clock=policy.clock, wait_s=policy.wait_s,
+                         poll_s=policy.poll_s, on_held=held)
 
 
 async def _reopen(

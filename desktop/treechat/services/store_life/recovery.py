@@ -4,6 +4,7 @@ command leaves beside it while it waits for a provider with the store released."
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
@@ -53,6 +54,23 @@ def adopt_journals(
     command left journaled because it could not open the store to write them (their process
     has ended or given up). Drafts of this process's own turns are not touched."""
     return _recover(store, clock=clock, make_id=make_id, journals_only=True)
+
+
+class CommandReplies:
+    """The replies `treechat send` left journaled beside the window's store, taken in on the
+    window's behalf (`adopt`), so the window never holds the store itself."""
+
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def adopt(self) -> tuple[Node, ...]:
+        """Take in what is journaled, off the caller's loop; nothing while the store has let
+        go of its file or when there is no journal (a listing, the usual answer)."""
+        store = self._store
+        if store.released or not await asyncio.to_thread(has_journals, store):
+            return ()
+        return await asyncio.to_thread(adopt_journals, store, clock=self._clock)
 
 
 def _recover(

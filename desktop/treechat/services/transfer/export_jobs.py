@@ -25,13 +25,15 @@ FORMATS = ("md", "json")
 
 
 class ChatExports:
+    """Exports from one store, built once with the services (`of` finds that one)."""
+
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
         self._clock = clock
 
     @classmethod
     def of(cls, services: Services) -> ChatExports:
-        return cls(services.store, services.clock)
+        return services.exports
 
     async def chat(self, session_id: str, fmt: str, scope: ExportScope) -> str:
         """One chat as Markdown or JSON, HEAD's branch or every branch."""

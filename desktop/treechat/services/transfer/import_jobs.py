@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.tokens import TokenCounter
 from ...store.database import Store
 from ...store.repository import Repository
-from ..bootstrap import Services
-from .importing import CancelFlag, ImportProgress, ImportSummary, import_file
+
+if TYPE_CHECKING:
+    from ..bootstrap import Services
+    from .importing import CancelFlag, ImportProgress, ImportSummary
 
 
 class ImportJobs:
+    """Imports into one store, built once with the services (`of` finds that one)."""
+
     def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK,
                  counter: TokenCounter | None = None) -> None:
         self._store = store
@@ -23,11 +28,13 @@ class ImportJobs:
 
     @classmethod
     def of(cls, services: Services) -> ImportJobs:
-        return cls(services.store, services.clock, services.engine.counter)
+        return services.imports
 
     async def run(self, path: Path | str, *, progress: Callable[[ImportProgress], None],
                   cancel: CancelFlag) -> ImportSummary:
         """Import `path`; the files it carries are counted with the engine's tokenizer."""
+        from .importing import import_file  # loaded on the first import, not with the services
+
         return await import_file(self._store, path, progress=progress, cancel=cancel,
                                  clock=self._clock, counter=self._counter)
 

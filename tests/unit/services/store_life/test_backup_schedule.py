@@ -31,11 +31,11 @@ async def tick(clock: FakeClock, seconds: float) -> None:
 @pytest.mark.asyncio
 async def test_backs_up_at_start_and_after_the_first_change_of_a_day(tmp_path: Path) -> None:
     path = tmp_path / "treechat.duckdb"
-    service = BackupService(path)
     clock = FakeClock.at_local(2027, 1, 15, 12)
     store = Store.open(path)
+    service = BackupService(store, clock=clock)
     made: list[str] = []
-    schedule = BackupSchedule(service, store, clock, on_made=lambda b: made.append(b.reason))
+    schedule = BackupSchedule(service, clock, on_made=lambda b: made.append(b.reason))
     try:
         await store.run(lambda r: r.create_session(Session("s1", "First", None, "m", 1.0)))
         schedule.start()
@@ -65,12 +65,12 @@ async def test_backs_up_at_start_and_after_the_first_change_of_a_day(tmp_path: P
 @pytest.mark.asyncio
 async def test_no_backup_at_start_when_the_newest_is_recent(tmp_path: Path) -> None:
     path = tmp_path / "treechat.duckdb"
-    service = BackupService(path)
     clock = FakeClock.at_local(2027, 1, 15, 12)
     store = Store.open(path)
-    schedule = BackupSchedule(service, store, clock)
+    service = BackupService(store, clock=clock)
+    schedule = BackupSchedule(service, clock)
     try:
-        await service.create(store, "manual")
+        await service.create("manual")
         schedule.start()
         await tick(clock, 0)
         await tick(clock, CHECK_EVERY_S)

@@ -16,12 +16,12 @@ from treechat.store.database import Store
 @pytest.mark.asyncio
 async def test_make_list_verify_and_restore(tmp_path: Path) -> None:
     path = tmp_path / "treechat.duckdb"
-    service = BackupService(path)
     store = Store.open(path)
+    service = BackupService(store)
     try:
         await store.run(lambda r: r.create_session(Session("s1", "Kept", None, "m", 1.0)))
-        made = await service.create(store)
-        assert await service.backup_if_due(store) is None  # one made today already
+        made = await service.create()
+        assert await service.backup_if_due() is None  # one made today already
         await store.run(lambda r: r.create_session(Session("s2", "Later", None, "m", 2.0)))
         (listed,) = await service.list()
         assert listed.path == made.path
@@ -54,25 +54,25 @@ async def test_restore_in_place_reopens_the_same_store_and_waits_for_a_live_send
     """The window's restore: the same Store reads the backup afterwards; while a command is
     streaming with the store released, the restore is refused and nothing changes."""
     path = tmp_path / "treechat.duckdb"
-    service = BackupService(path)
     store = Store.open(path)
+    service = BackupService(store)
     try:
         await store.run(lambda r: r.create_session(Session("s1", "Kept", None, "m", 1.0)))
-        made = await service.create(store)
+        made = await service.create()
         await store.run(lambda r: r.create_session(Session("s2", "Later", None, "m", 2.0)))
         sender = subprocess.Popen([sys.executable, "-c", HOLD_JOURNAL, str(path)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert sender.stdout is not None and sender.stdout.readline() == "claimed\n"
             with pytest.raises(BackupError, match="waiting for a reply"):
-                await service.restore_in_place(store, made)
+                await service.restore_in_place(made)
             assert len(await store.run(lambda r: r.list_sessions())) == 2
         finally:
             assert sender.stdin is not None and sender.stdout is not None
             sender.stdin.close()
             sender.wait(timeout=60)
             sender.stdout.close()
-        kept = await service.restore_in_place(store, made)
+        kept = await service.restore_in_place(made)
         assert kept is not None and kept.exists()
         assert [s.title for s in await store.run(lambda r: r.list_sessions())] == ["Kept"]
         await store.run(lambda r: r.create_session(Session("s3", "After", None, "m", 3.0)))
@@ -93,17 +93,17 @@ async def test_after_a_restore_the_connections_are_the_restored_stores(tmp_path:
                            models=()).to_record() for n in names]
 
     path = tmp_path / "treechat.duckdb"
-    service = BackupService(path)
     store = Store.open(path)
+    service = BackupService(store)
     try:
         await store.run(lambda r: r.set_setting(SETTINGS_CONNECTIONS, saved("lab")))
-        made = await service.create(store)
+        made = await service.create()
         await store.run(lambda r: r.set_setting(SETTINGS_CONNECTIONS, saved("lab", "later")))
         connections = ConnectionService(store)
         heard: list[bool] = []
         connections.add_listener(lambda: heard.append(True))
         assert [c.id for c in connections.saved()] == ["lab", "later"]
-        await service.restore_in_place(store, made)
+        await service.restore_in_place(made)
         await connections.reload()
         assert [c.id for c in connections.saved()] == ["lab"]
         assert connections.find("later") is None and heard
