@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, cast
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...providers.connections import (
@@ -356,12 +356,16 @@ class ConnectionService:
         if "base_url" in fields:
             url = parse_base_url(str(fields["base_url"]))
             compatible = conn.kind == "openai-compatible"
-            fields["base_url"] = default_openai_base(url) if compatible else url
+            conn = replace(conn, base_url=default_openai_base(url) if compatible else url)
+        if "label" in fields:
+            conn = replace(conn, label=cast(str, fields["label"]))
         if "models" in fields:
-            fields["models"] = tuple(ConnectionModel(str(m)) for m in fields["models"])  # type: ignore[attr-defined]
+            models = cast(Iterable[object], fields["models"])
+            conn = replace(conn, models=tuple(ConnectionModel(str(m)) for m in models))
         if "headers" in fields:
-            fields["headers"] = tuple(fields["headers"])  # type: ignore[arg-type]
-        conn = replace(conn, **fields)  # type: ignore[arg-type]
+            conn = replace(conn, headers=tuple(cast(Iterable[tuple[str, str]], fields["headers"])))
+        if "timeout" in fields:
+            conn = replace(conn, timeout=cast(float, fields["timeout"]))
         await self._save(conn)
         if conn.kind in SERVER_KINDS:
             return await self.refresh_one(conn.id)

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from keyring.backends import fail
 from tests.support.mcp_fixtures import stdio_config
 
 from treechat.providers.keys import KeyStore
@@ -20,27 +17,6 @@ from treechat.services.mcp.approval import ApprovalRequest, Decision
 from treechat.services.mcp.service import SETTINGS_LISTINGS, SETTINGS_SERVERS, McpService
 from treechat.store.database import Store
 from treechat.tools.mcp.config import ConfigError, ServerConfig
-
-
-@pytest_asyncio.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = Store.open(tmp_path / "t.duckdb")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def keys() -> KeyStore:
-    # No keychain here: the KeyStore keeps secrets in memory for the process, its designed
-    # fallback (the keyring path itself is covered by tests/unit/providers/test_keys.py).
-    return KeyStore(backend=fail.Keyring(), environ={})
-
-
-@pytest_asyncio.fixture
-async def service(store: Store, keys: KeyStore) -> AsyncIterator[McpService]:
-    svc = McpService(store, keys)
-    yield svc
-    await svc.close()
 
 
 class Asker:

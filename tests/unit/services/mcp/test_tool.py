@@ -5,56 +5,14 @@ while the question is open."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_asyncio
-from keyring.backends import fail
 from tests.support.mcp_fixtures import stdio_config
+from tests.unit.services.mcp.test_service import Asker, stored
 
-from treechat.providers.keys import KeyStore
 from treechat.services.mcp.approval import ApprovalRequest, Decision
 from treechat.services.mcp.service import McpService, chat_key
 from treechat.store.database import Store
-
-
-@pytest_asyncio.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = Store.open(tmp_path / "t.duckdb")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def keys() -> KeyStore:
-    # No keychain here: the KeyStore keeps secrets in memory for the process, its designed
-    # fallback (the keyring path itself is covered by tests/unit/providers/test_keys.py).
-    return KeyStore(backend=fail.Keyring(), environ={})
-
-
-@pytest_asyncio.fixture
-async def service(store: Store, keys: KeyStore) -> AsyncIterator[McpService]:
-    svc = McpService(store, keys)
-    yield svc
-    await svc.close()
-
-
-class Asker:
-    """An approver that answers from a script and remembers what it was asked."""
-
-    def __init__(self, *answers: Decision) -> None:
-        self.answers = list(answers)
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> Decision:
-        self.asked.append(request)
-        return self.answers.pop(0)
-
-
-def stored(store: Store, key: str) -> Any:
-    return store.call(lambda r: r.get_setting(key))
 
 
 @pytest.mark.asyncio

@@ -393,3 +393,19 @@ async def test_a_command_line_turn_lets_go_of_the_store_while_local_servers_are_
         assert seen == [True] and not store.released
     finally:
         store.close()
+
+
+@pytest.mark.asyncio
+async def test_an_edit_changes_only_what_it_names_and_refuses_the_rest() -> None:
+    fake = FakeProvider(models={"lab": [ConnectionModel("a", 4096)]})
+    service = ConnectionService(None, memory_keys(), provider=fake)
+    await service.add("openai-compatible", "lab", base_url="http://127.0.0.1:9/v1",
+                      label="Lab", timeout=30)
+    await service.update("lab", label="The lab", headers=[("X-Team", "blue")], timeout=45,
+                         models=["b", "c"], base_url="http://127.0.0.1:9")
+    (saved,) = service.saved()
+    assert (saved.label, saved.headers, saved.timeout) == ("The lab", (("X-Team", "blue"),), 45)
+    assert saved.base_url == "http://127.0.0.1:9/v1"  # an OpenAI-compatible root gains /v1
+    with pytest.raises(ConnectionProblem, match="cannot change kind"):
+        await service.update("lab", kind="ollama")
+    assert service.saved() == (saved,)
