@@ -14,7 +14,6 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from ...tools.mcp.config import (
     ServerConfig,
     parse_servers_json,
 )
-from ...tools.mcp.naming import assign_names, schema_problem
+from ...tools.mcp.naming import assign_names
 from ...tools.mcp.runtime import (
     McpCallError,
     McpRuntime,
@@ -40,28 +39,20 @@ from ..store_life.drafts import StoreRelease
 from ..store_life.store_release import store_let_go
 from .approval import ApprovalRequest, Approver, Decision, RejectedTool
 from .prompts_and_resources import PromptCommand, ResourceText
+from .stored import (
+    KEYRING_PREFIX,
+    SETTINGS_LISTINGS,
+    SETTINGS_PROTECTED,
+    SETTINGS_SERVERS,
+    ChatSwitches,
+    chat_key,
+    read_secrets,
+    tool_from_stored,
+    tool_to_stored,
+)
 from .tool import McpTool
 
 log = logging.getLogger(__name__)
-
-SETTINGS_SERVERS = "mcp.servers"  # {name: ServerConfig.public()}
-SETTINGS_LISTINGS = "mcp.listings"  # {name: [tool, ...]}: the last tools each server listed
-SETTINGS_PROTECTED = "mcp.protected"  # ["server/tool", ...]: never aged
-KEYRING_PREFIX = "mcp:"
-
-
-def chat_key(session_id: str) -> str:
-    return f"mcp.chat:{session_id}"
-
-
-@dataclass
-class _Chat:
-    servers: dict[str, bool] = field(default_factory=dict)  # per-chat overrides of "enabled"
-    always: set[str] = field(default_factory=set)  # "server/tool" allowed in this chat
-
-    def stored(self) -> dict[str, Any]:
-        return {"servers": dict(sorted(self.servers.items())), "always": sorted(self.always)}
-
 
 class McpService:
     """Owns the MCP configuration and the runtime. All methods are awaited on the app's loop;
@@ -84,7 +75,7 @@ class McpService:
         self._configs: dict[str, ServerConfig] = {}
         self._listings: dict[str, tuple[ToolInfo, ...]] = {}
         self._protected: set[str] = set()
-        self._chats: dict[str, _Chat] = {}
+        self._chats: dict[str, ChatSwitches] = {}
         self._loaded = False
         self._subscribers: list[Callable[[ServerState], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -107,12 +98,13 @@ class McpService:
         configs: dict[str, ServerConfig] = {}
         for name, public in sorted((stored.get(SETTINGS_SERVERS) or {}).items()):
             try:
-                configs[name] = ServerConfig.from_stored(public, self._read_secrets(name, public))
+                secrets = read_secrets(self.keys, name, public)
+                configs[name] = ServerConfig.from_stored(public, secrets)
             except (ConfigError, KeyError, TypeError, ValueError) as exc:
                 log.warning("skipping the stored MCP server %s: %s", name, exc)
         self._configs = configs
         self._listings = {
-            name: tuple(_tool_from_stored(t) for t in tools)
+            name: tuple(tool_from_stored(t) for t in tools)
             for name, tools in (stored.get(SETTINGS_LISTINGS) or {}).items()
             if name in configs
         }
@@ -123,18 +115,6 @@ class McpService:
     async def ensure_loaded(self) -> None:
         if not self._loaded:
             await asyncio.to_thread(self.load)
-
-    def _read_secrets(self, name: str, public: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        if not (public.get("env_names") or public.get("header_names")):
-            return None
-        raw = self.keys.get_key(KEYRING_PREFIX + name)
-        if not raw:
-            return None
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
 
     # --- configuration ---------------------------------------------------------------
 
@@ -218,7 +198,7 @@ class McpService:
         await self.store.run(lambda r: r.set_setting(SETTINGS_SERVERS, data))
 
     async def _save_listings(self) -> None:
-        data = {n: [_tool_to_stored(t) for t in tools] for n, tools in self._listings.items()}
+        data = {n: [tool_to_stored(t) for t in tools] for n, tools in self._listings.items()}
         await self.store.run(lambda r: r.set_setting(SETTINGS_LISTINGS, data))
 
     async def _save_protected(self) -> None:
@@ -233,7 +213,7 @@ class McpService:
         if session_id in self._chats:
             return
         raw = await self.store.run(lambda r: r.get_setting(chat_key(session_id)))
-        chat = _Chat()
+        chat = ChatSwitches()
         if isinstance(raw, dict):
             chat.servers = {str(k): bool(v) for k, v in (raw.get("servers") or {}).items()}
             chat.always = {str(a) for a in raw.get("always") or ()}
@@ -256,7 +236,7 @@ class McpService:
 
     def enabled_in(self, session_id: str) -> list[ServerConfig]:
         """The servers a chat uses (its overrides, else the global switch), by name."""
-        chat = self._chats.get(session_id, _Chat())
+        chat = self._chats.get(session_id, ChatSwitches())
         return [c for c in self.configs() if chat.servers.get(c.name, c.enabled)]
 
     async def always_allowed(self, session_id: str) -> list[tuple[str, str]]:
@@ -518,21 +498,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _tool_to_stored(tool: ToolInfo) -> dict[str, Any]:
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": dict(tool.input_schema),
-    }
-
-
-def _tool_from_stored(raw: Mapping[str, Any]) -> ToolInfo:
-    schema = raw.get("input_schema") or {}
-    return ToolInfo(
-        str(raw.get("name", "")), str(raw.get("description") or ""), schema, schema_problem(schema)
-    )
 
 
 def protected_with(names: frozenset[str], base: Sequence[str] = ()) -> frozenset[str]:

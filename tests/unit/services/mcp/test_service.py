@@ -14,7 +14,8 @@ from tests.support.mcp_fixtures import stdio_config
 
 from treechat.providers.keys import KeyStore
 from treechat.services.mcp.approval import ApprovalRequest, Decision
-from treechat.services.mcp.service import SETTINGS_LISTINGS, SETTINGS_SERVERS, McpService
+from treechat.services.mcp.service import McpService
+from treechat.services.mcp.stored import SETTINGS_LISTINGS, SETTINGS_SERVERS
 from treechat.store.database import Store
 from treechat.tools.mcp.config import ConfigError, ServerConfig
 

@@ -11,7 +11,8 @@ from tests.support.mcp_fixtures import stdio_config
 from tests.unit.services.mcp.test_service import Asker, stored
 
 from treechat.services.mcp.approval import ApprovalRequest, Decision
-from treechat.services.mcp.service import McpService, chat_key
+from treechat.services.mcp.service import McpService
+from treechat.services.mcp.stored import chat_key
 from treechat.store.database import Store
 
 
