@@ -4,23 +4,30 @@ and answers in a tool result instead of raising."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...tools.base import JSONSchema, ToolResult
 from ...tools.mcp.naming import provider_schema
 from ...tools.mcp.runtime import McpCallError, ToolInfo
 from ..store_life.store_release import StoreNotBackError
-from .approval import ApprovalRequest
+from .approval import ApprovalRequest, Decision
 
-if TYPE_CHECKING:
-    from .service import McpService
+
+class ToolServers(Protocol):
+    """What a tool asks of the MCP service: the user's answer, then the call itself."""
+
+    async def authorize(self, request: ApprovalRequest) -> Decision | None: ...
+
+    async def call(
+        self, server: str, tool: str, args: Mapping[str, Any], *, session_id: str | None = None
+    ) -> Any: ...
 
 
 class McpTool:
     """One MCP server tool bound to one chat: asks, then calls, and never raises."""
 
     def __init__(
-        self, service: McpService, session_id: str, server: str, info: ToolInfo, name: str
+        self, service: ToolServers, session_id: str, server: str, info: ToolInfo, name: str
     ) -> None:
         self._service = service
         self._session_id = session_id

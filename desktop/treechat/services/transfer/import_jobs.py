@@ -13,22 +13,17 @@ from ...store.database import Store
 from ...store.repository import Repository
 
 if TYPE_CHECKING:
-    from ..bootstrap import Services
     from .importing import CancelFlag, ImportProgress, ImportSummary
 
 
 class ImportJobs:
-    """Imports into one store, built once with the services (`of` finds that one)."""
+    """Imports into one store, built once with the services (`Services.imports`)."""
 
     def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK,
                  counter: TokenCounter | None = None) -> None:
         self._store = store
         self._clock = clock
         self._counter = counter
-
-    @classmethod
-    def of(cls, services: Services) -> ImportJobs:
-        return services.imports
 
     async def run(self, path: Path | str, *, progress: Callable[[ImportProgress], None],
                   cancel: CancelFlag) -> ImportSummary:
