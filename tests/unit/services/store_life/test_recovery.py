@@ -15,6 +15,7 @@ from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.services.store_life.drafts import ReplyJournal
 from treechat.services.store_life.recovery import (
+    CommandReplies,
     adopt_journals,
     has_journals,
     open_and_recover,
@@ -149,5 +150,27 @@ def test_the_window_takes_in_a_commands_journal_but_not_its_own_drafts(tmp_path:
         assert [d.id for d in store.call(lambda r: r.drafts())] == ["mine"]
         assert not has_journals(store)
         assert adopt_journals(store, clock=FakeClock()) == ()
+    finally:
+        store.close()
+
+
+@pytest.mark.asyncio
+async def test_command_replies_are_adopted_for_the_window_off_its_loop(tmp_path: Path) -> None:
+    """The window's way in: `CommandReplies.adopt` takes the journal in on a thread, and
+    while the store has let go of its file it looks at nothing."""
+    path = tmp_path / "t.duckdb"
+    store = Store.open(path)
+    try:
+        store.call(lambda r: r.create_session(Session("s1", "Chat", None, "m", 1.0)))
+        store.call(lambda r: r.apply_change("s1", Change((user("u1"),), "u1"), 1.0))
+        ReplyJournal(path, "cli").write(Draft("cli", "s1", "u1", "m", "from the terminal",
+                                              2.0, 4.0, {}))
+        replies = CommandReplies(store, FakeClock())
+        await store.arelease()
+        assert await replies.adopt() == ()  # released: the journal waits
+        await store.areopen()
+        (reply,) = await replies.adopt()
+        assert (reply.output, reply.session_id) == ("from the terminal", "s1")
+        assert await replies.adopt() == ()
     finally:
         store.close()
