@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...store.database import Store, StoreDamagedError, StoreError, damaged_message
-from ..transfer.exporting import export_session, suggested_filename, write_export
 
 __all__ = [
     "ReadableExport",
@@ -61,6 +60,9 @@ class StoreHealth:
     async def export_readable(self, folder: Path) -> ReadableExport:
         """Every chat that can still be read, one Treechat JSON file each, into `folder`.
         Raises `StoreError` when not even the list of chats can be read."""
+        # loaded when first asked for: the command line builds this service too
+        from ..transfer.exporting import export_session, suggested_filename, write_export
+
         store = self._store
         written: list[Path] = []
         unreadable: list[str] = []
