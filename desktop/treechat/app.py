@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication, QWidget
 
+    from .core.clock import Clock
     from .core.model import Session
-    from .services.bootstrap import Services
-    from .services.clock import Clock
+    from .services.bootstrap import OpenServices
     from .services.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
@@ -83,7 +83,7 @@ def create_window(
 
 
 def connect_services(
-    window: MainWindow, services: Services, prefs: QSettings | None, theme: ThemeManager | None
+    window: MainWindow, services: OpenServices, prefs: QSettings | None, theme: ThemeManager | None
 ) -> ConversationController:
     """Hand the services to the controllers that drive the window's widgets."""
     from .services.search import SearchService
@@ -185,7 +185,7 @@ async def _serve(
 
     from PySide6.QtCore import QTimer
 
-    from .services.clock import SYSTEM_CLOCK
+    from .core.clock import SYSTEM_CLOCK
     from .ui.shell.outline import LAST_SESSION
 
     clock = SYSTEM_CLOCK  # the one clock the window and the services read
@@ -201,7 +201,7 @@ async def _serve(
     heartbeat.start(400)
 
     code = 0
-    services: Services | None = None
+    services: OpenServices | None = None
     controller: ConversationController | None = None
     loop = asyncio.get_running_loop()
     # The store and its list first, while the services (the tokenizer above all) take their
@@ -274,7 +274,7 @@ def _warm_up_when_typing(window: MainWindow) -> None:
 def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Session, ...], str]:
     """The store (a crash's drafts recovered) and the sessions it lists, or why it could not
     be opened."""
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
     from .store.database import StoreError, default_store_path
 
     try:
@@ -317,7 +317,7 @@ def _preload(*names: str) -> None:
         importlib.import_module(f"{__package__}.{name}")
 
 
-def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
+def _build_services(data_dir: Path, store: Store, clock: Clock) -> OpenServices:
     """The services on the open `store` (closed again if they cannot be built)."""
     from .services.bootstrap import build_services
 
@@ -330,7 +330,9 @@ def _build_services(data_dir: Path, store: Store, clock: Clock) -> Services:
     return services
 
 
-async def _shutdown(controller: ConversationController | None, services: Services | None) -> None:
+async def _shutdown(
+    controller: ConversationController | None, services: OpenServices | None
+) -> None:
     """Stop turns (keeping what streamed), save unsent text, stop the local model, close the
     store, in that order."""
     if controller is not None:

@@ -57,7 +57,7 @@ def store_path(args: argparse.Namespace) -> Path:
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
     from .store.database import damaged_message
 
     store = open_and_recover(store_path(args))
@@ -117,7 +117,7 @@ def find_session_id(store: Store, ref: str) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from .core.imports import FORMAT_NAMES, ImportFileError
-    from .services.importing import ImportProgress, import_file
+    from .services.transfer.importing import ImportProgress, import_file
 
     live = sys.stderr.isatty()
 
@@ -196,7 +196,7 @@ def _count(n: int, word: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .services.exporting import export_session, export_sessions
+    from .services.transfer.exporting import export_session, export_sessions
 
     if bool(args.session) == bool(getattr(args, "all_sessions", False)):
         print("treechat: give a SESSION or --all-sessions", file=sys.stderr)
@@ -214,7 +214,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 )
             )
         if args.output and args.format == "md":  # the files the messages carry, beside it
-            from .services.exporting import write_markdown_attachments
+            from .services.transfer.exporting import write_markdown_attachments
 
             ids = ([session_id] if args.session
                    else [s.id for s in store.call(lambda r: r.list_sessions())])

@@ -106,7 +106,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     from .core.model import GraphError
     from .services.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
     from .services.events import TextDelta, TurnFailed, TurnFinished
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
     from .store.database import default_store_path
 
     data_dir = paths.data_dir(args.data_dir)

@@ -92,7 +92,7 @@ def split_command_tail(argv: Sequence[str]) -> tuple[list[str], list[str] | None
 def cmd_mcp(args: argparse.Namespace) -> int:
     from .commands import open_store
     from .providers.keys import KeyStore
-    from .services.mcp import McpService
+    from .services.mcp.service import McpService
     from .tools.mcp.config import ConfigError
 
     handler = _HANDLERS[args.mcp_command]
@@ -302,7 +302,7 @@ def terminal_approver(
     stdin: IO[str] | None = None, stderr: IO[str] | None = None
 ) -> Callable[[Any], Coroutine[Any, Any, Any]]:
     """Approvals for `treechat send`: asked on the terminal; with no terminal, denied."""
-    from .services.mcp import ApprovalRequest, Decision
+    from .services.mcp.approval import ApprovalRequest, Decision
 
     def streams() -> tuple[IO[str], IO[str]]:
         return stdin or sys.stdin, stderr or sys.stderr

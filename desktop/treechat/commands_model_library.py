@@ -59,7 +59,7 @@ def models_dir(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from .providers.model_library import LibraryError, ModelLibrary
-    from .services.model_library import ModelLibraryService
+    from .services.models.model_library import ModelLibraryService
 
     service = ModelLibraryService(ModelLibrary(models_dir(args)))
     action = args.models_command

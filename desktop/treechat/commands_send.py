@@ -124,7 +124,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     # committed, so the user sees the acknowledgment first and the reply sooner.
     llm.start_warmup()
     data_dir = paths.data_dir(args.data_dir)
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
 
     store = open_and_recover(default_store_path(data_dir))
     try:
@@ -241,7 +241,7 @@ def _reply(
 def run_turn(services: Any, session_id: str, work: Callable[[], Awaitable[object]]) -> int | None:
     """Run `work` (a turn) until it ends or a signal stops it, then close the services: the
     exit code when it was stopped or its reply could not be kept, None when it ran through."""
-    from .services.drafts import ReplyKeptError
+    from .services.store_life.drafts import ReplyKeptError
 
     stopped_by: list[str] = []
     watchdog: list[threading.Timer] = []
@@ -289,7 +289,7 @@ def turn_services(store: Store, data_dir: Path) -> Any:
     another `treechat` command or the window can open it meanwhile; the reply so far is
     journaled beside it."""
     from .services.bootstrap import build_services
-    from .services.drafts import StoreRelease
+    from .services.store_life.drafts import StoreRelease
 
     services = build_services(data_dir, store=store)
     release = StoreRelease(

@@ -83,7 +83,7 @@ def _list(path: Path, *, as_json: bool) -> int:
 
 
 def _create(path: Path, reason: str) -> int:
-    from .services.recovery import open_and_recover
+    from .services.store_life.recovery import open_and_recover
 
     if not path.exists():
         raise backups.BackupError(f"there is no store at {path} to back up")

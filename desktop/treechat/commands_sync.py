@@ -79,8 +79,8 @@ def _print_report(report: Any) -> None:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from .commands import open_store
+    from .core.clock import SYSTEM_CLOCK
     from .providers.keys import KeyStore
-    from .services.clock import SYSTEM_CLOCK
     from .services.sync.service import SyncError, SyncService, TargetConfig
 
     with open_store(args) as store:

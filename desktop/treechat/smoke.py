@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
 async def _turn(args: argparse.Namespace, data_dir: Path) -> TurnResult:
     from .services.bootstrap import build_services
     from .services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished, TurnStarted
-    from .services.models import BUNDLED_ID
+    from .services.models.catalog import BUNDLED_ID
     from .store.database import StoreError
 
     try:

@@ -31,7 +31,7 @@ from treechat.providers.keys import KeyStore
 from treechat.services.beam import BeamEvent, BeamService
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.events import TextDelta, TurnEvent
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.ui.shell.event_loop import create_event_loop
 
 pytestmark = pytest.mark.bench

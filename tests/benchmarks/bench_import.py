@@ -26,7 +26,8 @@ import duckdb
 import pytest
 from tests.support.exports import big_chatgpt_export, write_chatgpt_export
 
-from treechat.services.importing import import_file, read_export
+from treechat.services.transfer.export_reading import read_export
+from treechat.services.transfer.importing import import_file
 from treechat.store.database import Store
 
 pytestmark = pytest.mark.bench
@@ -80,7 +81,7 @@ def timed_import(tmp_path: Path, name: str, path: Path, expected: int) -> float:
 IMPORT_CHILD = r"""
 import asyncio, json, sys, time
 from pathlib import Path
-from treechat.services.importing import ImportFileError, import_file
+from treechat.services.transfer.importing import ImportFileError, import_file
 from treechat.store.database import Store
 def peak():  # the kernel's high-water mark for this process (ru_maxrss survives exec)
     for line in open("/proc/self/status"):

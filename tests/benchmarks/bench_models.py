@@ -22,7 +22,7 @@ from tests.support.hub_server import Hub, HubServer, sha256_of
 
 from treechat.providers.local_model import find_gguf
 from treechat.providers.model_library import ModelLibrary
-from treechat.services.model_library import ModelLibraryService
+from treechat.services.models.model_library import ModelLibraryService
 
 pytestmark = pytest.mark.bench
 

@@ -26,7 +26,7 @@ import pytest
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication
 
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 
 from .bench_window import close_window, open_window
 

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import QApplication
 
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.store.search import search_sessions
 from treechat.ui.sessions.list import SessionList

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QListView, QWidge
 
 from treechat.core.dag import Change, Graph, active_path
 from treechat.core.model import Node, Session
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store, default_store_path
 
 from .bench_window import SIZE, close_window, open_window

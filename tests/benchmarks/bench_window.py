@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication
 from treechat.app import connect_services, create_window
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.ui.controllers.conversation import ConversationController
 from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 from treechat.ui.shell.main_window import MainWindow

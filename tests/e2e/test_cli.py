@@ -324,7 +324,7 @@ def test_send_lets_go_of_the_store_while_an_mcp_server_over_http_answers(
     from tests.support.mcp_fixtures import http_server
 
     from treechat.providers.keys import KeyStore
-    from treechat.services.mcp import McpService
+    from treechat.services.mcp.service import McpService
     from treechat.store.database import StoreLockedError
 
     with http_server("beta") as server:

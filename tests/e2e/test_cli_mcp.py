@@ -16,7 +16,7 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 from tests.support.mcp_fixtures import SERVER_SCRIPT
 
 from treechat.commands_mcp import terminal_approver
-from treechat.services.mcp import ApprovalRequest, Decision
+from treechat.services.mcp.approval import ApprovalRequest, Decision
 
 MODEL = "openai/loopback-model"
 

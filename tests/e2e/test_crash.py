@@ -11,14 +11,14 @@ import textwrap
 from pathlib import Path
 
 from treechat.core.dag import Graph, active_path
-from treechat.services.recovery import open_and_recover
+from treechat.services.store_life.recovery import open_and_recover
 
 CHILD = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
     from treechat.store.database import Store
     from treechat.services.sessions import SessionService
-    from treechat.services.drafts import DraftWriter
+    from treechat.services.store_life.drafts import DraftWriter
 
     async def main() -> None:
         store = Store.open(Path(sys.argv[1]))

@@ -24,8 +24,8 @@ from tests.support.processes import described, gone
 
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
-from treechat.services.mcp import ApprovalRequest, Decision
-from treechat.services.models import ModelChoice
+from treechat.services.mcp.approval import ApprovalRequest, Decision
+from treechat.services.models.catalog import ModelChoice
 
 MODEL = "openai/loopback-model"
 

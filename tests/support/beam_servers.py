@@ -9,7 +9,7 @@ from pathlib import Path
 
 from treechat.services.beam import BeamService
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 
 from .loopback_server import LoopbackProvider
 

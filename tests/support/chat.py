@@ -8,11 +8,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from treechat.core.clock import Clock
+from treechat.core.clock import SYSTEM_CLOCK, Clock
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.clock import SYSTEM_CLOCK
 from treechat.services.events import TextDelta, TurnEvent
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 
 from .loopback_server import LoopbackProvider
 

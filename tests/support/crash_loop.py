@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tests.support.loopback_server import LoopbackProvider, Reply, _pieces
 
-from treechat.services.recovery import open_and_recover
+from treechat.services.store_life.recovery import open_and_recover
 from treechat.store.database import default_store_path
 
 REPLY = " ".join(f"word{i}" for i in range(160))  # 160 pieces

@@ -25,12 +25,12 @@ from PySide6.QtWidgets import QApplication
 from tests.support.loopback_server import LoopbackProvider
 
 from treechat.app import connect_services, create_window
+from treechat.core.clock import SYSTEM_CLOCK, Clock, SystemClock
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.clock import SYSTEM_CLOCK, Clock, SystemClock
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store, default_store_path
 from treechat.ui.common.theme import ThemeManager
 from treechat.ui.controllers.conversation import ConversationController

@@ -424,7 +424,7 @@ def shoot_widget(widget: QWidget, name: str) -> None:
 
 
 def bundled_chats(store: Store) -> None:
-    from treechat.services.models import BUNDLED_ID
+    from treechat.services.models.catalog import BUNDLED_ID
 
     for sid, when in (("b1", 1_000.0), ("b2", 900.0)):
         store.call(lambda r, sid=sid, when=when: r.create_session(

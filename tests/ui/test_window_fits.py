@@ -15,7 +15,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from tests.support.loopback_server import LoopbackProvider
 
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB, GRAPH_TAB
 from treechat.ui.occupancy.ring import RING

@@ -15,7 +15,7 @@ from tests.support.loopback_server import Reply
 from tests.support.model_servers import OpenAIServer
 
 from treechat.core.dag import Graph
-from treechat.services.recovery import open_and_recover
+from treechat.services.store_life.recovery import open_and_recover
 from treechat.store.database import default_store_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.dag import Graph, active_path
-from treechat.services.recovery import open_and_recover
+from treechat.services.store_life.recovery import open_and_recover
 from treechat.store.database import default_store_path
 
 

@@ -39,9 +39,9 @@ from ..core.attachments import (
     safe_name,
     sniff,
 )
+from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.tokens import TokenCounter, truncate_to_tokens
 from ..store.database import Store
-from .clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "AttachmentError",

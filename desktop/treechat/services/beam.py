@@ -13,10 +13,10 @@ from typing import Any
 
 from ..core.model import GraphError, Node
 from ..store.repository import Repository
-from .attach import AttachService, MergeResult
 from .attachments import PreparedFile
 from .chat import Attachment, ChatService
 from .events import ReasoningDelta, TextDelta, TurnError, TurnEvent, TurnFailed
+from .merge import AttachService, MergeResult
 from .sessions import load_view
 
 DEFAULT_FUSE_INSTRUCTION = (

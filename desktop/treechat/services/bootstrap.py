@@ -1,12 +1,19 @@
 """Builds the services once from a data directory: store, engine, model catalog, chat.
-Both the window's composition root and the command line start here."""
+Both the window's composition root and the command line start here.
+
+The window is handed `Services`, which holds no store: what it asks of the store goes through
+a service bound to it (backups, store health, command replies, preferences, imports,
+exports). `OpenServices` adds the store, for the composition root, the command line and
+tests."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.clock import SYSTEM_CLOCK, Clock
 from ..providers.keys import KeyStore
 from ..providers.local_model import LocalModel
 from ..providers.local_servers import LocalServers, servers_from_environment
@@ -14,31 +21,53 @@ from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
 from .chat import ChatConfig, ChatService
-from .clock import SYSTEM_CLOCK, Clock
-from .connections import ConnectionService
 from .context import ContextEngine
-from .mcp import McpService
-from .model_library import ModelLibrary, ModelLibraryService
-from .models import ModelCatalog, ModelChoice
-from .recovery import open_and_recover
+from .mcp.service import McpService
+from .models.catalog import ModelCatalog, ModelChoice
+from .models.connections import ConnectionService
+from .models.model_library import ModelLibrary, ModelLibraryService
+from .preferences import (
+    SETTINGS_DEFAULT_MODEL,
+    SETTINGS_INSTRUCTIONS,
+    SETTINGS_SUMMARIZER,
+    SETTINGS_WORKSPACE,
+    Preferences,
+)
 from .search import SearchService
+from .store_life.backups import BackupService, reload_after_restore
+from .store_life.recovery import CommandReplies, open_and_recover
+from .store_life.store_state import StoreHealth
 from .sync.service import SyncService
+from .transfer.export_jobs import ChatExports
+from .transfer.import_jobs import ImportJobs
 
-SETTINGS_DEFAULT_MODEL = "default_model"
-SETTINGS_WORKSPACE = "workspace"
-SETTINGS_INSTRUCTIONS = "global_instructions"
-# Who summarizes folded history: "" offline, "session" the session's model, or a model id.
-SETTINGS_SUMMARIZER = "context.summarizer"
+__all__ = [
+    "SETTINGS_DEFAULT_MODEL",
+    "SETTINGS_INSTRUCTIONS",
+    "SETTINGS_SUMMARIZER",
+    "SETTINGS_WORKSPACE",
+    "OpenServices",
+    "Services",
+    "build_services",
+]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Services:
-    store: Store
+    """Every service the window uses, and no store."""
+
     engine: ContextEngine
     models: ModelCatalog
     chat: ChatService
     keys: KeyStore
     local_servers: LocalServers | None
+    backups: BackupService  # made from the store, restored into it
+    store_health: StoreHealth  # damage in words, the export of what can be read
+    command_replies: CommandReplies  # replies `treechat send` left journaled
+    preferences: Preferences  # settings and unsent text kept in the store
+    imports: ImportJobs
+    exports: ChatExports
+    data_folder: Path  # the folder the store lives in (Help shows it, and the log beside it)
     clock: Clock = SYSTEM_CLOCK
     connections: ConnectionService | None = None
     mcp: McpService | None = None
@@ -49,6 +78,14 @@ class Services:
         await self.chat.close()
         if self.mcp is not None:
             await self.mcp.close()
+
+
+@dataclass(kw_only=True)
+class OpenServices(Services):
+    """The services with the store they run on: for the composition root (which closes it
+    last), the command line and tests."""
+
+    store: Store
 
     def close_store(self) -> None:
         self.store.close()
@@ -65,7 +102,7 @@ def build_services(
     clock: Clock = SYSTEM_CLOCK,
     local_servers: LocalServers | None = None,
     provider: Provider | None = None,
-) -> Services:
+) -> OpenServices:
     """Open the store (recovering crashed drafts), unless it is given open, and wire the
     services on top of it. Every service reads the time from `clock`.
 
@@ -117,5 +154,14 @@ def build_services(
     chat = ChatService(
         store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
     )
-    return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp,
-                    search=SearchService(store), sync=SyncService(store, keys, clock=clock))
+    backups = BackupService(store, clock=clock, reload=functools.partial(
+        reload_after_restore, store, engine, chat, mcp, connections))
+    return OpenServices(
+        store=store, engine=engine, models=models, chat=chat, keys=keys, local_servers=servers,
+        backups=backups, store_health=StoreHealth(store, clock),
+        command_replies=CommandReplies(store, clock),
+        preferences=Preferences(store, engine, chat, models),
+        imports=ImportJobs(store, clock, engine.counter), exports=ChatExports(store, clock),
+        data_folder=store.path.parent, clock=clock, connections=connections, mcp=mcp,
+        search=SearchService(store), sync=SyncService(store, keys, clock=clock),
+    )

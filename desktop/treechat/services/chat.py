@@ -19,6 +19,7 @@ from ..core import dag
 from ..core.attachments import AttachmentRef, node_attachments, with_attachments
 from ..core.budget import shrink_history
 from ..core.chat_settings import SessionSettings, join_instructions
+from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.model import GraphError, Node
 from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
 from ..core.summarize import AsyncSummarizer, ModelSummarizer
@@ -36,9 +37,7 @@ from ..tools.todo import todo_tools
 from ..tools.workspace import WorkspaceInstructions
 from .attachments import AttachmentService, PreparedFile
 from .chat_settings import ChatSettingsService
-from .clock import SYSTEM_CLOCK, Clock
 from .context import ContextEngine
-from .drafts import DraftWriter, StoreRelease, store_released
 from .events import (
     EventSink,
     NodeAdded,
@@ -51,13 +50,14 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
-from .mcp import McpService
+from .mcp.service import McpService
 from .message_fit import MessageFit, cut_to_fit, measure_fit
-from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
+from .models.catalog import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
 from .stopped_usage import StoppedRequest, record_stopped
-from .store_release import StoreFreeSummarizer, StoreNotBackError
+from .store_life.drafts import DraftWriter, StoreRelease, store_released
+from .store_life.store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
 from .turn_records import (
     CostEstimate,

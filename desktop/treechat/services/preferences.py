@@ -7,14 +7,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..store.database import Store
 from ..store.repository import Repository
-from .bootstrap import SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, Services
-from .chat import ChatService
 from .context import ContextEngine
-from .models import ModelCatalog
 
+if TYPE_CHECKING:
+    from .bootstrap import Services
+    from .chat import ChatService
+    from .models.catalog import ModelCatalog
+
+SETTINGS_DEFAULT_MODEL = "default_model"
+SETTINGS_WORKSPACE = "workspace"
+SETTINGS_INSTRUCTIONS = "global_instructions"
+# Who summarizes folded history: "" offline, "session" the session's model, or a model id.
+SETTINGS_SUMMARIZER = "context.summarizer"
 SETTINGS_SUMMARIZE = "compaction.summarize_trigger"
 SETTINGS_EMERGENCY = "compaction.emergency_trigger"
 SETTINGS_COMPOSER_DRAFTS = "composer.drafts"
@@ -46,7 +54,7 @@ class Preferences:
 
     @classmethod
     def of(cls, services: Services) -> Preferences:
-        return cls(services.store, services.engine, services.chat, services.models)
+        return services.preferences
 
     def current(self) -> ChatPreferences:
         """What is in effect now (the default model as configured, maybe None)."""
@@ -89,6 +97,11 @@ class Preferences:
             repo.set_setting(SETTINGS_EMERGENCY, prefs.emergency_trigger)
 
         await self._store.run(save)
+
+    async def save_summarizer(self, summarizer: str) -> None:
+        """Keep who summarizes folded history for the next start ("" offline, "session" the
+        session's model, or a model id)."""
+        await self._store.run(lambda repo: repo.set_setting(SETTINGS_SUMMARIZER, summarizer))
 
     async def load_drafts(self) -> dict[str, str]:
         """Unsent text by session id ("" for a new chat), as the last run left it."""

@@ -48,7 +48,7 @@ def scheme(request: pytest.FixtureRequest, qapp: QApplication) -> Iterator[Color
 
 
 def settings_dialog() -> SettingsDialog:
-    from treechat.services.models import ModelChoice
+    from treechat.services.models.catalog import ModelChoice
 
     choices = [ModelChoice("openai/gpt-4o", "OpenAI · GPT-4o", "openai"),
                ModelChoice("openai/gpt-4o-mini", "OpenAI · GPT-4o mini", "openai")]

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QWidget
 
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.ui.composer.composer import HINT, SHORT_HINT
 
 from ..conftest import MODEL, Aio, Desk, choices_for

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QSignalSpy, QTest
 from pytestqt.qtbot import QtBot
 
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.ui.composer.composer import Composer
 
 CHOICES = [ModelChoice("m/a", "Alpha", "x"), ModelChoice("m/b", "Beta", "x"),

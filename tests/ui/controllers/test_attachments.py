@@ -26,7 +26,7 @@ from tests.ui import conftest as ui_conftest
 from treechat.core.attachments import human_size, image_tokens, node_attachments
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store
 from treechat.ui.chat.attachment_views import ShownAttachment, shown_attachments
 from treechat.ui.composer.attach_chips import format_tokens

@@ -19,7 +19,7 @@ from treechat.app import connect_services, create_window
 from treechat.providers.keys import KeyStore
 from treechat.services.beam import DEFAULT_FUSE_INSTRUCTION
 from treechat.services.bootstrap import build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.ui.controllers.beam import BeamController
 
 from ..conftest import Aio, Desk, close_desk

@@ -4,7 +4,7 @@ on a real store and a real journal file beside it."""
 
 from __future__ import annotations
 
-from treechat.services.drafts import ReplyJournal
+from treechat.services.store_life.drafts import ReplyJournal
 from treechat.store.repository import Draft
 from treechat.ui.controllers.command_replies import CommandReplies
 

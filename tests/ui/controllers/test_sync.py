@@ -12,9 +12,9 @@ from tests.support.clock import FakeClock
 from tests.support.loopback_server import LoopbackProvider
 from tests.support.sync_devices import PASSPHRASE, MemoryKeyring, make_device, start_target
 
+from treechat.core.clock import SYSTEM_CLOCK
 from treechat.providers import llm
 from treechat.providers.keys import KeyStore
-from treechat.services.clock import SYSTEM_CLOCK
 from treechat.services.sync.service import SyncService, TargetConfig
 from treechat.services.sync.targets import FolderTarget
 from treechat.store.database import Store, default_store_path

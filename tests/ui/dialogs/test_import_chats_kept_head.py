@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from treechat.services import importing
-from treechat.services.importing import ImportProgress
+from treechat.services.transfer import importing
+from treechat.services.transfer.importing import ImportProgress
 
 from ..conftest import Desk
 

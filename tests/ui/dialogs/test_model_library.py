@@ -12,7 +12,7 @@ from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio, Desk
 
 from treechat.providers.local_model import find_gguf
-from treechat.services.model_library import ModelLibrary, ModelLibraryService
+from treechat.services.models.model_library import ModelLibrary, ModelLibraryService
 from treechat.ui.common.tasks import BackgroundTasks
 from treechat.ui.dialogs.model_library import ModelLibraryDialog
 

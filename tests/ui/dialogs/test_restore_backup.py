@@ -34,7 +34,7 @@ def test_restore_asks_then_puts_the_backup_in_place_and_goes_on(desk: Desk, aio:
         sessions = desk.services.chat.sessions
         before = await sessions.create(title="Before the backup")
         await sessions.append_message(before.id, "kept by the backup")
-        await backups.service.create(store)
+        await backups.service.create()
         await sessions.create(title="After the backup")
         await desk.controller.session_list.reload()
         await desk.controller.load_session(before.id)
@@ -86,7 +86,7 @@ def test_a_failed_restore_leaves_the_store_as_it_was_and_says_why(
     async def scenario() -> None:
         sessions = desk.services.chat.sessions
         await sessions.create(title="In the backup")
-        backup = await backups.service.create(store)
+        backup = await backups.service.create()
         await sessions.create(title="Only in the store")
         await desk.controller.session_list.reload()
         # The backup is damaged after it was listed and checked: the restore refuses it.

@@ -25,7 +25,7 @@ from treechat.services.beam import (
 )
 from treechat.services.bootstrap import Services
 from treechat.services.events import TextDelta, TurnFailed, TurnFinished
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store import usage as ledger
 
 Wired = tuple[Services, BeamService, list[LoopbackProvider]]

@@ -1,9 +1,11 @@
 """The services built from a data directory: what the store remembers becomes their
-settings, a reply cut off by a crash is recovered before anything runs, and one clock is
-handed to every service."""
+settings, a reply cut off by a crash is recovered before anything runs, one clock is
+handed to every service, and what the window is handed holds no store: the services bound
+to it do its store work."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from treechat.services.bootstrap import (
     SETTINGS_DEFAULT_MODEL,
     SETTINGS_INSTRUCTIONS,
     SETTINGS_WORKSPACE,
+    OpenServices,
+    Services,
     build_services,
 )
 from treechat.store.database import Store, default_store_path
@@ -78,6 +82,31 @@ async def test_a_store_given_open_is_used_as_it_is(tmp_path: Path) -> None:
         assert services.store is store
         assert [s.title for s in await services.chat.sessions.list()] == ["Mine"]
         assert not default_store_path(tmp_path).exists()
+    finally:
+        await services.close()
+        services.close_store()
+
+
+@pytest.mark.asyncio
+async def test_the_windows_services_hold_no_store_and_their_facades_work_on_it(
+    tmp_path: Path,
+) -> None:
+    assert "store" not in {f.name for f in dataclasses.fields(Services)}
+    assert not hasattr(Services, "store")
+    store = Store.open(tmp_path / "elsewhere.duckdb")
+    store.call(lambda r: r.create_session(Session("s1", "Mine", None, "m", 1.0)))
+    services = build_services(tmp_path, bundled=False, detect_local_servers=False,
+                              keys=offline_keys(), store=store, clock=FakeClock())
+    try:
+        assert isinstance(services, OpenServices) and services.store is store
+        assert services.data_folder == tmp_path  # where the store lives, shown by Help
+        made = await services.backups.create("manual")
+        assert [b.path for b in await services.backups.list()] == [made.path]
+        assert services.store_health.damage_message() is None
+        assert await services.command_replies.adopt() == ()  # nothing journaled
+        await services.preferences.save_summarizer("session")
+        assert store.call(lambda r: r.get_setting("context.summarizer")) == "session"
+        assert await services.imports.titles(("s1",)) == {"s1": "Mine"}
     finally:
         await services.close()
         services.close_store()

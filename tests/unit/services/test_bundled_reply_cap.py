@@ -10,7 +10,7 @@ import pytest
 
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
-from treechat.services.models import BUNDLED_ID, BUNDLED_REPLY_CAP
+from treechat.services.models.catalog import BUNDLED_ID, BUNDLED_REPLY_CAP
 from treechat.store import usage as ledger
 
 LONG = "Write the numbers from 1 to 3000, one per line, and nothing else."

@@ -18,10 +18,10 @@ from treechat.core.reply import continuation_of, joined_runs, reasoning_of
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.chat import IDENTITY
 from treechat.services.events import ReasoningDelta, TextDelta, TurnEvent
-from treechat.services.exporting import export_session
-from treechat.services.importing import import_file
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.services.spending import SpendingService
+from treechat.services.transfer.exporting import export_session
+from treechat.services.transfer.importing import import_file
 from treechat.store import usage as ledger
 
 PLAIN = "openai/loopback-model"  # litellm does not know it: no reasoning parameters

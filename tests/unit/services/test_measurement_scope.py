@@ -12,7 +12,7 @@ import pytest_asyncio
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 
 FIRST = "openai/loopback-model"
 SECOND = "openai/gpt-4o"

@@ -13,7 +13,7 @@ from tests.support.chat import Events
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store import usage as ledger
 
 PRICED = "openai/gpt-4o"  # litellm knows its price; served by the loopback

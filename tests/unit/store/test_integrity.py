@@ -229,7 +229,7 @@ def test_a_healthy_store_shorter_than_all_its_blocks_is_not_called_truncated(
     # the file (seen: 20 blocks counted, 12 used, the file holding 18): that is whole.
     import asyncio
 
-    from treechat.services.importing import import_file
+    from treechat.services.transfer.importing import import_file
 
     data = Path(__file__).resolve().parents[2] / "data" / "imports"
     path = tmp_path / "store.duckdb"

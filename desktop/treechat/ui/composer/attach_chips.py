@@ -15,7 +15,7 @@ from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
 if TYPE_CHECKING:  # the chips only show it; the services load after the first paint
-    from ...services.attach import StagedAttach
+    from ...services.merge import StagedAttach
 
 
 class _Diamond(QWidget):

@@ -30,7 +30,7 @@ from .model_set import ModelSetButton
 
 if TYPE_CHECKING:
     from ...core.occupancy import Occupancy
-    from ...services.models import ModelChoice
+    from ...services.models.catalog import ModelChoice
 
 COMMANDS = {"/context": "context", "/compact": "compact"}
 # An MCP prompt as a command: "/server:prompt" and its arguments, on one line

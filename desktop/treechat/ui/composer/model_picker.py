@@ -36,7 +36,7 @@ from ..common.theme import colors_of
 if TYPE_CHECKING:
     from PySide6.QtGui import QHideEvent, QKeyEvent, QPaintEvent
 
-    from ...services.models import ModelChoice
+    from ...services.models.catalog import ModelChoice
 
 CURRENT_ROLE = Qt.ItemDataRole.UserRole + 5  # True on the model the chat uses now
 GROUP_ROLE = Qt.ItemDataRole.UserRole + 2  # the connection's heading in the popup

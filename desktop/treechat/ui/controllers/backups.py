@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from ...services.backup_schedule import BackupSchedule
-from ...services.backups import Backup, BackupError, BackupService, reload_after_restore
+from ...services.store_life.backup_schedule import BackupSchedule
+from ...services.store_life.backups import Backup, BackupError
 
 if TYPE_CHECKING:
     from ..dialogs.restore_backup import RestoreBackupDialog
     from ..shell.main_window import MainWindow
+    from .collaborators import RestoreHost
     from .conversation import ConversationController
 
 log = logging.getLogger(__name__)
@@ -37,19 +38,27 @@ def help_or_file_menu(window: MainWindow) -> QMenu:
 
 
 class BackupsController:
+    """Takes from the conversation only what it uses: the status line, its task spawner and
+    tasks, the backups service, the preferences that keep unsent text, and the chats on show
+    (`RestoreHost`) that a restore stops and starts again."""
+
     def __init__(self, window: MainWindow, conversation: ConversationController) -> None:
+        services = conversation.services
         self._window = window
-        self._c = conversation
-        self.service = BackupService(conversation.services.store.path)
+        self._status = conversation.parts.status
+        self._spawn = conversation.spawn
+        self._tasks = conversation.tasks
+        self._chats: RestoreHost = conversation
+        self._preferences = services.preferences
+        self.service = services.backups
         self.dialog: RestoreBackupDialog | None = None
         self.restored: bool = False
-        self.schedule = BackupSchedule(self.service, conversation.services.store,
-                                       conversation.clock, on_made=self._made)
+        self.schedule = BackupSchedule(self.service, conversation.clock, on_made=self._made)
         self.last_made: Backup | None = None
         self.back_up_action = QAction("Back up now", window)
         self.back_up_action.setObjectName("BackUpNowAction")
-        self.back_up_action.triggered.connect(lambda *_: self._c.spawn(self.back_up_now(),
-                                                                        name="backup"))
+        self.back_up_action.triggered.connect(lambda *_: self._spawn(self.back_up_now(),
+                                                                     name="backup"))
         self.action = QAction("Restore a backup…", window)
         self.action.setObjectName("RestoreBackupAction")
         self.action.triggered.connect(lambda *_: self.open_dialog())
@@ -70,15 +79,15 @@ class BackupsController:
         log.info("backed up to %s", backup.path)
 
     async def back_up_now(self) -> Backup | None:
-        self._c.parts.status("Backing up…")
+        self._status("Backing up…")
         try:
-            backup = await self.service.create(self._c.services.store, "manual")
+            backup = await self.service.create("manual")
         except (BackupError, OSError) as exc:
-            self._c.parts.status(f"The backup was not made: {exc}")
+            self._status(f"The backup was not made: {exc}")
             return None
         self.schedule.note_made(backup)
         when = time.strftime("%H:%M", time.localtime(backup.created_at))
-        self._c.parts.status(f"Backed up at {when} to {backup.path}")
+        self._status(f"Backed up at {when} to {backup.path}")
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.refresh()
         return backup
@@ -87,7 +96,7 @@ class BackupsController:
         from ..dialogs.restore_backup import RestoreBackupDialog
 
         if self.dialog is None:
-            self.dialog = RestoreBackupDialog(self.service, self._c.tasks, parent=self._window)
+            self.dialog = RestoreBackupDialog(self.service, self._tasks, parent=self._window)
             self.dialog.restoreRequested.connect(
                 lambda b: asyncio.ensure_future(self.restore(b)))
         self.dialog.refresh()
@@ -97,16 +106,16 @@ class BackupsController:
 
     async def restore(self, backup: Backup) -> None:
         dialog = self.dialog
-        c = self._c
-        opened = c.current_session_id
-        c.stash_composer()
-        await c.turns.stop_all()
-        await c.tasks.cancel_all()
-        unsent = dict(c.drafts)
-        shown = [s.id for s in await c.sessions.list()]
+        chats = self._chats
+        opened = chats.current_session_id
+        chats.stash_composer()
+        await chats.turns.stop_all()
+        await chats.tasks.cancel_all()
+        unsent = dict(chats.drafts)
+        shown = [s.id for s in await chats.sessions.list()]
         self.schedule.paused = True
         try:
-            kept = await self.service.restore_in_place(c.services.store, backup)
+            kept = await self.service.restore_in_place(backup)
         except (BackupError, OSError) as exc:
             log.error("restoring %s failed: %s", backup.path, exc)
             text = f"The backup was not restored: {exc}. The current store was not changed."
@@ -121,14 +130,14 @@ class BackupsController:
         finally:
             self.schedule.paused = False
         if ok:
-            await reload_after_restore(c.services)
+            await self.service.reload_after_restore()
             for session_id in shown:
-                c.forget_view(session_id)
-            c.last_errors.clear()
+                chats.forget_view(session_id)
+            chats.last_errors.clear()
         # What was typed and not sent stays, in the restored store too.
-        await c.preferences.save_drafts(unsent)
-        await c.start(opened)
+        await self._preferences.save_drafts(unsent)
+        await chats.start(opened)
         if dialog is not None:
             dialog.show_result(text, done=ok)
-        c.parts.status(text)
+        self._status(text)
         self.restored = self.restored or ok

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...services.models import BUNDLED_ID
+from ...services.models.catalog import BUNDLED_ID
 
 if TYPE_CHECKING:
     from .conversation import ConversationController

@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from ...services.bootstrap import SETTINGS_SUMMARIZER
-from ...services.diagnostics import (
+from ...services.models.catalog import CLOUD_PROVIDERS
+from ...services.preferences import ChatPreferences
+from ...services.problem_report import (
     AppInfo,
     problem_report,
     report_place,
     save_report,
     where_to_report,
 )
-from ...services.import_jobs import ImportJobs
-from ...services.models import CLOUD_PROVIDERS
-from ...services.preferences import ChatPreferences
 from ..dialogs.help import AboutDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
@@ -29,48 +27,64 @@ from ..sessions.export_drop import ExportDropFilter
 if TYPE_CHECKING:
     from ..dialogs.import_chats import ImportDialog
     from ..dialogs.model_library import ModelLibraryDialog
+    from .collaborators import ModelPicker, Refreshes, ShownChats
     from .conversation import ConversationController
 
 
 class DialogsController:
+    """Takes from the conversation only what its dialogs use: the services, the window (their
+    parent) and its chat list, the status line, the task spawner and tasks, the model picker,
+    the context meter, the theme and the chats on show."""
+
     def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
+        c = conversation
+        self._services = c.services
+        self._window = c.parts.window
+        self._sessions_list = c.parts.sessions
+        self._status = c.parts.status
+        self._spawn = c.spawn
+        self._tasks = c.tasks
+        self._models: ModelPicker = c.models
+        self._occupancy: Refreshes = c.occupancy
+        self._chats: ShownChats = c
+        self._theme = c.theme
+        self._prefs = c.prefs
+        self._theme_chosen = c.themeChosen
         self._settings: SettingsDialog | None = None
         self._import: ImportDialog | None = None
         self._library: ModelLibraryDialog | None = None
-        self._imports = ImportJobs.of(conversation.services)
-        self._export_drop = ExportDropFilter(conversation)
+        self._imports = c.services.imports
+        self._export_drop = ExportDropFilter(c)
         self._export_drop.fileDropped.connect(self.open_import_dialog)
-        self._export_drop.install(conversation.parts.sessions)
-        conversation.parts.chat.settingsRequested.connect(self.open_settings)
+        self._export_drop.install(c.parts.sessions)
+        c.parts.chat.settingsRequested.connect(self.open_settings)
 
     # --- settings ------------------------------------------------------------------
 
     def current_settings(self) -> SettingsValues:
-        c = self._c
-        prefs = c.preferences.current()
+        prefs = self._services.preferences.current()
         return SettingsValues(
-            default_model=prefs.default_model or c.models.default_model(),
+            default_model=prefs.default_model or self._models.default_model(),
             workspace=prefs.workspace,
             summarize_trigger=prefs.summarize_trigger,
             emergency_trigger=prefs.emergency_trigger,
-            theme=c.theme.mode if c.theme is not None else "system",
-            summarizer=c.chat_service.config.summarizer,
+            theme=self._theme.mode if self._theme is not None else "system",
+            summarizer=self._services.chat.config.summarizer,
         )
 
     def open_settings(self) -> None:
-        c = self._c
+        services = self._services
         if self._settings is not None and self._settings.isVisible():
             self._settings.raise_()
             self._settings.activateWindow()
             return
         dialog = SettingsDialog(
-            c.services.keys, CLOUD_PROVIDERS, c.models.choices, self.current_settings(),
-            tasks=c.tasks, parent=c.parts.window, connections=c.services.connections,
-            mcp=c.services.mcp, sync=c.services.sync,
+            services.keys, CLOUD_PROVIDERS, self._models.choices, self.current_settings(),
+            tasks=self._tasks, parent=self._window, connections=services.connections,
+            mcp=services.mcp, sync=services.sync,
         )
         dialog.saved.connect(self.apply_settings)
-        dialog.keysChanged.connect(lambda: c.spawn(c.models.refresh(), name="models"))
+        dialog.keysChanged.connect(lambda: self._spawn(self._models.refresh(), name="models"))
         self._settings = dialog
         dialog.open()
 
@@ -79,46 +93,46 @@ class DialogsController:
         return self._settings
 
     def apply_settings(self, values: SettingsValues) -> None:
-        c = self._c
-        if c.theme is not None and values.theme != c.theme.mode:
-            c.theme.set_mode(values.theme)
-        if c.prefs is not None:
-            c.prefs.setValue("theme", values.theme)
+        services = self._services
+        preferences = services.preferences
+        chat_config = services.chat.config
+        if self._theme is not None and values.theme != self._theme.mode:
+            self._theme.set_mode(values.theme)
+        if self._prefs is not None:
+            self._prefs.setValue("theme", values.theme)
         prefs = ChatPreferences(
             default_model=values.default_model,
             workspace=values.workspace,
             summarize_trigger=values.summarize_trigger,
             emergency_trigger=values.emergency_trigger,
         )
-        if values.default_model != c.services.models.default_model:
-            c.models.next_model = None  # the new default is what a new chat starts on
-        c.preferences.apply(prefs)
-        c.themeChosen.emit(values.theme)
+        if values.default_model != services.models.default_model:
+            self._models.next_model = None  # the new default is what a new chat starts on
+        preferences.apply(prefs)
+        self._theme_chosen.emit(values.theme)
         summarizer = values.summarizer
-        summarizer_changed = summarizer != c.chat_service.config.summarizer
-        c.chat_service.config.summarizer = summarizer  # the next fold uses it
+        summarizer_changed = summarizer != chat_config.summarizer
+        chat_config.summarizer = summarizer  # the next fold uses it
 
         async def work() -> None:
-            await c.preferences.persist(prefs)
+            await preferences.persist(prefs)
             if summarizer_changed:
-                await c.services.store.run(
-                    lambda repo: repo.set_setting(SETTINGS_SUMMARIZER, summarizer))
-            await c.models.refresh()
-            await c.occupancy.refresh()
+                await preferences.save_summarizer(summarizer)
+            await self._models.refresh()
+            await self._occupancy.refresh()
 
-        c.spawn(work(), name="save-settings")
+        self._spawn(work(), name="save-settings")
 
     # --- import --------------------------------------------------------------------
 
     def open_import_dialog(self, path: str | None = None) -> None:
         """File → Import…, or a dropped export file (`path`: start importing it at once)."""
-        c = self._c
         dialog = self._import
         if dialog is None:
             # made on first use: the import code need not load with the window
             from ..dialogs.import_chats import ImportDialog
 
-            dialog = ImportDialog(self._imports, c.tasks, parent=c.parts.window)
+            dialog = ImportDialog(self._imports, self._tasks, parent=self._window)
             dialog.imported.connect(lambda _summary: self._after_import())
             dialog.openRequested.connect(self._open_imported)
             self._import = dialog
@@ -137,24 +151,23 @@ class DialogsController:
     # --- help ----------------------------------------------------------------------
 
     def open_shortcuts(self, shortcuts: Sequence[tuple[str, str]]) -> ShortcutsDialog:
-        dialog = ShortcutsDialog(shortcuts, self._c.parts.window)
+        dialog = ShortcutsDialog(shortcuts, self._window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
         dialog.search.setFocus()
         return dialog
 
     def app_info(self) -> AppInfo:
-        return AppInfo.of(self._c.services.store.path.parent)
+        return AppInfo.of(self._services.data_folder)
 
     def open_about(self) -> AboutDialog:
-        dialog = AboutDialog(self.app_info(), self._c.parts.window)
+        dialog = AboutDialog(self.app_info(), self._window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
         return dialog
 
     def copy_problem_report(self) -> None:
         """Help → Report a problem: the report goes to the clipboard, nothing is sent."""
-        c = self._c
 
         async def work() -> None:
             info = self.app_info()
@@ -162,28 +175,27 @@ class DialogsController:
             QGuiApplication.clipboard().setText(text)
             saved = await asyncio.to_thread(save_report, info, text)
             place = await asyncio.to_thread(report_place)
-            c.parts.status(where_to_report(saved, place))
+            self._status(where_to_report(saved, place))
 
-        c.spawn(work(), name="problem-report")
+        self._spawn(work(), name="problem-report")
 
     # --- local models --------------------------------------------------------------
 
     def open_model_library(self) -> None:
         """File → Local models…: download, run and remove models that run on this machine."""
-        c = self._c
-        library = c.services.models.library
+        library = self._services.models.library
         if library is None:
-            c.parts.status("Local models are not available in this build")
+            self._status("Local models are not available in this build")
             return
         dialog = self._library
         if dialog is None:
             from ..dialogs.model_library import ModelLibraryDialog
 
-            dialog = ModelLibraryDialog(library, c.tasks, ollama_url=self._ollama_url(),
-                                        parent=c.parts.window)
+            dialog = ModelLibraryDialog(library, self._tasks, ollama_url=self._ollama_url(),
+                                        parent=self._window)
             dialog.modelsChanged.connect(
-                lambda: c.spawn(c.models.refresh(), name="models"))
-            dialog.useRequested.connect(lambda name: c.models.set_model(f"library/{name}"))
+                lambda: self._spawn(self._models.refresh(), name="models"))
+            dialog.useRequested.connect(lambda name: self._models.set_model(f"library/{name}"))
             self._library = dialog
         dialog.refresh()
         dialog.show()
@@ -191,7 +203,7 @@ class DialogsController:
         dialog.activateWindow()
 
     def _ollama_url(self) -> str | None:
-        connections = self._c.services.connections
+        connections = self._services.connections
         if connections is None:
             return None
         for status in connections.statuses():
@@ -206,11 +218,9 @@ class DialogsController:
 
     def _after_import(self) -> None:
         """The imported chats are shown: an old query in the search box would hide them."""
-        c = self._c
-        c.parts.sessions.search.clear()
-        c.spawn(c.session_list.reload(), name="sessions")
+        self._sessions_list.search.clear()
+        self._spawn(self._chats.session_list.reload(), name="sessions")
 
     def _open_imported(self, session_id: str) -> None:
-        c = self._c
-        c.parts.sessions.select(session_id)
-        c.spawn(c.load_session(session_id), name="open-session")
+        self._sessions_list.select(session_id)
+        self._spawn(self._chats.load_session(session_id), name="open-session")

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWi
 
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
-from ...services.attach import AttachService, StagedAttach
 from ...services.chat import Attachment
+from ...services.merge import AttachService, StagedAttach
 from ...services.sessions import SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog

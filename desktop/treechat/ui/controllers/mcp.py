@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QMenu, QWidget
 
-from ...services.mcp import ApprovalRequest, Decision, McpService
+from ...services.mcp.service import ApprovalRequest, Decision, McpService
 from ..common.announce import announce
 from ..composer.composer import Composer
 from ..sessions.list import SessionList

@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ...services.models import ModelChoice, ModelUnavailable
+from ...services.models.catalog import ModelChoice, ModelUnavailable
 
 if TYPE_CHECKING:
     from .conversation import ConversationController

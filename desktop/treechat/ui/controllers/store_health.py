@@ -13,8 +13,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QBoxLayout, QFileDialog, QHBoxLayout, QWidget
 
-from ...services.exporting import export_session, suggested_filename, write_export
-from ...services.store_state import StoreError, check_finished, damage_message
+from ...services.store_life.store_state import StoreError
 from ..shell.damaged_store_banner import DamagedStoreBanner
 
 if TYPE_CHECKING:
@@ -27,19 +26,17 @@ CHECK_INTERVAL_MS = 1000  # how often the window looks whether the background ch
 RESTORE_TEXT = "Restore a backup"
 
 
-def store_damage(c: ConversationController) -> str | None:
-    """The store's damage in the words the user reads, or None while it is whole."""
-    return damage_message(c.services.store)
-
-
 class StoreHealth(QObject):
-    """Owned by the controller (its Qt child); `of(c)` finds it."""
+    """Owned by the controller (its Qt child); `of(c)` finds it. Takes from the controller
+    only the store-health service, the status line and the task spawner."""
 
     def __init__(self, window: MainWindow, c: ConversationController) -> None:
         super().__init__(c)
         self.setObjectName("StoreHealth")
         self._window = window
-        self._c = c
+        self._health = c.services.store_health
+        self._status = c.parts.status
+        self._spawn = c.spawn
         self._export_dialog: QFileDialog | None = None
         self.banner = DamagedStoreBanner()
         self.banner.restoreRequested.connect(self._restore)
@@ -54,12 +51,12 @@ class StoreHealth(QObject):
         self._timer.setInterval(CHECK_INTERVAL_MS)
         self._timer.timeout.connect(self.check)
         self.check()
-        if self.message is None and not check_finished(c.services.store):
+        if self.message is None and not self._health.check_finished():
             self._timer.start()  # the check is still reading the file
 
     @classmethod
-    def of(cls, c: ConversationController) -> StoreHealth | None:
-        return c.findChild(StoreHealth, "StoreHealth")
+    def of(cls, owner: QObject) -> StoreHealth | None:
+        return owner.findChild(StoreHealth, "StoreHealth")
 
     def _place(self, banner: QWidget) -> None:
         # Just above the composer, in the centre column beside the failed-turn banner.
@@ -74,13 +71,13 @@ class StoreHealth(QObject):
 
     @property
     def message(self) -> str | None:
-        return store_damage(self._c)
+        return self._health.damage_message()
 
     # --- showing -----------------------------------------------------------------------
 
     def check(self) -> bool:
         """Show the banner if the store is damaged (True); stop looking once the check is done."""
-        if check_finished(self._c.services.store):
+        if self._health.check_finished():
             self._timer.stop()
         message = self.message
         if message is None:
@@ -97,8 +94,8 @@ class StoreHealth(QObject):
         """True (and the reason in the banner and the status line) when nothing can be sent."""
         if not self.check():
             return False
-        self._c.parts.status("Not sent: the conversation store is damaged and read-only. "
-                             "Your message is still in the box.")
+        self._status("Not sent: the conversation store is damaged and read-only. "
+                     "Your message is still in the box.")
         return True
 
     # --- the ways out ------------------------------------------------------------------
@@ -123,8 +120,8 @@ class StoreHealth(QObject):
             dialog.setFileMode(QFileDialog.FileMode.Directory)
             dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
             dialog.fileSelected.connect(
-                lambda folder: self._c.spawn(self.export_readable(Path(folder)),
-                                             name="export-readable"))
+                lambda folder: self._spawn(self.export_readable(Path(folder)),
+                                           name="export-readable"))
             self._export_dialog = dialog
         self._export_dialog.open()
 
@@ -135,33 +132,16 @@ class StoreHealth(QObject):
     async def export_readable(self, folder: Path) -> tuple[list[Path], list[str]]:
         """Every chat that can still be read, one Treechat JSON file each, into `folder`;
         returns the files written and the titles of the chats that could not be read."""
-        store = self._c.services.store
-        written: list[Path] = []
-        unreadable: list[str] = []
         try:
-            sessions = await store.run(lambda r: r.list_sessions(include_hidden=True))
+            done = await self._health.export_readable(folder)
         except StoreError as exc:
-            self._c.parts.status(f"The chats could not be listed: {exc}")
-            return written, unreadable
-        used: set[str] = set()
-        for session in sessions:
-            name = suggested_filename(session.title or "chat", "json")
-            stem = name.removesuffix(".json")
-            n = 1
-            while name in used or (folder / name).exists():
-                n += 1
-                name = f"{stem} ({n}).json"
-            try:
-                text = await export_session(store, session.id, "json")
-                written.append(await write_export(folder / name, text))
-                used.add(name)
-            except StoreError:
-                log.exception("chat %s could not be read for export", session.id)
-                unreadable.append(session.title or session.id)
+            self._status(f"The chats could not be listed: {exc}")
+            return [], []
+        written, unreadable = list(done.written), list(done.unreadable)
         said = f"Exported {len(written)} chat{'s' if len(written) != 1 else ''} to {folder}"
         if unreadable:
             said += f"; {len(unreadable)} could not be read: " + ", ".join(unreadable)
-        self._c.parts.status(said + ".")
+        self._status(said + ".")
         return written, unreadable
 
 

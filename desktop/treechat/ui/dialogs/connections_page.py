@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.connections import (
+from ...services.models.connections import (
     KIND_LABELS,
     PROVIDER_LABELS,
     SERVER_KINDS,
@@ -43,7 +43,7 @@ from ...services.connections import (
 from ..common.safe_controls import ask_before, never_default
 
 if TYPE_CHECKING:
-    from ...services.connections import ConnectionService
+    from ...services.models.connections import ConnectionService
     from ..common.tasks import BackgroundTasks
 
 # The kinds a user adds, in the order the editor offers them.

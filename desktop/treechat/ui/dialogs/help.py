@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.diagnostics import AppInfo
+from ...services.problem_report import AppInfo
 
 # Key names as the window's hints write them (Qt's native text says "Return" and "Left").
 _KEY_WORDS = (("Return", "Enter"), ("Left", "←"), ("Right", "→"), ("Up", "↑"), ("Down", "↓"))

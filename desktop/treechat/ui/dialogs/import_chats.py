@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.imports import FORMAT_NAMES, ImportFileError
-from ...services.importing import ImportProgress, ImportSummary
+from ...services.transfer.importing import ImportProgress, ImportSummary
 
 if TYPE_CHECKING:
-    from ...services.import_jobs import ImportJobs
+    from ...services.transfer.import_jobs import ImportJobs
     from ..common.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)

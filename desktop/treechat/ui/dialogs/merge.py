@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.attach import DEFAULT_MERGE_INSTRUCTION
+from ...services.merge import DEFAULT_MERGE_INSTRUCTION
 
 
 class MergeDialog(QDialog):

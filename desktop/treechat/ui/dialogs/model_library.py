@@ -28,11 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.model_library import DownloadStopped, LibraryError, Progress, size_text
+from ...services.models.model_library import DownloadStopped, LibraryError, Progress, size_text
 from ..common.safe_controls import guard_wheel, never_default
 
 if TYPE_CHECKING:
-    from ...services.model_library import DownloadJob, ModelLibraryService
+    from ...services.models.model_library import DownloadJob, ModelLibraryService
     from ..common.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 if TYPE_CHECKING:
-    from ...services.backups import Backup, BackupService
+    from ...services.store_life.backups import Backup, BackupService
     from ..common.tasks import BackgroundTasks
 
 INTRO = (

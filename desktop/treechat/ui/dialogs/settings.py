@@ -29,14 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.keys import KeyAccess, try_key
+from ...services.models.keys import KeyAccess, try_key
 from ..common.safe_controls import guard_wheel
 from ..common.tasks import BackgroundTasks
 
 if TYPE_CHECKING:
-    from ...services.connections import ConnectionService
-    from ...services.mcp import McpService
-    from ...services.models import ModelChoice
+    from ...services.mcp.service import McpService
+    from ...services.models.catalog import ModelChoice
+    from ...services.models.connections import ConnectionService
     from ...services.sync.service import SyncService
     from .connections_page import ConnectionsPage
     from .sync_page import SyncPage

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.mcp import ApprovalRequest, Decision
+from ...services.mcp.approval import ApprovalRequest, Decision
 
 
 class ToolApprovalDialog(QDialog):

@@ -39,7 +39,7 @@ from ...tools.mcp.runtime import ServerState
 from ..common.safe_controls import ask_before, guard_wheel, never_default
 
 if TYPE_CHECKING:
-    from ...services.mcp import McpService
+    from ...services.mcp.service import McpService
     from ..common.tasks import BackgroundTasks
 
 POLICIES = (("ask", "Ask every time"), ("allow", "Allow"), ("deny", "Deny"))

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from ...core import dag
 from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ...core.model import Node
-from ...services.attach import merged_peers
+from ...services.merge import merged_peers
 from ...services.sessions import SessionView
 from .items import (
     BAND_ROWS,

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from ...core.commit import ContextCommit, ContextItem
 from ...core.occupancy import Occupancy
-from ...services.attach import CommitEntry
+from ...services.merge import CommitEntry
 from ..common.theme import colors_of
 from ..occupancy.format import headline, pending_text
 

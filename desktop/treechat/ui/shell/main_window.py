@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         QTabWidget,
     )
 
-    from ...services.clock import Clock
+    from ...core.clock import Clock
     from ...services.sessions import SessionView
     from ..chat.view import ChatView
     from ..composer.composer import Composer

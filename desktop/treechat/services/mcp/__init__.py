@@ -1,0 +1,2 @@
+"""MCP servers as the user configures them and their tools, prompts and resources as chats use
+them."""
