@@ -84,7 +84,7 @@ def test_an_unpriced_model_says_so(desk: Desk, aio: Aio) -> None:
 
 
 def test_a_model_on_this_computer_is_free_not_unpriced(desk: Desk, aio: Aio) -> None:
-    from treechat.services.models import ModelChoice
+    from treechat.services.models.catalog import ModelChoice
 
     local = "openai/loopback-local"
     catalog = desk.services.models
@@ -126,7 +126,7 @@ def test_a_local_model_litellm_prices_is_free_in_every_label(desk: Desk, aio: Ai
     """A model on this computer whose name litellm has a price for (a local server serving
     a model under a hosted name): free in the reply's tooltip, the header and by Send, never
     "$0" in one place and "free" in another."""
-    from treechat.services.models import ModelChoice
+    from treechat.services.models.catalog import ModelChoice
 
     local = "openai/gpt-4o-mini"
     catalog = desk.services.models

@@ -159,7 +159,7 @@ def test_the_parameters_dialog_names_the_model_as_the_picker_does(desk: Desk, ai
 def test_the_bundled_model_shows_its_reply_cap_ticked_and_it_can_be_changed(
     desk: Desk, aio: Aio
 ) -> None:
-    from treechat.services.models import BUNDLED_ID, BUNDLED_REPLY_CAP
+    from treechat.services.models.catalog import BUNDLED_ID, BUNDLED_REPLY_CAP
 
     cap = desk.services.models.default_reply_cap(BUNDLED_ID)
     assert cap == BUNDLED_REPLY_CAP

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from ...services.export_jobs import ChatExports
+from ...services.transfer.export_jobs import ChatExports
 from ..common.folders import export_folder
 from .ports import OpenChat, Spawner, StatusLine
 

@@ -13,7 +13,7 @@ from ...core.model import Node
 from ...services.attachments import PreparedFile
 from ...services.chat import Attachment
 from ...services.events import TurnError, TurnEvent
-from ...services.models import ModelChoice
+from ...services.models.catalog import ModelChoice
 from ...services.sessions import SessionView
 
 EventSink = Callable[[TurnEvent], None]

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
 from ...core.chat_settings import SettingsError
 from ...services.chat import ChatService
-from ...services.export_jobs import ChatExports
+from ...services.transfer.export_jobs import ChatExports
 from ..composer.composer import Composer
 from ..sessions.list import SessionList
 from .chat_export import file_dialog

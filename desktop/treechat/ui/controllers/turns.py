@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from ...core.model import Node
 from ...services.attachments import PreparedFile
 from ...services.chat import ChatService
-from ...services.clock import Clock
+from ...core.clock import Clock
 from ...services.events import (
     NodeAdded,
     OccupancyChanged,
