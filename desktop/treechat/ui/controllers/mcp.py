@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QMenu, QWidget
 
-from ...services.mcp.service import ApprovalRequest, Decision, McpService
+from ...services.mcp.approval import ApprovalRequest, Decision
+from ...services.mcp.service import McpService
 from ..common.announce import announce
 from ..composer.composer import Composer
 from ..sessions.list import SessionList

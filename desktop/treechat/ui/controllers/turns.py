@@ -11,10 +11,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from ...core.clock import Clock
 from ...core.model import Node
 from ...services.attachments import PreparedFile
 from ...services.chat import ChatService
-from ...core.clock import Clock
 from ...services.events import (
     NodeAdded,
     OccupancyChanged,
