@@ -352,8 +352,7 @@ class OverviewItem(QGraphicsItem):
         if poly is None:
             self.points[kind] = QPolygonF(points)
         else:
-            # QPolygonF's += appends in place (QList::operator+=); the stubs only know list +
-            poly += QPolygonF(points)  # type: ignore[operator, assignment]
+            poly.append(points)  # in place, in one call (QList::append of a list)
 
     def add_edge(self, ax: float, ay: float, bx: float, by: float) -> None:
         self.edges.moveTo(ax, ay)
