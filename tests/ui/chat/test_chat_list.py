@@ -7,24 +7,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
 from treechat.ui.chat.view import ChatView
 
+from ..session_views import chain, session_view, shown_chat
 
-def long_chat(qtbot: QtBot, n: int = 40) -> ChatView:
-    nodes = [Node(f"n{i}", i, float(i), "s", "user" if i % 2 == 0 else "assistant",
-                  output=f"message {i} " * 20, predecessor=f"n{i - 1}" if i else None)
-             for i in range(n)]
-    graph = dag.Graph(tuple(nodes))
-    session = Session("s", "Long", nodes[-1].id, "m", 1.0, updated_at=1.0)
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(600, 400)
-    chat.show()
-    chat.set_view(SessionView(session, graph, tuple(nodes), frozenset(), frozenset()))
-    return chat
+
+def long_chat(qtbot: QtBot) -> ChatView:
+    return shown_chat(qtbot, session_view(chain(40, repeat=20)), (600, 400))
 
 
 def test_the_keyboard_lands_on_the_newest_message_and_walks_into_view(qtbot: QtBot) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.chat.heights import RowHeights
 from treechat.ui.chat.view import ChatView
+
+from ..session_views import session_view, shown_chat
 
 LONG = "A sentence that goes on for a while about the weather. " * 30
 
@@ -18,12 +18,7 @@ LONG = "A sentence that goes on for a while about the weather. " * 30
 def heights_of(qtbot: QtBot) -> tuple[RowHeights, ChatView]:
     ask = Node("u", 0, 1.0, "s", "user", output="Tell me about the weather")
     answer = Node("a", 1, 2.0, "s", "assistant", output=LONG, predecessor="u")
-    graph = dag.Graph((ask, answer))
-    session = Session("s", "Weather", "a", "m", 1.0, updated_at=1.0)
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(640, 500)
-    chat.set_view(SessionView(session, graph, (ask, answer), frozenset(), frozenset()))
+    chat = shown_chat(qtbot, session_view([ask, answer]), visible=False)
     return chat.delegate.heights, chat
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.chat.hit_testing import COPIED_FOR_S, RowInteraction, button_of, hit
 from treechat.ui.chat.row_layout import Button
 from treechat.ui.chat.view import ChatView
+
+from ..session_views import session_view, shown_chat
 
 BOX = QRectF(0, 0, 20, 20)
 REPLY = "See [the docs](https://example.org/).\n\n```python\nprint(1)\n```"
@@ -21,14 +21,7 @@ REPLY = "See [the docs](https://example.org/).\n\n```python\nprint(1)\n```"
 def chat_view(qtbot: QtBot) -> ChatView:
     ask = Node("u", 0, 1.0, "s", "user", output="How do I print?")
     answer = Node("a", 1, 2.0, "s", "assistant", output=REPLY, predecessor="u")
-    graph = dag.Graph((ask, answer))
-    session = Session("s", "Print", "a", "m", 1.0, updated_at=1.0)
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(700, 600)
-    chat.show()
-    chat.set_view(SessionView(session, graph, (ask, answer), frozenset(), frozenset()))
-    return chat
+    return shown_chat(qtbot, session_view([ask, answer]), (700, 600))
 
 
 def test_buttons_and_code_blocks_are_found_where_they_are_drawn(qtbot: QtBot) -> None:

@@ -7,11 +7,11 @@ from PySide6.QtCore import QPoint
 from PySide6.QtGui import QColor
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
+from treechat.core.model import Node
 from treechat.services.events import TurnError
-from treechat.services.sessions import SessionView
 from treechat.ui.chat.view import ChatView
+
+from ..session_views import session_view, shown_chat
 
 
 def close(a: QColor, b: QColor, slack: int = 6) -> bool:
@@ -21,14 +21,7 @@ def close(a: QColor, b: QColor, slack: int = 6) -> bool:
 
 def shown(qtbot: QtBot) -> ChatView:
     ask = Node("u", 0, 1.0, "s", "user", output="A question long enough to make a bubble")
-    graph = dag.Graph((ask,))
-    session = Session("s", "Q", "u", "m", 1.0, updated_at=1.0)
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(640, 480)
-    chat.show()
-    chat.set_view(SessionView(session, graph, (ask,), frozenset(), frozenset()))
-    return chat
+    return shown_chat(qtbot, session_view([ask]))
 
 
 def pixel_in(chat: ChatView, key: str, inner: str) -> QColor:

@@ -7,11 +7,11 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeyEvent
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.chat.shortcuts import key_action, menu_actions
 from treechat.ui.chat.view import ChatView
+
+from ..session_views import session_view, shown_chat
 
 
 def press(key: Qt.Key, mods: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier
@@ -23,15 +23,7 @@ def chat_with_versions(qtbot: QtBot) -> ChatView:
     ask = Node("u", 0, 1.0, "s", "user", output="Name a colour")
     first = Node("a1", 1, 2.0, "s", "assistant", output="Blue", predecessor="u")
     second = Node("a2", 2, 3.0, "s", "assistant", output="Green", predecessor="u")
-    graph = dag.Graph((ask, first, second))
-    session = Session("s", "Colours", "a2", "m", 1.0, updated_at=1.0)
-    view = SessionView(session, graph, dag.active_path(graph, "a2"), frozenset(), frozenset())
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(600, 400)
-    chat.show()
-    chat.set_view(view)
-    return chat
+    return shown_chat(qtbot, session_view([ask, first, second]))
 
 
 def row(chat: ChatView, key: str):

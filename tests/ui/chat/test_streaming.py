@@ -6,26 +6,15 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.chat.view import ChatView
 
-
-def one_question() -> SessionView:
-    ask = Node("u", 0, 1.0, "s", "user", output="Tell me a story")
-    graph = dag.Graph((ask,))
-    session = Session("s", "Story", "u", "m", 1.0, updated_at=1.0)
-    return SessionView(session, graph, (ask,), frozenset(), frozenset())
+from ..session_views import session_view, shown_chat
 
 
 def make(qtbot: QtBot) -> ChatView:
-    chat = ChatView()
-    qtbot.addWidget(chat)
-    chat.resize(600, 500)
-    chat.show()
-    chat.set_view(one_question())
-    return chat
+    return shown_chat(qtbot, session_view([Node("u", 0, 1.0, "s", "user",
+                                                output="Tell me a story")]))
 
 
 def test_text_is_painted_in_few_flushes_and_dots_show_until_it_starts(qtbot: QtBot) -> None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 from PySide6.QtGui import QAccessible
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
+from treechat.core.model import Node
 from treechat.services.sessions import SessionView
 from treechat.ui.graph.accessible import install_graph_accessibility
 from treechat.ui.graph.view import HistoryGraphView
+
+from ..session_views import session_view
 
 
 def view_of(head: str) -> SessionView:
@@ -20,10 +21,7 @@ def view_of(head: str) -> SessionView:
         Node("a1", 1, 1.0, "s", "assistant", output="Blue", predecessor="q"),
         Node("a2", 2, 2.0, "s", "assistant", output="Green", predecessor="q"),
     )
-    graph = dag.Graph(nodes)
-    session = Session("s", "Colours", head, "m", 1.0, updated_at=1.0)
-    return SessionView(session, graph, dag.active_path(graph, head), frozenset(),
-                       frozenset({"q"}))
+    return session_view(nodes, head, pinned=frozenset({"q"}))
 
 
 def test_each_node_is_a_named_list_item(qtbot: QtBot) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.graph.interactions import cursor_target, node_menu, preview_html, shown_name
 from treechat.ui.graph.view import HistoryGraphView
+
+from ..session_views import session_view
 
 NODES = (
     Node("q", 0, 0.0, "s", "user", output="Name a colour"),
@@ -24,13 +24,10 @@ NODES = (
 
 
 def graph_view(qtbot: QtBot, head: str = "a2") -> HistoryGraphView:
-    graph = dag.Graph(NODES)
-    session = Session("s", "Colours", head, "m", 1.0, updated_at=1.0)
     view = HistoryGraphView()
     qtbot.addWidget(view)
     view.resize(400, 400)
-    view.show_view(SessionView(session, graph, dag.active_path(graph, head), frozenset(),
-                               frozenset({"q"})))
+    view.show_view(session_view(NODES, head, pinned=frozenset({"q"})))
     return view
 
 

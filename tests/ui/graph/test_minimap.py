@@ -8,20 +8,9 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
 from treechat.ui.graph.view import HistoryGraphView
 
-
-def long_chat(n: int = 60) -> SessionView:
-    nodes = [Node(f"n{i}", i, float(i), "s", "user" if i % 2 == 0 else "assistant",
-                  output=f"message {i}", predecessor=f"n{i - 1}" if i else None)
-             for i in range(n)]
-    graph = dag.Graph(tuple(nodes))
-    head = nodes[-1].id
-    session = Session("s", "Long", head, "m", 1.0, updated_at=1.0)
-    return SessionView(session, graph, dag.active_path(graph, head), frozenset(), frozenset())
+from ..session_views import chain, session_view
 
 
 def test_a_click_on_the_minimap_moves_the_view_there(qtbot: QtBot) -> None:
@@ -29,7 +18,7 @@ def test_a_click_on_the_minimap_moves_the_view_there(qtbot: QtBot) -> None:
     qtbot.addWidget(view)
     view.resize(360, 360)
     view.show()
-    view.show_view(long_chat())
+    view.show_view(session_view(chain(60)))
     view.center_on_node("n59", 1.0)
     minimap = view.minimap
     image = minimap.grab().toImage()  # paints the overview

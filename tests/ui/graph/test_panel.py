@@ -5,17 +5,10 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.graph.panel import HistoryGraphPanel
 
-
-def view_of(nodes: list[Node], head: str) -> SessionView:
-    graph = dag.Graph(tuple(nodes))
-    row = Session("s", "Chat", head, "m", 1.0, updated_at=1.0)
-    return SessionView(row, graph, dag.active_path(graph, head), frozenset(), frozenset())
-
+from ..session_views import session_view
 
 NODES = [
     Node("a", 0, 0.0, "s", "user", output="Name a colour"),
@@ -27,7 +20,7 @@ NODES = [
 def test_the_summary_counts_nodes_and_branches(qtbot: QtBot) -> None:
     panel = HistoryGraphPanel()
     qtbot.addWidget(panel)
-    panel.show_view(view_of(NODES, "b"))
+    panel.show_view(session_view(NODES, "b"))
     assert panel.summary.text() == "3 nodes · 2 branches"
     panel.clear()
     assert panel.summary.text() == ""
@@ -36,7 +29,7 @@ def test_the_summary_counts_nodes_and_branches(qtbot: QtBot) -> None:
 def test_merge_needs_two_heads_and_no_reply_running(qtbot: QtBot) -> None:
     panel = HistoryGraphPanel()
     qtbot.addWidget(panel)
-    panel.show_view(view_of(NODES, "b"))
+    panel.show_view(session_view(NODES, "b"))
     assert not panel.merge_button.isEnabled()
     asked: list[list[str]] = []
     panel.view.mergeRequested.connect(asked.append)

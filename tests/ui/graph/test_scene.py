@@ -5,24 +5,19 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
-from treechat.core import dag
-from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.core.model import Node
 from treechat.ui.common.theme import LIGHT, palette_for
 from treechat.ui.graph.items import HEAD, HIDDEN, ON_PATH, PINNED, GraphStyle
 from treechat.ui.graph.scene import HistoryScene
+
+from ..session_views import session_view
 
 
 def node(node_id: str, seq: int, parent: str | None, role: str = "user") -> Node:
     return Node(node_id, seq, float(seq), "s", role, output=node_id, predecessor=parent)
 
 
-def view_of(nodes: list[Node], head: str, *, session: str = "s",
-            hidden: frozenset[str] = frozenset(),
-            pinned: frozenset[str] = frozenset()) -> SessionView:
-    graph = dag.Graph(tuple(nodes))
-    row = Session(session, "Chat", head, "m", 1.0, updated_at=1.0)
-    return SessionView(row, graph, dag.active_path(graph, head), hidden, pinned)
+view_of = session_view
 
 
 NODES = [node("a", 0, None), node("b", 1, "a", "assistant"), node("b2", 2, "a", "assistant")]
