@@ -19,7 +19,7 @@ from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store
 from treechat.ui.controllers.history import CONTEXT_TAB, GRAPH_TAB
 from treechat.ui.occupancy.ring import RING
-from treechat.ui.shell.main_window import FRAME_ALLOWANCE
+from treechat.ui.shell.placement import FRAME_ALLOWANCE
 
 from .conftest import MODEL, Aio, Desk, Seed, chat_session, close_desk, open_desk
 

@@ -14,6 +14,7 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.ui.controllers.history import HistoryPanels
 from treechat.ui.dialogs.merge import MergeDialog
+from treechat.ui.graph.edges import extra_sources
 from treechat.ui.graph.items import MERGED, node_kind
 from treechat.ui.graph.mime import node_mime
 
@@ -118,7 +119,7 @@ def test_drag_from_the_graph_attaches_once_and_a_removed_chip_sends_nothing(
     assert len(pointers) == 1 and pointers[0].metadata["source_head"] == first_reply
     scene = graph.graph_scene
     assert node_kind(scene.nodes[pointers[0].id]) == "attach"
-    assert (first_reply, "attach") in scene._extra_sources(pointers[0])
+    assert (first_reply, "attach") in extra_sources(pointers[0])
     assert main_id == view.session.id
 
 
@@ -170,7 +171,7 @@ def test_merging_two_branches_from_the_graph(desk: Desk, aio: Aio) -> None:
     assert second in chain and first not in chain
     # the merge node has two inbound edges: the base line and the peer
     scene = p.graph.view.graph_scene
-    assert scene._extra_sources(merge_node) == [(first, "merge")]
+    assert extra_sources(merge_node) == [(first, "merge")]
     scene.ensure_items()
     assert scene.items_by_id[merge_node.id].kind == "merge"
     assert scene.items_by_id[first].state & MERGED

@@ -10,7 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from treechat.ui.shell.main_window import SHORTCUTS_HELP
+from treechat.ui.shell.empty_state import SHORTCUTS_HELP
 
 from ..conftest import Aio, Desk
 

@@ -34,11 +34,8 @@ from .model import ChatModel, ChatRow, RowKind
 from .scrolling import Anchor, ScrollKeeper
 from .selection import TextSelector, part_named
 from .shortcuts import key_action, menu_actions
+from .streaming import StreamPainter
 
-# Streamed text is painted at most this often (the coalescing interval grows when laying
-# out the reply gets slow, so a long reply never starves the event loop).
-STREAM_INTERVAL_MS = 33
-STREAM_INTERVAL_MAX_MS = 120
 MODIFIER_KEYS = (Qt.Key.Key_Control, Qt.Key.Key_Shift, Qt.Key.Key_Alt, Qt.Key.Key_Meta)
 
 
@@ -97,15 +94,6 @@ class ChatView(QWidget):
 
         self._reader: MessageReader | None = None
         self._busy = False
-        self._stream_parts: list[str] = []
-        self._stream_interval = STREAM_INTERVAL_MS
-        self.repaint_count = 0  # stream flushes painted (tests read it)
-        self._flush_timer = QTimer(self)
-        self._flush_timer.setSingleShot(True)
-        self._flush_timer.timeout.connect(self._flush_stream)
-        self._typing_timer = QTimer(self)
-        self._typing_timer.setInterval(380)
-        self._typing_timer.timeout.connect(self._tick_typing)
         self._copied_timer = QTimer(self)
         self._copied_timer.setSingleShot(True)
         self._copied_timer.timeout.connect(self.list.viewport().update)
@@ -115,6 +103,7 @@ class ChatView(QWidget):
 
         self.scroller = ScrollKeeper(self.list, self.model, self.delegate, self.isVisible,
                                      monotonic)
+        self.stream = StreamPainter(self.list, self.model, self.delegate, self.scroller, self)
         self.delegate.actionTriggered.connect(self._on_action)
         self.delegate.editSubmitted.connect(self._edit_submitted)
         self.delegate.editCancelled.connect(self._close_editor)
@@ -134,14 +123,13 @@ class ChatView(QWidget):
         drafts = self._editor_drafts()
         anchor = Anchor(bottom=True) if new_session else self.scroller.current_anchor()
         if new_session:
-            self._stream_parts.clear()
-            self._flush_timer.stop()
+            self.stream.clear()
             self.hold_background()
             self.selector.clear()
         elif self.model.streaming:
             # text still buffered belongs to what streamed so far: if this view committed
             # it as a node, it must go with the rest, not reappear in the continuing reply
-            self._flush_stream()
+            self.stream.flush()
         with self.scroller.guard():
             self.model.set_view(view)
         if anchor.bottom:
@@ -149,31 +137,28 @@ class ChatView(QWidget):
             self.scroller.prepare_bottom()
         self.scroller.settle(anchor)
         self._reopen_editors(drafts)
-        self._update_typing()
+        self.stream.update_typing()
 
     def begin_stream(self, parent_id: str | None, model_label: str) -> None:
         """A reply to `parent_id` starts: show it (typing dots until text arrives)."""
-        self._stream_parts.clear()
-        self._flush_timer.stop()
+        self.stream.clear()
         self._wait_timer.stop()
         self.scroller.stick = True
         with self.scroller.guard():
             self.model.begin_stream(parent_id, model_label)
         self.scroller.settle(Anchor(bottom=True))
-        self._update_typing()
+        self.stream.update_typing()
 
     def append_stream_text(self, text: str) -> None:
         """Add streamed text; painted at most ~30 times a second."""
         if not text:
             return
-        self._stream_parts.append(text)
-        if not self._flush_timer.isActive():
-            self._flush_timer.start(self._stream_interval)
+        self.stream.append(text)
 
     def end_stream(self) -> None:
-        self._flush_stream()
+        self.stream.flush()
         self.model.end_stream()
-        self._update_typing()
+        self.stream.update_typing()
 
     def set_busy(self, busy: bool) -> None:
         """While a turn runs, retry and edit are shown disabled and do nothing."""
@@ -188,7 +173,7 @@ class ChatView(QWidget):
 
     def show_turn_error(self, error: TurnError) -> None:
         """An inline row under the conversation saying what failed, with its action."""
-        self._flush_stream()
+        self.stream.flush()
         if error.action == "wait" and error.retry_after:
             self.delegate.wait_until = self._monotonic() + float(error.retry_after)
             self._wait_timer.start()
@@ -197,7 +182,7 @@ class ChatView(QWidget):
         with self.scroller.guard():
             self.model.set_error(error)
         self.scroller.settle(self.scroller.current_anchor())
-        self._update_typing()
+        self.stream.update_typing()
 
     def clear_turn_error(self) -> None:
         with self.scroller.guard():
@@ -209,46 +194,6 @@ class ChatView(QWidget):
     def set_stream_waiting(self, note: str) -> None:
         """The reply has not started: its header says `note` ("queued · next")."""
         self.model.set_stream_waiting(note)
-
-    def _flush_stream(self) -> None:
-        self._flush_timer.stop()
-        if not self._stream_parts:
-            return
-        text = self.model.stream_text() + "".join(self._stream_parts)
-        self._stream_parts.clear()
-        started = time.perf_counter()
-        before = self.model.index_of("stream")
-        old_height = self.delegate.row_height(self.model.row_at(before)) if before >= 0 else -1
-        with self.scroller.guard():
-            index = self.model.set_stream_text(text)
-        if index < 0:
-            return
-        anchor = self.scroller.current_anchor()
-        # only this row changed: patch its hint; lay the list out only when it grew a line
-        height, _ = self.delegate.measure(self.model.row_at(index), patch=index)
-        if height != old_height:
-            self.scroller.relayout(anchor, keep_hints=True)
-        else:
-            self.list.update(self.model.index(index))
-        self.repaint_count += 1
-        spent_ms = (time.perf_counter() - started) * 1000
-        # laying out a long reply 30 times a second would starve input: back off
-        self._stream_interval = int(min(STREAM_INTERVAL_MAX_MS,
-                                        max(STREAM_INTERVAL_MS, spent_ms * 3)))
-        self._update_typing()
-
-    def _update_typing(self) -> None:
-        waiting = self.model.streaming and not self.model.stream_text()
-        if waiting and not self._typing_timer.isActive():
-            self._typing_timer.start()
-        elif not waiting:
-            self._typing_timer.stop()
-
-    def _tick_typing(self) -> None:
-        self.delegate.typing_phase += 1
-        index = self.model.index_of("stream")
-        if index >= 0:
-            self.list.update(self.model.index(index))
 
     def _tick_wait(self) -> None:
         if self._monotonic() >= self.delegate.wait_until:
@@ -543,6 +488,11 @@ class ChatView(QWidget):
         if button is None:
             return QRectF()
         return button.rect.translated(origin.x(), origin.y())
+
+    @property
+    def repaint_count(self) -> int:
+        """Stream flushes painted."""
+        return self.stream.repaint_count
 
     def measured_count(self) -> int:
         return sum(1 for r in self.model.rows if self.delegate.is_measured(r))

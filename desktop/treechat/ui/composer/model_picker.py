@@ -284,11 +284,12 @@ class ModelPickerPopup(QFrame):
 
     def eventFilter(self, watched: object, event: object) -> bool:
         from PySide6.QtCore import QEvent
+        from PySide6.QtGui import QKeyEvent
 
-        if watched is self.search and isinstance(event, QEvent) and (
+        if watched is self.search and isinstance(event, QKeyEvent) and (
             event.type() == QEvent.Type.KeyPress
         ):
-            key = event.key()  # type: ignore[attr-defined]
+            key = event.key()
             if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
                 visible = [i for i in self.visible_items() if not i.isDisabled()]
                 if visible:

@@ -7,35 +7,35 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QAction, QDesktopServices
-from PySide6.QtWidgets import QFileDialog, QMenu
+from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
 from ...core.artifacts import Artifact, artifacts_of
 from ..common.folders import export_folder
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from .wiring import ShownChat, StatusLine
 
 log = logging.getLogger(__name__)
 
 
 class ArtifactsController:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
+    """`reply_menu` is to be called with each reply's context menu as it opens."""
+
+    def __init__(self, chat: ShownChat, *, window: QWidget, status: StatusLine) -> None:
+        self._chat = chat
+        self._window = window
+        self._status = status
         self.save_dialog: QFileDialog | None = None
         self.opened: list[Path] = []  # files written to open an artifact, newest last
-        conversation.parts.chat.menuRequested.connect(self._reply_menu)
 
     def artifacts(self, key: str) -> tuple[Artifact, ...]:
-        view = self._c.current_view
+        view = self._chat.current_view
         if view is None or key not in view.graph:
             return ()
         return artifacts_of(view.graph.get(key).metadata)
 
-    def _reply_menu(self, key: str, menu: object) -> None:
+    def reply_menu(self, key: str, menu: object) -> None:
         found = self.artifacts(key)
         if not found or not isinstance(menu, QMenu):
             return
@@ -50,7 +50,7 @@ class ArtifactsController:
             menu.addAction(show)
 
     def save(self, artifact: Artifact) -> QFileDialog:
-        dialog = QFileDialog(self._c.parts.window, "Save artifact",
+        dialog = QFileDialog(self._window, "Save artifact",
                              str(export_folder() / artifact.file_name))
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.fileSelected.connect(lambda path: self.write(artifact, Path(path)))
@@ -62,9 +62,9 @@ class ArtifactsController:
         try:
             path.write_text(artifact.content, encoding="utf-8")
         except OSError as exc:
-            self._c.parts.status(f"“{artifact.title}” was not saved: {exc}")
+            self._status(f"“{artifact.title}” was not saved: {exc}")
             return None
-        self._c.parts.status(f"Saved “{artifact.title or artifact.file_name}” to {path}")
+        self._status(f"Saved “{artifact.title or artifact.file_name}” to {path}")
         return path
 
     def open(self, artifact: Artifact) -> Path | None:
@@ -75,5 +75,5 @@ class ArtifactsController:
             return None
         self.opened.append(path)
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-            self._c.parts.status(f"No application opens {path.suffix} files; it is in {path}")
+            self._status(f"No application opens {path.suffix} files; it is in {path}")
         return path

@@ -1,24 +1,22 @@
-"""What the window shows right now: the open session (or a new chat), kept on screen from
-what the services return, and the controllers that act on it, one per concern (the session
-list, turns, models, occupancy, graph operations, dialogs). Nothing here blocks the GUI
-thread: every service call is awaited on the qasync loop."""
+"""Where the window's controllers are built and wired together: each is handed only the
+collaborators it uses (the open session, the status line, the task spawner, one service),
+and the signals that let siblings follow each other are connected here, with the start-up
+and shutdown order. Nothing here blocks the GUI thread: every service call is awaited on
+the qasync loop."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QSettings, Signal
 
-from ...core.clock import Clock
 from ...services.bootstrap import Services
-from ...services.events import TurnError
+from ...services.clock import Clock
 from ...services.preferences import Preferences
 from ...services.search import SearchService
-from ...services.sessions import SessionView
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting
@@ -33,6 +31,7 @@ from .history import HistoryPanels
 from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
+from .open_session import VIEW_CACHE, OpenSession, differs
 from .session_list import SessionListController
 from .sync import SyncController
 from .turns import TurnController
@@ -43,29 +42,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-VIEW_CACHE = 12  # sessions whose last view is kept to show at once when reopened
+__all__ = ["VIEW_CACHE", "ConversationController", "differs"]
 
 
-def differs(shown: SessionView, stored: SessionView) -> bool:
-    """Whether the store has moved on from a view shown from memory."""
-    return (
-        shown.session != stored.session
-        or len(shown.graph) != len(stored.graph)
-        or shown.hidden != stored.hidden
-        or shown.pinned != stored.pinned
-    )
+class ConversationController(OpenSession):
+    """One per window: the open session (`current_view` is what the widgets show right
+    now) and the controllers that act on it, each handed only what it uses."""
 
-
-class ConversationController(QObject):
-    """One per window. `current_view` is what the widgets show right now."""
-
-    sessionOpened = Signal(object)  # SessionView | None
-    viewChanged = Signal(object)  # SessionView: what the window now shows of the session
-    busyChanged = Signal(bool)
     occupancyUpdated = Signal(object)  # Occupancy | None
     turnFailed = Signal(object)  # TurnError
     turnFinished = Signal(str)  # session id
     themeChosen = Signal(str)
+
+    models: ModelsController
+    occupancy: OccupancyController
 
     def __init__(
         self,
@@ -77,39 +67,51 @@ class ConversationController(QObject):
         clock: Clock | None = None,
         search: SearchService,
     ) -> None:
-        super().__init__(parts.window)
+        tasks = BackgroundTasks(on_error=self._task_failed)
+        chat = services.chat
+        super().__init__(parts, chat.sessions, chat.is_running, tasks)
+        self.tasks = tasks
         self.services = services
-        self.chat_service = services.chat
-        self.sessions = services.chat.sessions
+        self.chat_service = chat
         self.preferences = Preferences.of(services)
-        self.parts = parts
         self.prefs = prefs
         self.theme = theme
         self.clock: Clock = clock if clock is not None else services.clock
-        self.tasks = BackgroundTasks(on_error=self._task_failed)
-        self.current_view: SessionView | None = None
-        self.drafts: dict[str, str] = {}  # session -> unsent composer text ("" = new chat)
-        self.last_errors: dict[str, TurnError] = {}  # the failure each session last showed
-        self._open_token = 0
-        self._views: OrderedDict[str, SessionView] = OrderedDict()  # recently shown
-        self.models = ModelsController(self)
+        status, sessions = parts.status, chat.sessions
+        self.models = ModelsController(
+            services.models, chat=self, composer=parts.composer, sessions=sessions,
+            endpoint=chat.model_endpoint, tasks=tasks,
+            refresh_occupancy=self._refresh_occupancy)
         parts.set_model_namer(self.models.label_for)  # one name per model, everywhere
-        self.occupancy = OccupancyController(self)
-        self.session_list = SessionListController(self, search)
+        self.occupancy = OccupancyController(
+            self, chat_service=chat, engine=services.engine, picker=self.models,
+            composer=parts.composer, window=parts.window, status=status, tasks=tasks,
+            clock=self.clock, staged_tokens=self._staged_tokens)
+        self.occupancy.updated.connect(self.occupancyUpdated)
+        self.session_list = SessionListController(
+            self, parts=parts, search=search, sessions=sessions, chat_service=chat,
+            tasks=tasks, clock=self.clock)
+        self.sessionOpened.connect(self.session_list.opened)
         self.turns = TurnController(
-            self, chat=services.chat, shown=self, models=self.models, rows=self.session_list,
+            self, chat=chat, shown=self, models=self.models, rows=self.session_list,
             tasks=self, clock=self.clock, composer=parts.composer, banner=parts.banner,
-            chat_view=parts.chat, session_list=parts.sessions, status=parts.status)
+            chat_view=parts.chat, session_list=parts.sessions, status=status)
         self.turns.busyChanged.connect(self.busyChanged)
         self.turns.turnFinished.connect(self.turnFinished)
         self.turns.turnFailed.connect(self.turnFailed)
         self.turns.occupancyShown.connect(self.occupancy.from_turn)
         self.turns.occupancyKept.connect(self.occupancy.remember)
-        self.graph_ops = GraphOperations(self)
+        self.graph_ops = GraphOperations(
+            self, chat=parts.chat, listed=parts.sessions, sessions=sessions,
+            occupancy=self.occupancy, status=status, tasks=tasks, clock=self.clock)
         self.dialogs = DialogsController(self)
-        self.history = HistoryPanels(self)
+        self.history = HistoryPanels(
+            self, parts=parts, chat_service=chat, sessions=sessions, engine=services.engine,
+            tasks=tasks, clock=self.clock, pending_changed=self.occupancy.pending_changed,
+            selected_model=self.models.selected, run_turn=self.turns.run_external)
+        self._wire_history()
         self.attachments = AttachmentsController(  # files in a message
-            self, chat_service=services.chat, chat=self, models=self.models, tasks=self,
+            self, chat_service=chat, chat=self, models=self.models, tasks=self,
             composer=parts.composer, chat_view=parts.chat, banner=parts.banner,
             window=parts.window)
         self.sessionOpened.connect(self.attachments.chat_opened)
@@ -117,17 +119,50 @@ class ConversationController(QObject):
         self.attachments.sendRequested.connect(self.turns.send)
         self.turns.take_files_from(self.attachments.take, self.attachments.preflight,
                                    self.attachments.has_files)
-        self.bundled_note = BundledModelNote(self)
+        self.bundled_note = BundledModelNote(self, catalog=services.models,
+                                             banner=parts.banner, prefs=prefs)
+        self.turnFinished.connect(self.bundled_note.turn_finished)
         self.mcp = McpController(
-            services.mcp, chat=self, tasks=self, status=parts.status, composer=parts.composer,
+            services.mcp, chat=self, tasks=self, status=status, composer=parts.composer,
             session_list=parts.sessions, window=parts.window)
         self.sessionOpened.connect(self.mcp.chat_opened)
-        self.sync = SyncController(self)  # in the background, once started
-        self.artifacts = ArtifactsController(self)  # a reply's artifacts: save or open
+        self.sync = SyncController(  # in the background, once started
+            services.sync, parent=self, chat=self, sessions=sessions,
+            is_running=chat.is_running, reload_list=self.session_list.reload, status=status,
+            tasks=tasks)
+        if services.sync is not None:
+            self.turnFinished.connect(self.sync.changed)
+            self.viewChanged.connect(self.sync.changed)
+        self.artifacts = ArtifactsController(self, window=parts.window, status=status)
+        parts.chat.menuRequested.connect(self.artifacts.reply_menu)  # save or open
         self.backups: BackupsController | None = None  # with the window's menus
         self.beam: BeamController | None = None  # several models at once, with the menus
         parts.composer.commandRequested.connect(self.command)
         parts.banner.actionTriggered.connect(self._banner_action)
+
+    def _wire_history(self) -> None:
+        """The graph and the Context tab follow the open chat; their gestures reach the
+        controllers that carry them out."""
+        history = self.history
+        self.sessionOpened.connect(history.show_view)
+        self.viewChanged.connect(history.show_view)
+        self.busyChanged.connect(history.graph.set_busy)
+        self.occupancyUpdated.connect(history.occupancy_updated)
+        self.turns.take_attachments_from(history.take_attachments)
+        graph = history.graph.view
+        graph.retryRequested.connect(self.turns.retry)
+        graph.branchRequested.connect(self.graph_ops.branch)
+        graph.pinRequested.connect(self.graph_ops.pin)
+        history.editAccepted.connect(self.turns.edit)
+        self.occupancy.pendingCounted.connect(history.timeline.set_pending)
+
+    async def _refresh_occupancy(self) -> None:
+        await self.occupancy.refresh()  # (built after the picker, which reads it)
+
+    def _staged_tokens(self) -> int:
+        """What the box holds besides the typed text: its files and its attaches."""
+        files = sum(s.tokens or 0 for s in self.attachments.current())
+        return files + sum(s.tokens for s in self.history.staged_for(self.current_session_id))
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
         return self.tasks.spawn(coro, name)
@@ -205,124 +240,6 @@ class ConversationController(QObject):
             if model:  # named in the next start's first frame
                 self.prefs.setValue(LAST_MODEL, model)
                 self.prefs.setValue(LAST_MODEL_LABEL, self.models.label_for(model))
-
-    # --- the open session ----------------------------------------------------------
-
-    @property
-    def current_session_id(self) -> str | None:
-        return self.current_view.session.id if self.current_view is not None else None
-
-    def open_session(self, session_id: str) -> None:
-        if session_id == self.current_session_id:
-            return
-        self.spawn(self.load_session(session_id), name="open-session")
-
-    async def load_session(
-        self, session_id: str, *, unless: Callable[[], bool] | None = None
-    ) -> None:
-        """Make `session_id` the open session: from memory at once if it was shown this run
-        (then checked against the store), else from the store; not if `unless()` says the
-        user moved on while it was read."""
-        self._open_token += 1
-        token = self._open_token
-        self.parts.chat.hold_background()
-        cached = self._views.get(session_id)
-        if cached is not None and not self.chat_service.is_running(session_id):
-            self._present(cached)
-            fresh = await self.sessions.view(session_id)
-            if token != self._open_token:
-                return
-            if differs(cached, fresh):
-                self.redraw(fresh)
-        else:
-            view = await self.sessions.view(session_id)
-            if token != self._open_token or (unless is not None and unless()):
-                return  # the user moved on while this loaded
-            self._present(view)
-        await self.occupancy.refresh()
-
-    def _present(self, view: SessionView) -> None:
-        """Make `view`'s session the open one: chat, composer text, banner, model."""
-        session_id = view.session.id
-        self.stash_composer()
-        self.parts.banner.dismiss()
-        self.show(view)
-        self.parts.composer.set_text(self.drafts.pop(session_id, ""))
-        error = self.last_errors.get(session_id)
-        if error is not None:
-            self.parts.banner.show_error(error)
-        model = view.session.model or self.models.default_model()
-        if not self.models.choices and model:  # the list is still on its way: name it
-            self.parts.composer.name_model(model, self.models.label_for(model))
-        self.parts.composer.select_model(model)
-
-    def new_chat(self) -> None:
-        """An empty chat: the session is created when its first message is sent."""
-        self._open_token += 1
-        self.stash_composer()
-        self.parts.banner.dismiss()
-        self.parts.sessions.select(None)
-        self.show(None)
-        self.parts.composer.set_text(self.drafts.pop("", ""))
-        self.models.next_model = None  # a new chat starts on the default model (Settings)
-        self.parts.composer.select_model(self.models.default_model())
-        self.parts.composer.focus_input()
-
-    def stash_composer(self) -> None:
-        key = self.current_session_id or ""
-        text = self.parts.composer.text()
-        if text.strip():
-            self.drafts[key] = text
-        else:
-            self.drafts.pop(key, None)
-
-    def show(self, view: SessionView | None) -> None:
-        """Make `view` what the window shows (None: the empty state of a new chat)."""
-        previous = self.current_session_id
-        self.current_view = view
-        # The page first: a chat view shown only afterwards would lay its rows out twice,
-        # at a stale width and again when it gets its size.
-        self.parts.show_view(view)
-        if view is not None:
-            self._remember(view)
-            self.parts.chat.set_view(view)
-        running = view is not None and self.chat_service.is_running(view.session.id)
-        self.parts.chat.set_busy(running)
-        self.parts.composer.set_running(running)
-        if view is None or view.session.id != previous:
-            # the last record this session had (refreshed right after), never another's
-            self.occupancy.show_last_of(None if view is None else view.session.id)
-        self.busyChanged.emit(running)
-        self.sessionOpened.emit(view)
-
-    def redraw(self, view: SessionView) -> None:
-        """New state of the session on screen (same session)."""
-        self.current_view = view
-        self._remember(view)
-        self.parts.chat.set_view(view)
-        self.parts.show_view(view)
-        self.viewChanged.emit(view)
-
-    def show_updated(self, view: SessionView) -> None:
-        """Show a view a graph operation returned (checkout, hide) and re-estimate."""
-        if self.current_session_id == view.session.id:
-            self.redraw(view)
-            self.spawn(self.occupancy.refresh(), name="occupancy")
-
-    def update_header(self, view: SessionView) -> None:
-        """The session's row changed (title, model): same nodes, new header."""
-        self.current_view = view
-        self.parts.show_view(view)
-
-    def forget_view(self, session_id: str) -> None:
-        """The session moved on while it was not shown: reopening reads it afresh."""
-        self._views.pop(session_id, None)
-
-    def _remember(self, view: SessionView) -> None:
-        self._views[view.session.id] = view
-        self._views.move_to_end(view.session.id)
-        while len(self._views) > VIEW_CACHE:
-            self._views.popitem(last=False)
 
     # --- commands from the composer and the banner ----------------------------------
 

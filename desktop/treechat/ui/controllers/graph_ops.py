@@ -3,47 +3,62 @@ branch into a new chat, pin or unpin. HEAD moves; nothing is sent."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...core.model import GraphError
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from ...services.clock import Clock
+from ...services.sessions import SessionService
+from ..chat.view import ChatView
+from ..sessions.list import SessionList
+from .wiring import ChatNavigator, OccupancyRefresh, Spawner, StatusLine
 
 
 class GraphOperations:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
-        chat = conversation.parts.chat
+    def __init__(
+        self,
+        nav: ChatNavigator,
+        *,
+        chat: ChatView,
+        listed: SessionList,
+        sessions: SessionService,
+        occupancy: OccupancyRefresh,
+        status: StatusLine,
+        tasks: Spawner,
+        clock: Clock,
+    ) -> None:
+        self._nav = nav
+        self._listed = listed
+        self._sessions = sessions
+        self._occupancy = occupancy
+        self._status = status
+        self._tasks = tasks
+        self._clock = clock
         chat.branchRequested.connect(self.branch)
         chat.pinRequested.connect(self.pin)
         chat.versionRequested.connect(self.switch_version)
-        chat.copyRequested.connect(lambda _node_id: conversation.parts.status(
-            "Copied to the clipboard"))
+        chat.copyRequested.connect(lambda _node_id: status("Copied to the clipboard"))
 
     def switch_version(self, node_id: str, index: int) -> None:
         """Show another version of a message: HEAD moves, nothing is sent."""
-        c = self._c
-        view = c.current_view
+        nav = self._nav
+        view = nav.current_view
         if view is None:
             return
 
         async def work() -> None:
             try:
-                updated = await c.sessions.switch_version(view.session.id, node_id, index)
+                updated = await self._sessions.switch_version(view.session.id, node_id, index)
             except GraphError as exc:
-                c.parts.status(str(exc))
+                self._status(str(exc))
                 return
-            if c.current_session_id == view.session.id:
-                c.redraw(updated)
-                await c.occupancy.refresh()
+            if nav.current_session_id == view.session.id:
+                nav.redraw(updated)
+                await self._occupancy.refresh()
 
-        c.spawn(work(), name="switch-version")
+        self._tasks.spawn(work(), name="switch-version")
 
     def step_version(self, delta: int) -> None:
         """Alt+Left / Alt+Right: the previous or next version of the last message that has
         more than one."""
-        view = self._c.current_view
+        view = self._nav.current_view
         if view is None:
             return
         for node in reversed(view.path):
@@ -57,32 +72,31 @@ class GraphOperations:
                 return
 
     def branch(self, node_id: str) -> None:
-        c = self._c
-        view = c.current_view
+        view = self._nav.current_view
         if view is None:
             return
 
         async def work() -> None:
-            session = await c.sessions.branch(view.session.id, node_id)
-            c.parts.sessions.upsert(session, c.clock.now())
-            c.parts.sessions.select(session.id)
-            await c.load_session(session.id)
-            c.parts.status(f"Branched into “{session.title}”")
+            session = await self._sessions.branch(view.session.id, node_id)
+            self._listed.upsert(session, self._clock.now())
+            self._listed.select(session.id)
+            await self._nav.load_session(session.id)
+            self._status(f"Branched into “{session.title}”")
 
-        c.spawn(work(), name="branch")
+        self._tasks.spawn(work(), name="branch")
 
     def pin(self, node_id: str, pinned: bool) -> None:
-        c = self._c
-        view = c.current_view
+        nav = self._nav
+        view = nav.current_view
         if view is None:
             return
 
         async def work() -> None:
-            updated = await c.sessions.annotate(
+            updated = await self._sessions.annotate(
                 view.session.id, node_id, "pin" if pinned else "unpin"
             )
-            if c.current_session_id == view.session.id:
-                c.redraw(updated)
-                await c.occupancy.refresh()
+            if nav.current_session_id == view.session.id:
+                nav.redraw(updated)
+                await self._occupancy.refresh()
 
-        c.spawn(work(), name="pin")
+        self._tasks.spawn(work(), name="pin")

@@ -5,18 +5,19 @@ drag-to-attach (from the graph or the session list) and merge."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QDrag, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
-from ...services.chat import Attachment
 from ...services.merge import AttachService, StagedAttach
-from ...services.sessions import SessionView
+from ...services.chat import Attachment, ChatService
+from ...core.clock import Clock
+from ...services.context import ContextEngine
+from ...services.sessions import SessionService, SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog
 from ..graph.items import label_for
@@ -24,10 +25,9 @@ from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
 from ..sessions.roles import SESSION_ID_ROLE
+from ..shell.parts import WindowParts
 from .turn_views import is_pending
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from .wiring import ChatScreen, Spawner, TurnStarter
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +114,37 @@ class _SessionDragSource(QObject):
 
 
 class HistoryPanels(QObject):
-    """Owns the Graph and Context tabs and the attach chips of one window."""
+    """Owns the Graph and Context tabs and the attach chips of one window. `show_view` is
+    to be called with each view the window shows, `occupancy_updated` with each record;
+    an edit made in the graph comes out as `editAccepted` (node id, new text)."""
 
-    def __init__(self, conversation: ConversationController) -> None:
-        super().__init__(conversation)
-        self.controller = conversation
-        self.parts = conversation.parts
-        self.attach = AttachService(conversation.services.chat)
+    editAccepted = Signal(str, str)
+
+    def __init__(
+        self,
+        chat: ChatScreen,
+        *,
+        parts: WindowParts,
+        chat_service: ChatService,
+        sessions: SessionService,
+        engine: ContextEngine,
+        tasks: Spawner,
+        clock: Clock,
+        pending_changed: Callable[[], None],
+        selected_model: Callable[[], str | None],
+        run_turn: TurnStarter,
+    ) -> None:
+        super().__init__(parts.window)
+        self._chat = chat
+        self.parts = parts
+        self._sessions = sessions
+        self._engine = engine
+        self._tasks = tasks
+        self._clock = clock
+        self._pending_changed = pending_changed  # the ring counts the chips' cost
+        self._selected_model = selected_model
+        self._run_turn = run_turn
+        self.attach = AttachService(chat_service)
         self.graph = HistoryGraphPanel()
         self.timeline = CommitTimeline()
         self.chips = AttachChipBar()
@@ -157,18 +181,9 @@ class HistoryPanels(QObject):
         sessions.view.viewport().installEventFilter(self.session_drag)
 
     def _connect(self) -> None:
-        c = self.controller
-        c.sessionOpened.connect(self.show_view)
-        c.viewChanged.connect(self.show_view)
-        c.busyChanged.connect(self.graph.set_busy)
-        c.occupancyUpdated.connect(self._occupancy_updated)
-        c.turns.take_attachments_from(self.take_attachments)
         v = self.graph.view
         v.checkoutRequested.connect(self.checkout)
-        v.retryRequested.connect(c.turns.retry)
         v.editRequested.connect(self.edit)
-        v.branchRequested.connect(c.graph_ops.branch)
-        v.pinRequested.connect(c.graph_ops.pin)
         v.hideRequested.connect(self.hide)
         v.attachRequested.connect(lambda node_id: self.stage(self.session_id or "", node_id))
         v.mergeRequested.connect(self.open_merge)
@@ -216,7 +231,7 @@ class HistoryPanels(QObject):
     def restyle(self) -> None:
         self.graph.view.restyle()
 
-    def _occupancy_updated(self, occ: Occupancy | None) -> None:
+    def occupancy_updated(self, occ: Occupancy | None) -> None:
         """A new record means HEAD's context may have changed (a compaction, a request
         sent, a model switch): the Context tab shows the commit it describes at once."""
         self.timeline.set_occupancy(occ)
@@ -242,17 +257,15 @@ class HistoryPanels(QObject):
             self.timeline.set_commit(None)
             self.timeline.set_history(())
             return
-        c = self.controller
-
         async def work() -> None:
-            commit = await c.services.engine.commit_for(view.session.id, head,
-                                                        now=c.clock.now())
+            commit = await self._engine.commit_for(view.session.id, head,
+                                                   now=self._clock.now())
             history = await self.attach.commit_history(view.session.id, head)
             if token == self._timeline_token and self.session_id == view.session.id:
                 self.timeline.set_commit(commit, frozenset(view.pinned))
                 self.timeline.set_history(history)
 
-        self.controller.spawn(work(), name="timeline")
+        self._tasks.spawn(work(), name="timeline")
 
     def focus_node(self, node_id: str) -> None:
         """Show where a timeline item came from in the graph."""
@@ -268,23 +281,23 @@ class HistoryPanels(QObject):
             try:
                 updated = await coro
             except GraphError as exc:
-                self.controller.parts.status(str(exc))
+                self.parts.status(str(exc))
                 return
-            if updated is not None and updated.session.id == self.controller.current_session_id:
-                self.controller.show_updated(updated)
+            if updated is not None and updated.session.id == self._chat.current_session_id:
+                self._chat.show_updated(updated)
 
-        self.controller.spawn(work(), name=name)
+        self._tasks.spawn(work(), name=name)
 
     def checkout(self, node_id: str) -> None:
         """Show the branch through `node_id`: HEAD moves, nothing is sent."""
         sid = self.session_id
         if sid is not None:
-            self._after(self.controller.sessions.checkout(sid, node_id), "checkout")
+            self._after(self._sessions.checkout(sid, node_id), "checkout")
 
     def hide(self, node_id: str) -> None:
         sid = self.session_id
         if sid is not None:
-            self._after(self.controller.sessions.annotate(sid, node_id, "hidden"), "hide")
+            self._after(self._sessions.annotate(sid, node_id, "hidden"), "hide")
 
     def edit(self, node_id: str) -> None:
         view = self.view
@@ -295,7 +308,7 @@ class HistoryPanels(QObject):
         dialog.setLabelText("A new version of the message is sent; the old one stays.")
         dialog.setOption(QInputDialog.InputDialogOption.UsePlainTextEditForTextInput)
         dialog.setTextValue(view.graph.get(node_id).text)
-        dialog.textValueSelected.connect(lambda text: self.controller.turns.edit(node_id, text))
+        dialog.textValueSelected.connect(lambda text: self.editAccepted.emit(node_id, text))
         dialog.open()
 
     # --- attach --------------------------------------------------------------------
@@ -313,7 +326,7 @@ class HistoryPanels(QObject):
             try:
                 staged = await self.attach.stage(source_session, node_id)
             except GraphError as exc:
-                self.controller.parts.status(str(exc))
+                self.parts.status(str(exc))
                 return
             chips = self.staged.setdefault(key, [])
             if any(s.source_head == staged.source_head for s in chips):
@@ -321,10 +334,10 @@ class HistoryPanels(QObject):
             chips.append(staged)
             if key == self._key():
                 self._show_chips()
-            self.controller.parts.status(
+            self.parts.status(
                 f"Attached “{staged.source_title}”: sent once with your next message")
 
-        self.controller.spawn(work(), name="stage-attach")
+        self._tasks.spawn(work(), name="stage-attach")
 
     def unstage(self, staged: StagedAttach) -> None:
         for chips in self.staged.values():
@@ -334,7 +347,7 @@ class HistoryPanels(QObject):
 
     def _show_chips(self) -> None:
         self.chips.set_staged(list(self.staged.get(self._key(), ())))
-        self.controller.occupancy.pending_changed()  # the ring counts the chips' cost
+        self._pending_changed()
 
     def staged_for(self, session_id: str | None) -> list[StagedAttach]:
         return list(self.staged.get(session_id or "", ()))
@@ -367,19 +380,17 @@ class HistoryPanels(QObject):
         sid = self.session_id
         if sid is None:
             return
-        c = self.controller
-
         async def work() -> None:
             try:
                 plan = await self.attach.start_merge(sid, heads, base=base,
                                                      instruction=instruction)
             except GraphError as exc:
-                c.parts.status(str(exc))
+                self.parts.status(str(exc))
                 return
             self.graph.view.select(())
-            c.show_updated(await c.sessions.view(sid))
-            model = c.models.selected()
-            c.turns.run_external(lambda sink: self.attach.continue_merge(
+            self._chat.show_updated(await self._sessions.view(sid))
+            model = self._selected_model()
+            self._run_turn(lambda sink: self.attach.continue_merge(
                 plan, model=model, on_event=sink))
 
-        c.spawn(work(), name="merge")
+        self._tasks.spawn(work(), name="merge")

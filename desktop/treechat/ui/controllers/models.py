@@ -4,26 +4,41 @@ of the open chat (or of the next new chat)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from ...services.models.catalog import ModelChoice, ModelUnavailable
-
-if TYPE_CHECKING:
-    from .conversation import ConversationController
+from ...services.models.catalog import Endpoint, ModelCatalog, ModelChoice, ModelUnavailable
+from ...services.sessions import SessionService
+from ..composer.composer import Composer
+from .wiring import ChatScreen, Refresh, Spawner
 
 
 class ModelsController:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
-        self._catalog = conversation.services.models
+    def __init__(
+        self,
+        catalog: ModelCatalog,
+        *,
+        chat: ChatScreen,
+        composer: Composer,
+        sessions: SessionService,
+        endpoint: Callable[[str | None], Awaitable[Endpoint]],
+        tasks: Spawner,
+        refresh_occupancy: Refresh,
+    ) -> None:
+        self._catalog = catalog
+        self._chat = chat
+        self._composer = composer
+        self._sessions = sessions
+        self._endpoint = endpoint  # the model's server and window, as a turn would use it
+        self._tasks = tasks
+        self._refresh_occupancy = refresh_occupancy
         self.choices: list[ModelChoice] = []
         self.next_model: str | None = None  # the picker's choice before a session exists
         self._refreshing: asyncio.Task[None] | None = None
         self._again = False  # a change came while the list was being read
         self._closed = False
-        conversation.parts.composer.modelChanged.connect(self.set_model)
-        conversation.parts.composer.picker.refreshRequested.connect(self.refresh_servers)
+        composer.modelChanged.connect(self.set_model)
+        composer.picker.refreshRequested.connect(self.refresh_servers)
         # Connections added, edited or removed, and local servers found or gone (the
         # detector's probe runs in the background): the picker reads the groups again.
         self._catalog.connections.add_listener(self.connections_changed)
@@ -44,7 +59,7 @@ class ModelsController:
         if self._refreshing is not None and not self._refreshing.done():
             self._again = True
             return
-        self._refreshing = self._c.spawn(self._refresh_until_settled(), name="models")
+        self._refreshing = self._tasks.spawn(self._refresh_until_settled(), name="models")
 
     async def _refresh_until_settled(self) -> None:
         while True:
@@ -56,7 +71,7 @@ class ModelsController:
     def refresh_servers(self) -> None:
         """The picker's Refresh: every server connection listed again, the local ports
         probed, then the picker filled."""
-        picker = self._c.parts.composer.picker
+        picker = self._composer.picker
 
         async def work() -> None:
             picker.set_refreshing(True)
@@ -66,38 +81,38 @@ class ModelsController:
             finally:
                 picker.set_refreshing(False)
 
-        self._c.spawn(work(), name="models-refresh")
+        self._tasks.spawn(work(), name="models-refresh")
 
     def close(self) -> None:
         self._closed = True
 
     async def refresh(self) -> None:
-        c = self._c
         groups = await self._catalog.groups()
         self.choices = [choice for group in groups for choice in group.models]
+        shown = self._chat.current_view
         current = (
-            c.current_view.session.model if c.current_view is not None else None
+            shown.session.model if shown is not None else None
         ) or self.next_model or self.default_model()
-        c.parts.composer.set_models(self.choices, current)
+        self._composer.set_models(self.choices, current)
 
     def set_model(self, model: str) -> None:
-        c = self._c
-        view = c.current_view
+        chat = self._chat
+        view = chat.current_view
         if view is None:
             self.next_model = model
             return
 
         async def work() -> None:
-            await c.sessions.set_model(view.session.id, model)
-            shown = c.current_view
+            await self._sessions.set_model(view.session.id, model)
+            shown = chat.current_view
             if shown is not None and shown.session.id == view.session.id:
-                c.update_header(replace(shown, session=replace(shown.session, model=model)))
-            await c.occupancy.refresh()
+                chat.update_header(replace(shown, session=replace(shown.session, model=model)))
+            await self._refresh_occupancy()
 
-        c.spawn(work(), name="set-model")
+        self._tasks.spawn(work(), name="set-model")
 
     def selected(self) -> str | None:
-        return self._c.parts.composer.current_model()
+        return self._composer.current_model()
 
     async def chosen(self) -> str | None:
         """The picker's model; when it names none yet (its list is still on its way), the
@@ -128,7 +143,7 @@ class ModelsController:
         dialog."""
         label = self.selected_label()
         try:
-            endpoint = await self._c.services.chat.model_endpoint(self.selected())
+            endpoint = await self._endpoint(self.selected())
         except ModelUnavailable:
             return label
         window = f"{endpoint.window:,}-token window"

@@ -6,41 +6,60 @@ Timers, not a task left waiting: between syncs nothing of it runs."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QTimer
 
-from ...services.sync.service import SyncError
+from ...services.sessions import SessionService
+from ...services.sync.service import SyncError, SyncService
 from ..common.tasks import loop_running
+from .open_session import differs
+from .wiring import ChatScreen, Refresh, Spawner, StatusLine
 
 if TYPE_CHECKING:
     import asyncio
 
     from ...services.sync.engine import SyncReport
-    from .conversation import ConversationController
 
 log = logging.getLogger(__name__)
 
 
 class SyncController:
-    def __init__(self, conversation: ConversationController) -> None:
-        self._c = conversation
-        self.service = conversation.services.sync
+    """`changed` is to be called after each finished reply or change to the open chat."""
+
+    def __init__(
+        self,
+        service: SyncService | None,
+        *,
+        parent: QObject,
+        chat: ChatScreen,
+        sessions: SessionService,
+        is_running: Callable[[str], bool],
+        reload_list: Refresh,
+        status: StatusLine,
+        tasks: Spawner,
+    ) -> None:
+        self.service = service
+        self._chat = chat
+        self._sessions = sessions
+        self._is_running = is_running
+        self._reload_list = reload_list
+        self._status = status
+        self._tasks = tasks
         self._task: asyncio.Task[Any] | None = None
         self._again = False  # a change came while a sync ran: one more after it
-        self._quiet = QTimer(conversation)
+        self._quiet = QTimer(parent)
         self._quiet.setSingleShot(True)
         self._quiet.timeout.connect(self.sync_soon)
-        self._every = QTimer(conversation)
+        self._every = QTimer(parent)
         self._every.timeout.connect(self.sync_soon)
         if self.service is None:
             return
-        conversation.turnFinished.connect(self._changed)
-        conversation.viewChanged.connect(self._changed)
         self.service.listeners.append(self._synced)
         self.service.progress_listeners.append(self._progress)
 
-    def _changed(self, *_: Any) -> None:
+    def changed(self, *_: Any) -> None:
         if self.service is not None:  # restarted by each change: sync once things settle
             self._quiet.start(int(self.service.quiet * 1000))
 
@@ -56,7 +75,7 @@ class SyncController:
             self._again = True
             return
         self._again = False
-        self._task = self._c.spawn(self._sync(), name="sync-background")
+        self._task = self._tasks.spawn(self._sync(), name="sync-background")
 
     async def _sync(self) -> None:
         service = self.service
@@ -81,25 +100,22 @@ class SyncController:
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         if total > 1:  # a first sync or a long absence: say how far it is
-            self._c.parts.status(f"Sync: {phase} {done} of {total}")
+            self._status(f"Sync: {phase} {done} of {total}")
 
     def _synced(self, report: SyncReport | None, error: str) -> None:
         if report is None or not (report.received_nodes or report.changed or report.new_chats):
             return
-        c = self._c
-        c.parts.status(f"Sync: {report.received_nodes} message"
-                       f"{'s' * (report.received_nodes != 1)} from other computers")
-        c.spawn(c.session_list.reload(), name="sync-reload-list")
-        c.spawn(self._redraw_open(), name="sync-redraw")
+        self._status(f"Sync: {report.received_nodes} message"
+                     f"{'s' * (report.received_nodes != 1)} from other computers")
+        self._tasks.spawn(self._reload_list(), name="sync-reload-list")
+        self._tasks.spawn(self._redraw_open(), name="sync-redraw")
 
     async def _redraw_open(self) -> None:
         """The open chat with what came in (a reply streaming here is left alone)."""
-        from .conversation import differs
-
-        c = self._c
-        shown = c.current_view
-        if shown is None or c.chat_service.is_running(shown.session.id):
+        chat = self._chat
+        shown = chat.current_view
+        if shown is None or self._is_running(shown.session.id):
             return
-        fresh = await c.sessions.view(shown.session.id)
-        if c.current_view is shown and differs(shown, fresh):
-            c.show_updated(fresh)
+        fresh = await self._sessions.view(shown.session.id)
+        if chat.current_view is shown and differs(shown, fresh):
+            chat.show_updated(fresh)

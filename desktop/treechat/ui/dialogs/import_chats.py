@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ...core.imports import FORMAT_NAMES, ImportFileError
 from ...services.transfer.importing import ImportProgress, ImportSummary
+from .import_wording import INTRO, count_of, size_text, summary_text
 
 if TYPE_CHECKING:
     from ...services.transfer.import_jobs import ImportJobs
@@ -39,41 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE_FILTER = "Chat exports (*.json *.zip);;All files (*)"
-# How the intro names the formats the importer reads, where it says more than the name
-# a finished import reports ("Claude.ai").
-_INTRO_NAMES = {"claude": "Claude", "aistudio": "Google AI Studio (Gemini)",
-                "treechat": "Treechat JSON"}
-
-
-def _formats_text() -> str:
-    """Every format `FORMAT_NAMES` lists, Treechat's own last: "ChatGPT, Claude, … or
-    Treechat JSON"."""
-    keys = sorted(FORMAT_NAMES, key=lambda k: k == "treechat")
-    names = [_INTRO_NAMES.get(k, FORMAT_NAMES[k]) for k in keys]
-    return ", ".join(names[:-1]) + " or " + names[-1]
-
-
-INTRO = (
-    f"Bring your chats from {_formats_text()}, every branch kept. Choose the file of a "
-    "data export (conversations.json for ChatGPT and Claude), or the zip it came in."
-)
-
-
-def _count(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
-
-
-def _size(n: int) -> str:
-    """Bytes as people read them: 512 bytes, 3.4 MB, 1.2 GB."""
-    if n < 1024:
-        return _count(n, "byte")
-    value = float(n)
-    for unit in ("KB", "MB", "GB"):
-        value /= 1024
-        if value < 1024 or unit == "GB":
-            return f"{value:,.1f} {unit}"
-    raise AssertionError("unreachable")
-
 
 class ImportDialog(QDialog):
     """Non-modal. `imported` carries the summary once an import stops (finished or
@@ -374,13 +340,13 @@ class ImportDialog(QDialog):
         if p.stage == "reading":
             return
         self.progress_headline.setText(
-            f"Importing {_count(p.total, 'conversation')}…" if p.total else "Importing…")
+            f"Importing {count_of(p.total, 'conversation')}…" if p.total else "Importing…")
         if not p.total and p.bytes_total:
             # A large file is read as it is written: how many conversations it holds is not
             # known, how far through its bytes the import is, is.
             self.current_title.setText(
-                f"{_size(p.bytes_done)} of {_size(p.bytes_total)} read · "
-                f"{_count(p.done, 'conversation')} imported, last: {p.title or 'Untitled'}")
+                f"{size_text(p.bytes_done)} of {size_text(p.bytes_total)} read · "
+                f"{count_of(p.done, 'conversation')} imported, last: {p.title or 'Untitled'}")
             self.progress_bar.setRange(0, 1000)
             self.progress_bar.setValue(min(1000, p.bytes_done * 1000 // p.bytes_total))
             return
@@ -432,21 +398,9 @@ class ImportDialog(QDialog):
         self.kept_title.setVisible(bool(summary.kept_head))
         self.kept_box.setVisible(bool(summary.kept_head))
         name = FORMAT_NAMES.get(summary.source_format, summary.source_format)
-        imported = len(summary.session_ids)
-        if summary.cancelled:
-            self.headline.setText("Import cancelled")
-            self.detail.setText(
-                f"{imported} of {_count(summary.conversations, 'conversation')} imported "
-                "completely; the rest were not touched. Import the file again to add them.")
-        elif summary.nodes or summary.sessions:
-            self.headline.setText(f"Imported {_count(imported, 'chat')}")
-            self.detail.setText(
-                f"{_count(summary.conversations, 'conversation')} read from the {name} export.")
-        else:
-            self.headline.setText("Nothing new to import")
-            self.detail.setText(
-                f"All {_count(summary.conversations, 'conversation')} in this export were "
-                "imported before.")
+        headline, detail = summary_text(summary)
+        self.headline.setText(headline)
+        self.detail.setText(detail)
         values = {
             "format": name,
             "sessions": f"{summary.sessions:,}",

@@ -5,6 +5,8 @@ children of its own, so the view's interface is written here and installed as a 
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QObject, QPoint, QRect
 from PySide6.QtGui import QAccessible, QAccessibleInterface, QWindow
 from PySide6.QtWidgets import QAccessibleWidget
@@ -13,6 +15,11 @@ from ...core import dag
 from .interactions import ROLE_NAMES, shown_name
 from .items import R, label_for, node_kind
 from .view import HistoryGraphView
+
+# Qt's "none" for an accessible child, object or window: a null pointer, which the bindings'
+# signatures leave out of their return types.
+NO_INTERFACE = cast(QAccessibleInterface, None)
+NO_OBJECT = cast(QObject, None)
 
 _installed = False
 
@@ -81,10 +88,10 @@ class GraphAccessible(QAccessibleWidget):
     def childCount(self) -> int:
         return len(self._ids())
 
-    def child(self, index: int) -> QAccessibleInterface | None:  # type: ignore[override]
+    def child(self, index: int) -> QAccessibleInterface:
         ids = self._ids()
         if not 0 <= index < len(ids):
-            return None
+            return NO_INTERFACE
         node_id = ids[index]
         found = self._children.get(node_id)
         if found is None:
@@ -99,13 +106,13 @@ class GraphAccessible(QAccessibleWidget):
                 return -1
         return -1
 
-    def focusChild(self) -> QAccessibleInterface | None:  # type: ignore[override]
+    def focusChild(self) -> QAccessibleInterface:
         scene = self._view.graph_scene
         target = scene.focused or scene.head
         if target is None or target not in scene.nodes:
-            return None
+            return NO_INTERFACE
         ids = self._ids()
-        return self.child(ids.index(target)) if target in ids else None
+        return self.child(ids.index(target)) if target in ids else NO_INTERFACE
 
     @property
     def view(self) -> HistoryGraphView:
@@ -129,17 +136,17 @@ class NodeAccessible(QAccessibleInterface):
         except RuntimeError:  # the view is gone
             return False
 
-    def object(self) -> QObject | None:  # type: ignore[override]
-        return None
+    def object(self) -> QObject:
+        return NO_OBJECT
 
-    def window(self) -> QWindow | None:  # type: ignore[override]
+    def window(self) -> QWindow:
         return self._view().window().windowHandle()
 
     def parent(self) -> QAccessibleInterface:
         return self._parent
 
-    def child(self, index: int) -> QAccessibleInterface | None:  # type: ignore[override]
-        return None
+    def child(self, index: int) -> QAccessibleInterface:
+        return NO_INTERFACE
 
     def childCount(self) -> int:
         return 0
@@ -147,11 +154,11 @@ class NodeAccessible(QAccessibleInterface):
     def indexOfChild(self, child: QAccessibleInterface) -> int:
         return -1
 
-    def childAt(self, x: int, y: int) -> QAccessibleInterface | None:  # type: ignore[override]
-        return None
+    def childAt(self, x: int, y: int) -> QAccessibleInterface:
+        return NO_INTERFACE
 
-    def focusChild(self) -> QAccessibleInterface | None:  # type: ignore[override]
-        return None
+    def focusChild(self) -> QAccessibleInterface:
+        return NO_INTERFACE
 
     def role(self) -> QAccessible.Role:
         return QAccessible.Role.ListItem

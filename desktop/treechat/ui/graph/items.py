@@ -20,7 +20,7 @@ from PySide6.QtGui import (
     QPen,
     QPolygonF,
 )
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from ...core.model import Node
 from ..common.theme import colors_of
@@ -320,69 +320,6 @@ class NodeItem(QGraphicsItem):
             painter.setOpacity(1.0)
 
 
-def edge_path(a: QPointF, b: QPointF, kind: str) -> QPainterPath:
-    """Parent to child: straight down a lane, an S-curve into a side lane, and a wide arc for
-    attach and merge edges that may span many rows."""
-    path = QPainterPath(a)
-    if kind in ("attach", "merge"):
-        bulge = DX * 0.9
-        path.cubicTo(QPointF(a.x() + bulge, a.y() + DY * 0.3),
-                     QPointF(b.x() + bulge, b.y() - DY * 0.3), b)
-    elif abs(a.x() - b.x()) < 0.5:
-        path.lineTo(b)
-    else:
-        mid = (a.y() + b.y()) / 2
-        path.cubicTo(QPointF(a.x(), mid), QPointF(b.x(), mid), b)
-    return path
-
-
-class EdgeLayer:
-    """All edges as a few path items: one per (kind, band of BAND_ROWS rows). Adding edges
-    only touches the bands they fall in."""
-
-    def __init__(self, parent: QGraphicsItem, style: GraphStyle) -> None:
-        self.parent = parent
-        self.style = style
-        self._paths: dict[tuple[str, int], QPainterPath] = {}
-        self._items: dict[tuple[str, int], QGraphicsPathItem] = {}
-        self._dirty: set[tuple[str, int]] = set()
-
-    def add(self, kind: str, ax: float, ay: float, bx: float, by: float, row: int) -> None:
-        key = (kind, row // BAND_ROWS)
-        path = self._paths.get(key)
-        if path is None:
-            path = self._paths[key] = QPainterPath()
-        path.moveTo(ax, ay)
-        if kind in ("attach", "merge"):
-            bulge = DX * 0.9
-            path.cubicTo(ax + bulge, ay + DY * 0.3, bx + bulge, by - DY * 0.3, bx, by)
-        elif abs(ax - bx) < 0.5:
-            path.lineTo(bx, by)
-        else:
-            mid = (ay + by) / 2
-            path.cubicTo(ax, mid, bx, mid, bx, by)
-        self._dirty.add(key)
-
-    def flush(self) -> None:
-        for key in self._dirty:
-            item = self._items.get(key)
-            if item is None:
-                item = self._items[key] = QGraphicsPathItem(self.parent)
-                item.setPen(self.style.edge_pens[key[0]])
-                item.setZValue(-2)
-            item.setPath(self._paths[key])
-        self._dirty.clear()
-
-    def restyle(self, style: GraphStyle) -> None:
-        self.style = style
-        for (kind, _band), item in self._items.items():
-            item.setPen(style.edge_pens[kind])
-
-    @property
-    def item_count(self) -> int:
-        return len(self._items)
-
-
 class OverviewItem(QGraphicsItem):
     """The whole graph at low zoom in a few calls: edges as one path, nodes as wide points
     per kind (round caps for users, square for the rest), at least 2 px on screen."""
@@ -415,8 +352,7 @@ class OverviewItem(QGraphicsItem):
         if poly is None:
             self.points[kind] = QPolygonF(points)
         else:
-            # QPolygonF's += appends in place (QList::operator+=); the stubs only know list +
-            poly += QPolygonF(points)  # type: ignore[operator, assignment]
+            poly.append(points)  # in place, in one call (QList::append of a list)
 
     def add_edge(self, ax: float, ay: float, bx: float, by: float) -> None:
         self.edges.moveTo(ax, ay)

@@ -23,6 +23,8 @@ from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ...core.model import Node
 from ...services.merge import merged_peers
 from ...services.sessions import SessionView
+from .edges import EdgeLayer, extra_sources
+from .geometry import graph_rect, label_room, left_neighbours, node_at, nodes_rect
 from .items import (
     BAND_ROWS,
     DX,
@@ -31,19 +33,15 @@ from .items import (
     HEAD,
     HIDDEN,
     INTERRUPTED,
-    LABEL_COLUMNS,
-    LABEL_X,
     MERGED,
     ON_PATH,
     PINNED,
     SELECTED,
     BandItem,
-    EdgeLayer,
     GraphStyle,
     LayerItem,
     NodeItem,
     OverviewItem,
-    R,
     cell_point,
     elided_label,
     label_box,
@@ -210,27 +208,10 @@ class HistoryScene(QGraphicsScene):
                 kind = "call" if node.caller is not None else "conversation"
             self.edges.add(kind, q.column * DX, q.row * DY, x, y, p.row)
         if node.role == "runtime":
-            for source, kind in self._extra_sources(node):
+            for source, kind in extra_sources(node):
                 s = placements.get(source)
                 if s is not None:
                     self.edges.add(kind, s.column * DX, s.row * DY, x, y, p.row)
-
-    @staticmethod
-    def _extra_sources(node: Node) -> list[tuple[str, str]]:
-        """Inbound edges besides the parent: an attach from its source head (unless it is
-        part of a merge, which draws its own), a merge from every peer head."""
-        meta = node.metadata
-        if node.is_attach and not meta.get("merge"):
-            head = meta.get("source_head")
-            return [(head, "attach")] if isinstance(head, str) else []
-        if node.is_merge:
-            out = []
-            for ref in meta.get("peers") or ():
-                head = ref.get("source_head") if isinstance(ref, dict) else ref
-                if isinstance(head, str):
-                    out.append((head, "merge"))
-            return out
-        return []
 
     def _rebuild_edges(self) -> None:
         """Hidden marks changed: redraw the edge paths of the bands made so far."""
@@ -245,32 +226,13 @@ class HistoryScene(QGraphicsScene):
 
     def _refresh_label_room(self, fresh: Sequence[Node]) -> None:
         """A label runs right over empty cells; a new node may shorten its left neighbour's."""
-        cells = self.layout.cells
-        touched: set[str] = set()
-        for node in fresh:
-            column, row = self.layout.cell(node.id)
-            for k in range(1, LABEL_COLUMNS + 1):
-                left = cells.get((column - k, row))
-                if left is not None:
-                    touched.add(left)
-                    break
-        for node_id in touched:
+        for node_id in left_neighbours(self.layout, fresh):
             item = self.items_by_id.get(node_id)
             if item is not None:
                 item.invalidate_label()
 
     def _room(self, node_id: str) -> float:
-        column, row = self.layout.cell(node_id)
-        cells = self.layout.cells
-        free = 0
-        while free < LABEL_COLUMNS and (column + free + 1, row) not in cells:
-            free += 1
-        if free == LABEL_COLUMNS:
-            free += 2  # nothing to the right: the label may run on
-        room = free * DX + DX - 2 * R - 10
-        if self.label_limit is not None:  # elided where the fitted view ends
-            room = min(room, self.label_limit - column * DX - LABEL_X + 4)
-        return max(0.0, room)
+        return label_room(self.layout, node_id, self.label_limit)
 
     def set_label_limit(self, limit: float | None) -> None:
         """Labels end before scene x `limit` (None: only their neighbours cut them)."""
@@ -495,33 +457,15 @@ class HistoryScene(QGraphicsScene):
 
     def nodes_rect(self) -> QRectF:
         """The nodes' extent, their labels left out."""
-        if not self.layout.placements:
-            return QRectF(-DX, -DY, 2 * DX, 2 * DY)
-        w = (self.layout.width - 1) * DX
-        h = (self.layout.depth - 1) * DY
-        return QRectF(-R * 2, -R * 2, w + R * 4, h + R * 4)
+        return nodes_rect(self.layout)
 
     def graph_rect(self) -> QRectF:
         """The nodes' extent, with room on the right for the last column's labels."""
-        if not self.layout.placements:
-            return QRectF(-DX, -DY, 2 * DX, 2 * DY)
-        w = (self.layout.width - 1) * DX
-        h = (self.layout.depth - 1) * DY
-        return QRectF(-R * 2, -R * 2, w + R * 4 + DX * 4, h + R * 4)
+        return graph_rect(self.layout)
 
     def node_at(self, pos: QPointF) -> str | None:
-        """The node under a scene point, from the layout grid (works at any zoom, before
-        the node's item exists)."""
-        column = round(pos.x() / DX)
-        row = round(pos.y() / DY)
-        node_id = self.layout.cells.get((column, row))
-        if node_id is None:
-            return None
-        centre = cell_point(column, row)
-        d = pos - centre
-        if d.x() * d.x() + d.y() * d.y() > (R + 5) ** 2:
-            return None
-        return node_id
+        """The node under a scene point (see `geometry.node_at`)."""
+        return node_at(self.layout, pos)
 
     def render_overview(self, size: QSize) -> tuple[QPixmap, float, QPointF]:
         """The graph drawn into a pixmap of at most `size` (for the minimap): (pixmap,

@@ -35,6 +35,6 @@ def tolerate_lazy_modules() -> bool:
         except Exception:  # the module's own lazy attributes failed: it is not a Qt module
             return False
 
-    uses_pyside.__treechat_tolerant__ = True  # type: ignore[attr-defined]
+    uses_pyside.__dict__["__treechat_tolerant__"] = True  # a second call sees it installed
     setattr(feature, _PROBE, uses_pyside)
     return True

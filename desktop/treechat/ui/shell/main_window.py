@@ -25,9 +25,10 @@ from .outline import (
     outline_of,
     shell_colors,
 )
+from .placement import fit_to_screen as fit_window
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QMoveEvent, QShowEvent
+    from PySide6.QtGui import QAction, QCloseEvent, QMoveEvent, QShowEvent
     from PySide6.QtWidgets import (
         QDockWidget,
         QLabel,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ..composer.composer import Composer
     from ..sessions.list import SessionList
     from .error_banner import ErrorBanner
+    from .menus import Shortcut
     from .parts import WindowParts
 
 DEFAULT_SIZE = (1180, 760)
@@ -50,16 +52,6 @@ DOCK_WIDTH = 380
 # The dock's least width, set rather than taken from its tabs' contents: it keeps its width
 # across its tabs, and with it open the window still fits a 1280-px screen.
 DOCK_MIN_WIDTH = 300
-FRAME_ALLOWANCE = 32  # a title bar's height, before the window manager says what its frame is
-SHORTCUTS_HELP = (
-    ("Ctrl+N", "New chat"),
-    ("Ctrl+K", "Search all chats"),
-    ("Enter", "Send · Shift+Enter for a new line"),
-    ("Esc", "Stop the reply"),
-    ("Ctrl+R", "Retry the last reply"),
-    ("Alt+← or Alt+→", "Switch versions"),
-    ("/context", "What the model will read"),
-)
 
 
 class MainWindow(QMainWindow):
@@ -116,6 +108,7 @@ class MainWindow(QMainWindow):
         from ..common.elided_label import ElidedLabel
         from ..composer.composer import Composer
         from ..sessions.list import SessionList
+        from .empty_state import EmptyState
 
         self._built = True
         self.sessions: SessionList = SessionList()
@@ -142,7 +135,8 @@ class MainWindow(QMainWindow):
         header_row.addWidget(self.title)
         header_row.addWidget(self.subtitle, 1)
 
-        self.empty = self._empty_state()
+        self.empty = EmptyState()
+        self.empty_title = self.empty.title
         self.stack: QStackedWidget = QStackedWidget()
         self.stack.addWidget(self.empty)
 
@@ -179,45 +173,6 @@ class MainWindow(QMainWindow):
 
     # --- building ------------------------------------------------------------------
 
-    def _empty_state(self) -> QWidget:
-        from PySide6.QtCore import Qt
-        from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
-
-        page = QWidget()
-        page.setObjectName("EmptyState")
-        box = QVBoxLayout(page)
-        box.addStretch(2)
-        self.empty_title = QLabel("Opening your chats…")
-        self.empty_title.setObjectName("EmptyTitle")
-        font = self.empty_title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.6)
-        self.empty_title.setFont(font)
-        self.empty_title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        box.addWidget(self.empty_title)
-        box.addSpacing(14)
-        grid = QWidget()
-        rows = QVBoxLayout(grid)
-        rows.setSpacing(4)
-        for keys, what in SHORTCUTS_HELP:
-            line = QHBoxLayout()
-            key = QLabel(keys)
-            key.setObjectName("EmptyHint")
-            key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            key.setMinimumWidth(120)
-            text = QLabel(what)
-            text.setObjectName("EmptyHint")
-            line.addWidget(key)
-            line.addSpacing(12)
-            line.addWidget(text, 1)
-            rows.addLayout(line)
-        holder = QHBoxLayout()
-        holder.addStretch(1)
-        holder.addWidget(grid)
-        holder.addStretch(1)
-        box.addLayout(holder)
-        box.addStretch(3)
-        return page
-
     @property
     def banner(self) -> ErrorBanner:
         if self._banner is None:
@@ -239,12 +194,14 @@ class MainWindow(QMainWindow):
             dock.setAccessibleName("Inspector")
             dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea
                                  | Qt.DockWidgetArea.LeftDockWidgetArea)
+            from .empty_state import placeholder_page
+
             tabs = QTabWidget()
             tabs.setObjectName("InspectorTabs")
             tabs.setDocumentMode(True)
             tabs.setMinimumWidth(DOCK_MIN_WIDTH)
-            tabs.addTab(self._dock_placeholder("The history graph of this chat."), "Graph")
-            tabs.addTab(self._dock_placeholder("What the next request will carry."), "Context")
+            tabs.addTab(placeholder_page("The history graph of this chat."), "Graph")
+            tabs.addTab(placeholder_page("What the next request will carry."), "Context")
             dock.setWidget(tabs)
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             self.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
@@ -268,34 +225,11 @@ class MainWindow(QMainWindow):
         if self._dock is not None:
             self.toggle_dock_action.setChecked(not self._dock.isHidden())
 
-    def _dock_placeholder(self, text: str) -> QWidget:
-        from PySide6.QtCore import Qt
-        from PySide6.QtWidgets import QLabel, QVBoxLayout
-
-        page = QWidget()
-        label = QLabel(text)
-        label.setObjectName("EmptyHint")
-        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        label.setWordWrap(True)
-        box = QVBoxLayout(page)
-        box.addWidget(label)
-        return page
-
-    def _action(self, menu: QMenu, text: str,
-                shortcuts: tuple[QKeySequence | QKeySequence.StandardKey | str, ...] = (),
+    def _action(self, menu: QMenu, text: str, shortcuts: tuple[Shortcut, ...] = (),
                 slot: Callable[[], object] | None = None) -> QAction:
-        from PySide6.QtCore import Qt
-        from PySide6.QtGui import QAction, QKeySequence
+        from .menus import add_action
 
-        action = QAction(text, self)
-        if shortcuts:
-            action.setShortcuts([QKeySequence(s) for s in shortcuts])
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        if slot is not None:
-            action.triggered.connect(slot)
-        menu.addAction(action)
-        self.addAction(action)
-        return action
+        return add_action(self, menu, text, shortcuts, slot)
 
     def _build_actions(self) -> None:
         from PySide6.QtCore import Qt
@@ -354,16 +288,9 @@ class MainWindow(QMainWindow):
 
     def shortcut_list(self) -> list[tuple[str, str]]:
         """Every shortcut the window answers to (its menus' and the composer's), for Help."""
-        from PySide6.QtGui import QAction, QKeySequence
+        from .menus import shortcut_list
 
-        from ..dialogs.help import shortcut_rows
-
-        actions = [
-            ([k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()],
-             action.text().replace("&", "").rstrip("…"))
-            for action in self.findChildren(QAction)
-        ]
-        return shortcut_rows(actions, SHORTCUTS_HELP)
+        return shortcut_list(self)
 
     # --- wiring to the controller --------------------------------------------------
 
@@ -507,23 +434,8 @@ class MainWindow(QMainWindow):
         self.prefs.sync()
 
     def fit_to_screen(self, move: bool = True) -> None:
-        """Keep the window within its screen's free area (panels aside): no bigger than it,
-        and, with `move`, inside it. A fresh window on a small laptop, or a geometry saved on
-        a bigger screen, is brought down to what this screen shows."""
-        free = self.screen().availableGeometry()
-        inner, frame = self.geometry(), self.frameGeometry()
-        shown = self.isVisible() and frame != inner
-        extra_w = frame.width() - inner.width() if shown else 0
-        extra_h = frame.height() - inner.height() if shown else FRAME_ALLOWANCE
-        width = min(inner.width(), free.width() - extra_w)
-        height = min(inner.height(), free.height() - extra_h)
-        if (width, height) != (inner.width(), inner.height()):
-            self.resize(width, height)
-        if move:
-            x = min(max(self.x(), free.left()), free.right() + 1 - width - extra_w)
-            y = min(max(self.y(), free.top()), free.bottom() + 1 - height - extra_h)
-            if (x, y) != (self.x(), self.y()):
-                self.move(x, y)
+        """Keep the window within its screen's free area (see `placement`)."""
+        fit_window(self, move)
 
     # --- events --------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Opening a search hit in the window (real store, full-text index and services): the chat
-opens at the matching message, on its branch, with the match selected."""
+"""The chat list (real store, full-text index and services): renaming, deleting with undo,
+and opening a search hit: the chat opens at the matching message, on its branch, with the
+match selected."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from tests.support.loopback_server import Reply
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.store.database import Store
+from treechat.ui.sessions.roles import SESSION_ID_ROLE
 
-from .conftest import MODEL, Aio, Desk, Seed, chat_session
+from ..conftest import MODEL, Aio, Desk, Seed, chat_session
 
 NOW = time.time()
 
@@ -154,3 +156,58 @@ def test_a_hit_off_the_branch_a_reply_is_being_written_on_leaves_head_alone(
     view = aio.run(desk.services.chat.sessions.view("birds"))
     assert stored is not None and view.path[-1].text.startswith("Emperor penguins")
     assert "a3" in [n.id for n in view.path]  # the reply went on the branch it was sent on
+
+
+def two_chats(store: Store) -> None:
+    chat_session(store, "c1", "Cats", 2_000.0, ["Tell me about cats", "They purr."])
+    chat_session(store, "c2", "Dogs", 1_000.0, ["Tell me about dogs", "They bark."])
+
+
+def listed(desk: Desk) -> list[str]:
+    """The chats' titles in the list (its date headings left out)."""
+    model = desk.window.sessions.model
+    rows = (model.index(r) for r in range(model.rowCount()))
+    return [str(i.data(Qt.ItemDataRole.DisplayRole)) for i in rows
+            if i.data(SESSION_ID_ROLE) is not None]
+
+
+def test_a_renamed_chat_is_renamed_in_the_list_the_header_and_the_store(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(two_chats)
+    controller = desk.controller
+
+    async def scenario() -> None:
+        await controller.load_session("c1")
+        controller.session_list.rename("c1", "House cats")
+        await aio.until(lambda: "House cats" in listed(desk), what="the new title listed")
+        await controller.tasks.idle()
+
+    aio.run(scenario())
+    assert desk.window.title.text() == "House cats"
+    stored = desk.services.store.call(lambda r: r.get_session("c1"))
+    assert stored is not None and stored.title == "House cats"
+
+
+def test_deleting_the_open_chat_starts_a_new_one_and_undo_brings_it_back(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(two_chats)
+    controller = desk.controller
+    banner = desk.window.banner
+
+    async def scenario() -> None:
+        await controller.load_session("c1")
+        controller.session_list.delete("c1")
+        await aio.until(lambda: listed(desk) == ["Dogs"], what="the chat gone from the list")
+        await controller.tasks.idle()
+        assert controller.current_view is None  # a new chat in its place
+        assert banner.title.text() == "Chat deleted" and banner.action_keys() == ["undo"]
+        assert "“Cats” was removed" in banner.message.text()
+        banner.actionTriggered.emit("undo")
+        await aio.until(lambda: controller.current_session_id == "c1", what="the chat back")
+        await controller.tasks.idle()
+
+    aio.run(scenario())
+    assert set(listed(desk)) == {"Cats", "Dogs"}
+    assert [r.key for r in desk.chat.model.rows if r.node_id][:2] == ["c1-0", "c1-1"]

@@ -1,0 +1,45 @@
+"""The list keeps still while the chat changes under it: at the end it follows new messages;
+scrolled up, the message at the top stays where it is when the chat grows or the window
+is resized."""
+
+from __future__ import annotations
+
+from pytestqt.qtbot import QtBot
+
+from treechat.services.sessions import SessionView
+from treechat.ui.chat.view import ChatView
+
+from ..session_views import chain, session_view, shown_chat
+
+
+def view_of(n: int) -> SessionView:
+    return session_view(chain(n, repeat=25))
+
+
+def shown(qtbot: QtBot) -> ChatView:
+    return shown_chat(qtbot, view_of(30), (600, 420))
+
+
+def test_at_the_end_the_list_follows_new_messages(qtbot: QtBot) -> None:
+    chat = shown(qtbot)
+    qtbot.waitUntil(chat.at_bottom, timeout=3000)
+    chat.set_view(view_of(32))
+    qtbot.waitUntil(chat.at_bottom, timeout=3000)
+    assert chat.list.viewport().rect().intersects(chat.row_rect("n31").toRect())
+
+
+def test_scrolled_up_the_top_message_stays_put(qtbot: QtBot) -> None:
+    chat = shown(qtbot)
+    chat.list.scrollTo(chat.model.index(chat.model.index_of("n10")),
+                       chat.list.ScrollHint.PositionAtTop)
+    qtbot.waitUntil(lambda: not chat.at_bottom(), timeout=3000)
+    top = chat.list.indexAt(chat.list.viewport().rect().topLeft())
+    key = chat.model.row_at(top.row()).key
+    before = chat.row_rect(key).top()
+    chat.set_view(view_of(34))
+    assert not chat.at_bottom()
+    assert abs(chat.row_rect(key).top() - before) <= 1
+    chat.resize(640, 420)
+    qtbot.waitUntil(lambda: chat.list.viewport().width() > 560, timeout=3000)
+    assert chat.list.indexAt(chat.list.viewport().rect().topLeft()).row() == top.row()
+    assert chat.list.verticalScrollBar().value() > 0

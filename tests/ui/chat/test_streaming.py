@@ -1,0 +1,46 @@
+"""The reply streaming in: its text is buffered and painted a few times a second (never per
+token), typing dots show until the first text, and a new reply drops what the last one
+still had buffered."""
+
+from __future__ import annotations
+
+from pytestqt.qtbot import QtBot
+
+from treechat.core.model import Node
+from treechat.ui.chat.view import ChatView
+
+from ..session_views import session_view, shown_chat
+
+
+def make(qtbot: QtBot) -> ChatView:
+    return shown_chat(qtbot, session_view([Node("u", 0, 1.0, "s", "user",
+                                                output="Tell me a story")]))
+
+
+def test_text_is_painted_in_few_flushes_and_dots_show_until_it_starts(qtbot: QtBot) -> None:
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    assert chat.row_keys()[-1] == "stream"
+    phase = chat.delegate.typing_phase
+    qtbot.waitUntil(lambda: chat.delegate.typing_phase > phase, timeout=3000)  # the dots move
+    for i in range(200):
+        chat.append_stream_text(f"w{i} ")
+    assert chat.model.stream_text() == ""  # buffered, not painted per token
+    chat.stream.flush()
+    assert chat.model.stream_text() == "".join(f"w{i} " for i in range(200))
+    assert chat.repaint_count == 1
+    chat.append_stream_text("The end.")
+    qtbot.waitUntil(lambda: chat.model.stream_text().endswith("The end."), timeout=3000)
+    assert chat.repaint_count == 2
+    chat.end_stream()
+    assert not chat.model.streaming
+
+
+def test_a_new_reply_drops_what_the_last_one_still_had_buffered(qtbot: QtBot) -> None:
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    chat.append_stream_text("from the reply that was stopped")
+    chat.begin_stream("u", "Loopback")
+    chat.stream.flush()
+    assert chat.model.stream_text() == ""
+    assert chat.repaint_count == 0
