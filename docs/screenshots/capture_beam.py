@@ -26,7 +26,7 @@ from treechat.app import connect_services, create_window  # noqa: E402
 from treechat.providers import llm  # noqa: E402
 from treechat.providers.keys import KeyStore  # noqa: E402
 from treechat.services.bootstrap import build_services  # noqa: E402
-from treechat.services.models import ModelChoice  # noqa: E402
+from treechat.services.models.catalog import ModelChoice  # noqa: E402
 from treechat.ui.shell.event_loop import create_event_loop  # noqa: E402
 
 QUESTION = "What wood should I use for a workbench top?"

@@ -22,7 +22,7 @@ from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
-from treechat.services.models import ModelChoice
+from treechat.services.models.catalog import ModelChoice
 from treechat.store.database import Store, default_store_path
 
 OUT = Path(__file__).resolve().parent

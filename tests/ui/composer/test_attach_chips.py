@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.attach import StagedAttach
 from treechat.services.chat import Attachment
+from treechat.services.merge import StagedAttach
 from treechat.ui.composer.attach_chips import AttachChipBar, format_tokens
 
 

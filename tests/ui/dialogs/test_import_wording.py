@@ -4,7 +4,7 @@ as people read them, and a finished import's headline for each way it can end.""
 from __future__ import annotations
 
 from treechat.core.imports import FORMAT_NAMES
-from treechat.services.importing import ImportSummary
+from treechat.services.transfer.importing import ImportSummary
 from treechat.ui.dialogs.import_wording import INTRO, count_of, size_text, summary_text
 
 

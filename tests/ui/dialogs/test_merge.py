@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.attach import DEFAULT_MERGE_INSTRUCTION
+from treechat.services.merge import DEFAULT_MERGE_INSTRUCTION
 from treechat.ui.dialogs.merge import MergeDialog
 
 HEADS = [("h1", "Blue, because the sky"), ("h2", "Green, because grass")]

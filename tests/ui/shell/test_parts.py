@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.clock import SYSTEM_CLOCK
+from treechat.core.clock import SYSTEM_CLOCK
 from treechat.ui.shell.main_window import MainWindow
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Signal
 
+from ...core.clock import Clock
 from ...services.bootstrap import Services
-from ...services.clock import Clock
 from ...services.preferences import Preferences
 from ...services.search import SearchService
 from ..common.tasks import BackgroundTasks

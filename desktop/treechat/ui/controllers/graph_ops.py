@@ -3,8 +3,8 @@ branch into a new chat, pin or unpin. HEAD moves; nothing is sent."""
 
 from __future__ import annotations
 
+from ...core.clock import Clock
 from ...core.model import GraphError
-from ...services.clock import Clock
 from ...services.sessions import SessionService
 from ..chat.view import ChatView
 from ..sessions.list import SessionList

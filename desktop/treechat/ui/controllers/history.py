@@ -11,12 +11,12 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QDrag, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
+from ...core.clock import Clock
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
-from ...services.merge import AttachService, StagedAttach
 from ...services.chat import Attachment, ChatService
-from ...core.clock import Clock
 from ...services.context import ContextEngine
+from ...services.merge import AttachService, StagedAttach
 from ...services.sessions import SessionService, SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog

@@ -11,10 +11,10 @@ from dataclasses import replace
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
+from ...core.clock import Clock
 from ...core.occupancy import Occupancy
 from ...core.rules import foldable_items
 from ...services.chat import ChatService
-from ...services.clock import Clock
 from ...services.context import ContextEngine
 from ...services.sessions import SessionView
 from ..composer.composer import Composer

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from ...core.clock import Clock
 from ...core.model import GraphError, Session
 from ...services.chat import ChatService
-from ...services.clock import Clock
 from ...services.search import SearchService
 from ...services.sessions import SessionService, SessionView
 from ...services.turn_queue import TurnActivity

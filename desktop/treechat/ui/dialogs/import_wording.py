@@ -4,7 +4,7 @@ and a finished import's headline."""
 from __future__ import annotations
 
 from ...core.imports import FORMAT_NAMES
-from ...services.importing import ImportSummary
+from ...services.transfer.importing import ImportSummary
 
 # How the intro names the formats the importer reads, where it says more than the name
 # a finished import reports ("Claude.ai").
