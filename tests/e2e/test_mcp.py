@@ -23,9 +23,9 @@ from tests.support.mcp_fixtures import http_server, stdio_config
 from tests.support.processes import gone
 
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
 from treechat.services.mcp import ApprovalRequest, Decision
 from treechat.services.models import ModelChoice
+from treechat.services.turns.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
 
 MODEL = "openai/loopback-model"
 

@@ -11,8 +11,8 @@ from typing import TypeVar
 from treechat.core.clock import Clock
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.clock import SYSTEM_CLOCK
-from treechat.services.events import TextDelta, TurnEvent
 from treechat.services.models import ModelChoice
+from treechat.services.turns.events import TextDelta, TurnEvent
 
 from .loopback_server import LoopbackProvider
 

@@ -13,7 +13,6 @@ from ..providers.local_servers import LocalServers, servers_from_environment
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
-from .chat import ChatConfig, ChatService
 from .clock import SYSTEM_CLOCK, Clock
 from .connections import ConnectionService
 from .context import ContextEngine
@@ -23,6 +22,7 @@ from .models import ModelCatalog, ModelChoice
 from .recovery import open_and_recover
 from .search import SearchService
 from .sync.service import SyncService
+from .turns.chat_service import ChatConfig, ChatService
 
 SETTINGS_DEFAULT_MODEL = "default_model"
 SETTINGS_WORKSPACE = "workspace"

@@ -45,7 +45,7 @@ from ..store.repository import Repository
 from .attachments import AttachmentLimits
 from .clock import SYSTEM_CLOCK, Clock
 from .import_assets import AssetCounts, ExportAssets
-from .sessions import new_id
+from .turns.sessions import new_id
 
 __all__ = [
     "CancelFlag",

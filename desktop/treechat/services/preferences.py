@@ -11,9 +11,9 @@ from pathlib import Path
 from ..store.database import Store
 from ..store.repository import Repository
 from .bootstrap import SETTINGS_DEFAULT_MODEL, SETTINGS_WORKSPACE, Services
-from .chat import ChatService
 from .context import ContextEngine
 from .models import ModelCatalog
+from .turns.chat_service import ChatService
 
 SETTINGS_SUMMARIZE = "compaction.summarize_trigger"
 SETTINGS_EMERGENCY = "compaction.emergency_trigger"

@@ -14,7 +14,7 @@ from ..store.database import Store
 from ..store.repository import Draft, Repository
 from .clock import SYSTEM_CLOCK, Clock
 from .drafts import ReplyJournal, journals
-from .sessions import new_id
+from .turns.sessions import new_id
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,15 @@ from tests.support.beam_servers import LABELS, MODELS, beam_services, three_serv
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.model import GraphError
-from treechat.services.beam import (
+from treechat.services.bootstrap import Services
+from treechat.services.models import ModelChoice
+from treechat.services.turns.beam import (
     DEFAULT_FUSE_INSTRUCTION,
     BeamEvent,
     BeamService,
     parse_models,
 )
-from treechat.services.bootstrap import Services
-from treechat.services.events import TextDelta, TurnFailed, TurnFinished
-from treechat.services.models import ModelChoice
+from treechat.services.turns.events import TextDelta, TurnFailed, TurnFinished
 from treechat.store import usage as ledger
 
 Wired = tuple[Services, BeamService, list[LoopbackProvider]]

@@ -18,7 +18,7 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core import dag
 from treechat.services.bootstrap import Services
-from treechat.services.events import (
+from treechat.services.turns.events import (
     NodeAdded,
     TurnFailed,
     TurnFinished,

@@ -16,12 +16,12 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 from treechat.core.chat_settings import ChatParameters
 from treechat.core.reply import continuation_of, joined_runs, reasoning_of
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.chat import IDENTITY
-from treechat.services.events import ReasoningDelta, TextDelta, TurnEvent
 from treechat.services.exporting import export_session
 from treechat.services.importing import import_file
 from treechat.services.models import ModelChoice
-from treechat.services.spending import SpendingService
+from treechat.services.turns.chat_service import IDENTITY
+from treechat.services.turns.events import ReasoningDelta, TextDelta, TurnEvent
+from treechat.services.turns.spending import SpendingService
 from treechat.store import usage as ledger
 
 PLAIN = "openai/loopback-model"  # litellm does not know it: no reasoning parameters

@@ -12,8 +12,8 @@ import pytest_asyncio
 
 from treechat import paths
 from treechat.core.chat_settings import ChatParameters, Preset, SettingsError
-from treechat.services.chat_settings import ChatSettingsService, builtin_presets
-from treechat.services.sessions import SessionService
+from treechat.services.turns.chat_settings import ChatSettingsService, builtin_presets
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

@@ -25,9 +25,9 @@ from treechat.providers.keys import KeyStore
 from treechat.providers.local_servers import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.connections import SETTINGS_CONNECTIONS, ConnectionService
-from treechat.services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
 from treechat.services.exporting import export_session
 from treechat.services.models import ModelCatalog, ModelChoice
+from treechat.services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
 
 LAB_KEY = "sk-lab-secret-0123456789"
 

@@ -22,7 +22,7 @@ from treechat.services.drafts import (
     store_released,
 )
 from treechat.services.recovery import recover_drafts
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

@@ -18,7 +18,7 @@ from treechat.services.exporting import (
     write_export,
 )
 from treechat.services.importing import import_file
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

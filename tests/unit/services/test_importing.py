@@ -28,7 +28,7 @@ from treechat.services.importing import (
     export_session,
     import_file,
 )
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "imports"

@@ -14,9 +14,9 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.model import GraphError, Node
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import TurnFailed
 from treechat.services.models import ModelChoice
-from treechat.services.sessions import SessionService
+from treechat.services.turns.events import TurnFailed
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from treechat.core.model import Session
-from treechat.services.spending import SpendingService
+from treechat.services.turns.spending import SpendingService
 from treechat.store.database import Store
 from treechat.store.usage import UsageRecord, record_usage
 

@@ -19,12 +19,12 @@ from tests.unit.services.test_drafts import HOLD_STORE, other_process_lists_sess
 
 from treechat.core.summarize import SummaryRequest
 from treechat.services.drafts import StoreRelease
-from treechat.services.sessions import SessionService
 from treechat.services.store_release import (
     StoreFreeSummarizer,
     StoreNotBackError,
     store_let_go,
 )
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

@@ -17,7 +17,7 @@ from tests.support.chat import loopback_services
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.services.bootstrap import Services
-from treechat.services.turn_queue import TurnActivity, TurnQueue, server_of
+from treechat.services.turns.turn_queue import TurnActivity, TurnQueue, server_of
 
 Snapshot = Mapping[str, TurnActivity]
 

@@ -33,8 +33,8 @@ from ...core.budget import output_reserve
 from ...core.chat_settings import SettingsError
 from ...core.reply import can_continue, reasoning_of
 from ...services.export_jobs import ChatExports
-from ...services.sessions import SessionView
-from ...services.spending import ReplyCost
+from ...services.turns.sessions import SessionView
+from ...services.turns.spending import ReplyCost
 from ..common.folders import export_folder
 from ..dialogs.chat_controls import (
     InstructionsDialog,

@@ -15,10 +15,10 @@ from PySide6.QtCore import QObject, QSettings, Signal
 
 from ...services.bootstrap import Services
 from ...services.clock import Clock
-from ...services.events import TurnError
 from ...services.preferences import Preferences
 from ...services.search import SearchService
-from ...services.sessions import SessionView
+from ...services.turns.events import TurnError
+from ...services.turns.sessions import SessionView
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
 from ..richtext.highlighting import warm_up_highlighting

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWi
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
 from ...services.attach import AttachService, StagedAttach
-from ...services.chat import Attachment
-from ...services.sessions import SessionView
+from ...services.turns.chat_service import Attachment
+from ...services.turns.sessions import SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog
 from ..graph.items import label_for

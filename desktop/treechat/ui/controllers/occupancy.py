@@ -12,7 +12,7 @@ from PySide6.QtCore import QTimer
 
 from ...core.occupancy import Occupancy
 from ...core.rules import foldable_items
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from ..dialogs.context_breakdown import ContextBreakdownDialog
 from ..occupancy.format import CompactionState, compaction_report
 

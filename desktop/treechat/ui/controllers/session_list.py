@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ...core.model import GraphError, Session
 from ...services.search import SearchService
-from ...services.sessions import SessionView
-from ...services.turn_queue import TurnActivity
+from ...services.turns.sessions import SessionView
+from ...services.turns.turn_queue import TurnActivity
 
 if TYPE_CHECKING:
     from .conversation import ConversationController

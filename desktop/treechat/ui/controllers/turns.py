@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ...core import dag
 from ...core.model import Node
 from ...services.attachments import PreparedFile
-from ...services.chat import Attachment
-from ...services.events import (
+from ...services.turns.chat_service import Attachment
+from ...services.turns.events import (
     NodeAdded,
     OccupancyChanged,
     ReasoningDelta,
@@ -26,8 +26,8 @@ from ...services.events import (
     TurnFinished,
     TurnStarted,
 )
-from ...services.message_fit import MessageFit
-from ...services.sessions import SessionView
+from ...services.turns.message_fit import MessageFit
+from ...services.turns.sessions import SessionView
 from ..common.announce import announce, reply_announcement
 from ..occupancy.format import tokens
 from .store_health import StoreHealth

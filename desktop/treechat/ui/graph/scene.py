@@ -22,7 +22,7 @@ from ...core import dag
 from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ...core.model import Node
 from ...services.attach import merged_peers
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from .items import (
     BAND_ROWS,
     DX,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     )
 
     from ...services.clock import Clock
-    from ...services.sessions import SessionView
+    from ...services.turns.sessions import SessionView
     from ..chat.view import ChatView
     from ..composer.composer import Composer
     from ..sessions.list import SessionList

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
-from ..providers.deadline import is_local
+from ...providers.deadline import is_local
 
 log = logging.getLogger(__name__)
 

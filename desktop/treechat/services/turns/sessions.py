@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import dag
-from ..core.dag import Graph
-from ..core.model import Annotation, GraphError, Node, Session
-from ..store.database import Store
-from ..store.repository import Repository
-from .clock import SYSTEM_CLOCK, Clock
+from ...core import dag
+from ...core.dag import Graph
+from ...core.model import Annotation, GraphError, Node, Session
+from ...store.database import Store
+from ...store.repository import Repository
+from ..clock import SYSTEM_CLOCK, Clock
 
 
 def new_id() -> str:

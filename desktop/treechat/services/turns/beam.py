@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.model import GraphError, Node
-from ..store.repository import Repository
-from .attach import AttachService, MergeResult
-from .attachments import PreparedFile
-from .chat import Attachment, ChatService
+from ...core.model import GraphError, Node
+from ...store.repository import Repository
+from ..attach import AttachService, MergeResult
+from ..attachments import PreparedFile
+from .chat_service import Attachment, ChatService
 from .events import ReasoningDelta, TextDelta, TurnError, TurnEvent, TurnFailed
 from .sessions import load_view
 

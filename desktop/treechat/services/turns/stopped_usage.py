@@ -10,10 +10,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.model import Node
-from ..core.reply import reasoning_of
-from ..store import usage as ledger
-from ..store.database import Store
+from ...core.model import Node
+from ...core.reply import reasoning_of
+from ...store import usage as ledger
+from ...store.database import Store
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class StoppedRequest:
     now: float
 
     def record(self, node: Node, output_tokens: int) -> ledger.UsageRecord:
-        from ..providers import llm
+        from ...providers import llm
 
         cost = llm.reservation_cost(self.litellm_model, self.prompt_tokens, output_tokens)
         return ledger.UsageRecord(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.model import Node
+from ...core.model import Node
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.budget import BudgetConfig, ContextOverflowError, plan_budget
-from ..core.tokens import TokenCounter, truncate_to_tokens
+from ...core.budget import BudgetConfig, ContextOverflowError, plan_budget
+from ...core.tokens import TokenCounter, truncate_to_tokens
 
 DEFAULT_BUDGET = BudgetConfig()
 # A message's role and separators, on top of its text (what `message_tokens` adds).

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..store import usage as ledger
-from ..store.database import Store
-from ..store.repository import Repository
+from ...store import usage as ledger
+from ...store.database import Store
+from ...store.repository import Repository
 
 SpendBy = Literal["day", "model", "session"]
 SPEND_GROUPS: tuple[SpendBy, ...] = ("day", "model", "session")

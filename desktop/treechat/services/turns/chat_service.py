@@ -15,30 +15,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import dag
-from ..core.attachments import AttachmentRef, node_attachments, with_attachments
-from ..core.budget import shrink_history
-from ..core.chat_settings import SessionSettings, join_instructions
-from ..core.model import GraphError, Node
-from ..core.reply import CONTINUES_KEY, can_continue, with_reasoning
-from ..core.summarize import AsyncSummarizer, ModelSummarizer
-from ..providers import stream as provider_stream
-from ..providers.llm import supports_vision as llm_supports_vision
-from ..providers.provider import LiteLLMProvider, Provider
-from ..store import usage as ledger
-from ..store.database import Store
-from ..store.repository import Repository
-from ..tools.base import ToolBox, ToolResult
-from ..tools.files import Workspace, file_tools
-from ..tools.knowledge import SearchKnowledgeTool
-from ..tools.recall import RecallTool
-from ..tools.todo import todo_tools
-from ..tools.workspace import WorkspaceInstructions
-from .attachments import AttachmentService, PreparedFile
+from ...core import dag
+from ...core.attachments import AttachmentRef, node_attachments, with_attachments
+from ...core.budget import shrink_history
+from ...core.chat_settings import SessionSettings, join_instructions
+from ...core.model import GraphError, Node
+from ...core.reply import CONTINUES_KEY, can_continue, with_reasoning
+from ...core.summarize import AsyncSummarizer, ModelSummarizer
+from ...providers import stream as provider_stream
+from ...providers.llm import supports_vision as llm_supports_vision
+from ...providers.provider import LiteLLMProvider, Provider
+from ...store import usage as ledger
+from ...store.database import Store
+from ...store.repository import Repository
+from ...tools.base import ToolBox, ToolResult
+from ...tools.files import Workspace, file_tools
+from ...tools.knowledge import SearchKnowledgeTool
+from ...tools.recall import RecallTool
+from ...tools.todo import todo_tools
+from ...tools.workspace import WorkspaceInstructions
+from ..attachments import AttachmentService, PreparedFile
+from ..clock import SYSTEM_CLOCK, Clock
+from ..context import ContextEngine
+from ..drafts import DraftWriter, StoreRelease, store_released
+from ..mcp import McpService
+from ..models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
+from ..store_release import StoreFreeSummarizer, StoreNotBackError
 from .chat_settings import ChatSettingsService
-from .clock import SYSTEM_CLOCK, Clock
-from .context import ContextEngine
-from .drafts import DraftWriter, StoreRelease, store_released
 from .events import (
     EventSink,
     NodeAdded,
@@ -51,13 +54,10 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
-from .mcp import McpService
 from .message_fit import MessageFit, cut_to_fit, measure_fit
-from .models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 from .sessions import SessionService, SessionView, new_id, title_first
 from .spending import SpendingService
 from .stopped_usage import StoppedRequest, record_stopped
-from .store_release import StoreFreeSummarizer, StoreNotBackError
 from .turn_queue import TurnQueue
 from .turn_records import (
     CostEstimate,
@@ -68,7 +68,7 @@ from .turn_records import (
 )
 
 if TYPE_CHECKING:  # numpy, usearch and the embedder load on first use, off start-up
-    from .retrieval.knowledge import KnowledgeService
+    from ..retrieval.knowledge import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +417,7 @@ class ChatService:
     async def capabilities(self, model: str | None = None, session_id: str | None = None) -> Any:
         """Which parameters `model` (default: the session's, else the default model) takes,
         as `providers.llm.ModelCapabilities`: the chat header shows only those controls."""
-        from ..providers import llm
+        from ...providers import llm
 
         if model is None and session_id is not None:
             session = await self.store.run(lambda r: r.get_session(session_id))
@@ -432,7 +432,7 @@ class ChatService:
         """What the next request would cost if sent now with `draft` typed: its prompt (the
         occupancy of HEAD plus the draft) at the uncached price, and the ceiling with a
         full reply. A cache hit is never assumed (CTX-008)."""
-        from ..providers import llm
+        from ...providers import llm
 
         view = await self.sessions.view(session_id)
         chosen = model or (view.session.model if "/" in view.session.model else None)
@@ -972,7 +972,7 @@ class ChatService:
         try:
             return await self.models.resolve(chosen, api_base)
         except ModelUnavailable:
-            from ..providers import llm
+            from ...providers import llm
 
             name = chosen or "unknown"
             known = await asyncio.to_thread(llm.known_window, name)
@@ -1012,7 +1012,7 @@ class ChatService:
         params = settings.parameters
         if not params.as_dict():
             return {}
-        from ..providers import llm
+        from ...providers import llm
 
         out = await asyncio.to_thread(
             functools.partial(
@@ -1089,7 +1089,7 @@ class ChatService:
     def knowledge(self) -> KnowledgeService:
         """The knowledge bases (made on first use; the embedder loads on first search)."""
         if self._knowledge is None:
-            from .retrieval.knowledge import KnowledgeService
+            from ..retrieval.knowledge import KnowledgeService
 
             self._knowledge = KnowledgeService(self.store)
         return self._knowledge
@@ -1103,7 +1103,7 @@ class ChatService:
     def _knowledge_searcher(self, session_id: str) -> Callable[[str, int], Awaitable[str]]:
         async def search(query: str, limit: int) -> str:
             names = self._knowledge_of.get(session_id, [])
-            from .retrieval.knowledge import cited
+            from ..retrieval.knowledge import cited
 
             hits = await self.knowledge().search(names, query, limit=limit)
             return cited(hits, query)

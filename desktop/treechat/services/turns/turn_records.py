@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.occupancy import MeasuredUsage
-from ..providers import stream as provider_stream
-from ..providers.errors import ErrorKind, ProviderFailure
-from ..store import usage as ledger
+from ...core.occupancy import MeasuredUsage
+from ...providers import stream as provider_stream
+from ...providers.errors import ErrorKind, ProviderFailure
+from ...store import usage as ledger
 from .events import TurnError
 
 ACTIONS = {
