@@ -13,6 +13,7 @@ from ..providers.local_servers import LocalServers, servers_from_environment
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
+from .attachments import AttachmentService
 from .clock import SYSTEM_CLOCK, Clock
 from .connections import ConnectionService
 from .context import ContextEngine
@@ -23,6 +24,10 @@ from .recovery import open_and_recover
 from .search import SearchService
 from .sync.service import SyncService
 from .turns.chat_service import ChatConfig, ChatService
+from .turns.chat_settings import ChatSettingsService
+from .turns.sessions import SessionService
+from .turns.spending import SpendingService
+from .turns.turn_queue import TurnQueue
 
 SETTINGS_DEFAULT_MODEL = "default_model"
 SETTINGS_WORKSPACE = "workspace"
@@ -114,8 +119,15 @@ def build_services(
         engine.config = replace(engine.config, rules=rules)
 
     mcp = McpService(store, keys, on_protected=protect)
+    # Files in messages: stored before the request, rendered by the engine from the store.
+    attachments = AttachmentService(store, engine.counter, clock=clock)
+    engine.files = attachments.payloads
     chat = ChatService(
-        store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
+        store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp,
+        sessions=SessionService(store, clock=clock),
+        settings=ChatSettingsService(store, clock=clock,
+                                     on_global_instructions=config.set_global_instructions),
+        spending=SpendingService(store), attachments=attachments, queue=TurnQueue(),
     )
     return Services(store, engine, models, chat, keys, servers, clock, connections, mcp=mcp,
                     search=SearchService(store), sync=SyncService(store, keys, clock=clock))

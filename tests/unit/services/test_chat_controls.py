@@ -19,8 +19,8 @@ from treechat.services.bootstrap import Services, build_services
 from treechat.services.exporting import export_session
 from treechat.services.importing import import_file
 from treechat.services.models import ModelChoice
-from treechat.services.turns.chat_service import IDENTITY
 from treechat.services.turns.events import ReasoningDelta, TextDelta, TurnEvent
+from treechat.services.turns.request import IDENTITY
 from treechat.services.turns.spending import SpendingService
 from treechat.store import usage as ledger
 

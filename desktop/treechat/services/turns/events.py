@@ -1,4 +1,5 @@
-"""What a running turn reports as it goes; a view redraws from these and nothing else."""
+"""What a running turn reports as it goes; a view redraws from these and nothing else. The
+last event of a turn (`TurnFinished` or `TurnFailed`) carries the turn's `TurnChanges`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.model import Node
+from .changes import TurnChanges
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class TurnFinished:
     session_id: str
     node: Node  # the final assistant node; `.interrupted` when stopped
     occupancy: Any
+    changes: TurnChanges | None = None  # what the whole turn wrote
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,7 @@ class TurnFailed:
     session_id: str
     error: TurnError
     partial: Node | None  # text that streamed before the failure, kept as an interrupted node
+    changes: TurnChanges | None = None  # what the turn wrote before it failed (None: nothing)
 
 
 TurnEvent = (

@@ -45,9 +45,9 @@ class StoppedRequest:
 
 async def record_stopped(
     store: Store, count: Callable[[str], int], node: Node, request: StoppedRequest
-) -> None:
-    """Count the stopped reply's request; a failure is logged, never raised (the stop itself
-    must go through)."""
+) -> bool:
+    """Count the stopped reply's request (True once its row is written); a failure is
+    logged, never raised (the stop itself must go through)."""
     try:
         streamed = (node.output or "") + (reasoning_of(node) or "")
         output = await asyncio.to_thread(count, streamed) if streamed else 0
@@ -55,3 +55,5 @@ async def record_stopped(
         await store.run(lambda r: ledger.record_usage(r, row))
     except Exception:
         log.warning("the stopped reply's usage was not recorded", exc_info=True)
+        return False
+    return True
