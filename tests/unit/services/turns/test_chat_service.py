@@ -283,3 +283,27 @@ async def test_a_turn_is_stamped_with_the_time_of_the_services_clock(
         assert view.session.updated_at == clock.now()
         (request,) = built.store.call(lambda r: ledger.session_usage(r, session.id))
         assert request.created_at == clock.now()
+
+
+@pytest.mark.asyncio
+async def test_each_verb_ends_with_what_it_changed(
+    services: Services, provider: LoopbackProvider
+) -> None:
+    provider.queue(Reply(text="first"), Reply(text="second"))
+    session = await services.chat.sessions.create()
+    sent = Events()
+    reply = await services.chat.send(session.id, "question", on_event=sent)
+    assert reply is not None
+    (finished,) = sent.of(TurnFinished)
+    changes = finished.changes
+    assert changes is not None and changes.session_id == session.id
+    assert [n.role for n in changes.nodes] == ["user", "assistant"]
+    assert changes.head == reply.id == (await services.chat.sessions.view(session.id)).head
+    rows = services.store.call(lambda r: ledger.session_usage(r, session.id))
+    assert changes.usage == tuple(row.id for row in rows)
+    retried = Events()
+    second = await services.chat.retry(session.id, reply.id, on_event=retried)
+    assert second is not None
+    (again,) = retried.of(TurnFinished)
+    assert again.changes is not None and again.changes.node_ids == (second.id,)
+    assert again.changes.head == second.id and len(again.changes.usage) == 1
