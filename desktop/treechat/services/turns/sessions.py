@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, get_args
 
 from ...core import dag
 from ...core.dag import Graph
-from ...core.model import Annotation, GraphError, Node, Session
+from ...core.model import Annotation, AnnotationKind, GraphError, Node, Role, Session
 from ...store.database import Store
 from ...store.repository import Repository
 from ..clock import SYSTEM_CLOCK, Clock
@@ -92,7 +92,7 @@ class SessionService:
         session_id: str,
         text: str,
         *,
-        role: str = "user",
+        role: Role = "user",
         metadata: dict[str, Any] | None = None,
         parent: str | None = None,
         use_parent: bool = False,
@@ -112,7 +112,7 @@ class SessionService:
                 seq=0,
                 created_at=now,
                 session_id=session_id,
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 output=text,
                 predecessor=under,
                 metadata=dict(metadata or {}),
@@ -207,7 +207,7 @@ class SessionService:
         """Pin/unpin a node or hide/unhide a branch. Hiding the branch HEAD is on moves HEAD
         to the nearest visible ancestor."""
         now = self.clock.now()
-        if kind not in ("pin", "unpin", "hidden", "unhidden", "merged"):
+        if not _is_annotation_kind(kind):
             raise ValueError(f"unknown annotation {kind!r}")
 
         def work(repo: Repository) -> SessionView:
@@ -216,7 +216,7 @@ class SessionService:
             repo.add_annotation(
                 Annotation(
                     node_id=node_id,
-                    kind=kind,  # type: ignore[arg-type]
+                    kind=kind,
                     created_at=now,
                     session_id=session_id,
                 )
@@ -295,3 +295,7 @@ def title_first(repo: Repository, session: Session, text: str,
         return
     words = text if text.strip() else ", ".join(n for n in file_names if n.strip())
     repo.update_session(session.id, title=title_from(words))
+
+
+def _is_annotation_kind(kind: str) -> TypeGuard[AnnotationKind]:
+    return kind in get_args(AnnotationKind)

@@ -13,7 +13,7 @@ from tests.support.context_graph import ChainBuilder
 
 from treechat.core.budget import ContextOverflowError
 from treechat.core.dag import Change
-from treechat.core.model import Annotation, Session
+from treechat.core.model import Annotation, Node, Session
 from treechat.core.occupancy import MeasuredUsage
 from treechat.core.rules import RuleConfig
 from treechat.core.summarize import DeterministicSummarizer, SummaryRequest
@@ -38,7 +38,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def _append(store: Store, b: ChainBuilder, nodes: list, head: str | None = None) -> None:  # type: ignore[type-arg]
+def _append(store: Store, b: ChainBuilder, nodes: list[Node], head: str | None = None) -> None:
     store.call(lambda r: r.apply_change(b.session_id, Change(tuple(nodes), head or b.head), b.now))
 
 
