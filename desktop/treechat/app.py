@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .core.clock import Clock
     from .core.model import Session
     from .services.bootstrap import OpenServices
-    from .services.sessions import SessionView
+    from .services.turns.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
     from .ui.controllers.conversation import ConversationController
@@ -290,7 +290,7 @@ def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Sessi
 
 def _read_view(store: Store, session_id: str) -> SessionView | None:
     from .core.model import GraphError
-    from .services.sessions import load_view
+    from .services.turns.sessions import load_view
     from .store.database import StoreError
 
     try:

@@ -30,7 +30,7 @@ def add_parsers(sub: Any) -> None:
 def check_models(args: argparse.Namespace) -> None:
     """`--models` as a tuple of distinct ids, or a one-line error."""
     from .commands_send import CliInputError
-    from .services.beam import parse_models
+    from .services.turns.beam import parse_models
 
     if args.model:
         raise CliInputError("give --model or --models, not both")
@@ -50,8 +50,8 @@ def several_replies(
     each reply goes to standard output under its model's name when it ends, its figures to
     standard error."""
     from .commands_send import run_turn, turn_services
-    from .services.beam import BeamEvent, BeamService
-    from .services.events import TurnFinished
+    from .services.turns.beam import BeamEvent, BeamService
+    from .services.turns.events import TurnFinished
 
     services = turn_services(store, data_dir)
     beam = BeamService(services.chat)
@@ -104,8 +104,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     from .commands import find_session_id
     from .commands_send import CliInputError, run_turn, turn_services
     from .core.model import GraphError
-    from .services.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
-    from .services.events import TextDelta, TurnFailed, TurnFinished
+    from .services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
+    from .services.turns.events import TextDelta, TurnFailed, TurnFinished
     from .services.store_life.recovery import open_and_recover
     from .store.database import default_store_path
 

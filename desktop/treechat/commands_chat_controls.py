@@ -108,7 +108,7 @@ def _value(raw: str | None, kind: type) -> Any:
 
 def cmd_session(args: argparse.Namespace) -> int:
     from .commands import find_session_id
-    from .services.chat_settings import ChatSettingsService
+    from .services.turns.chat_settings import ChatSettingsService
 
     with _store(args) as store:
         session_id = find_session_id(store, args.session)
@@ -170,13 +170,13 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 async def _rename(store: Any, session_id: str, title: str) -> None:
-    from .services.sessions import SessionService
+    from .services.turns.sessions import SessionService
 
     await SessionService(store).rename(session_id, title)
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .services.chat_settings import ChatSettingsService
+    from .services.turns.chat_settings import ChatSettingsService
 
     with _store(args) as store:
         service = ChatSettingsService(store)
@@ -215,7 +215,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    from .services.spending import SpendingService
+    from .services.turns.spending import SpendingService
 
     with _store(args) as store:
         rows = asyncio.run(SpendingService(store).spend(args.by))

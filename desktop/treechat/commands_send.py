@@ -181,7 +181,7 @@ async def _commit(
     store: Store, args: argparse.Namespace, text: str, files: tuple[Any, ...] = ()
 ) -> tuple[str, str]:
     from .commands import find_session_id
-    from .services.sessions import SessionService
+    from .services.turns.sessions import SessionService
 
     sessions = SessionService(store)
     if args.new:
@@ -209,7 +209,7 @@ def _reply(
     user_id: str,
     text: str,
 ) -> int:
-    from .services.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+    from .services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     services = turn_services(store, data_dir)
     failed: list[TurnFailed] = []

@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
 
 async def _turn(args: argparse.Namespace, data_dir: Path) -> TurnResult:
     from .services.bootstrap import build_services
-    from .services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished, TurnStarted
+    from .services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished, TurnStarted
     from .services.models.catalog import BUNDLED_ID
     from .store.database import StoreError
 

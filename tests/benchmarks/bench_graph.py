@@ -18,7 +18,7 @@ from tests.support.synthetic_graph import conversation
 from treechat.core.dag import Graph, active_path
 from treechat.core.layout import layout_graph
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.graph.items import DX, DY, R
 from treechat.ui.graph.view import HistoryGraphView
 

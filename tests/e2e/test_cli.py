@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.support.loopback_server import LoopbackProvider, Reply
 
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store, default_store_path
 from treechat.store.schema import SCHEMA_VERSION
 

@@ -17,7 +17,7 @@ CHILD = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
     from treechat.store.database import Store
-    from treechat.services.sessions import SessionService
+    from treechat.services.turns.sessions import SessionService
     from treechat.services.store_life.drafts import DraftWriter
 
     async def main() -> None:

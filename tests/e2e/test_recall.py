@@ -14,7 +14,7 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.dag import Change
 from treechat.services.bootstrap import build_services
-from treechat.services.events import TurnFailed
+from treechat.services.turns.events import TurnFailed
 from treechat.services.models.catalog import ModelChoice
 
 MODEL = "openai/loopback-small"

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from treechat.core.clock import SYSTEM_CLOCK, Clock
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import TextDelta, TurnEvent
+from treechat.services.turns.events import TextDelta, TurnEvent
 from treechat.services.models.catalog import ModelChoice
 
 from .loopback_server import LoopbackProvider

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from treechat.providers.keys import KeyStore
-from treechat.services.sessions import SessionService
 from treechat.services.sync.crypto import HEADER_NAME, new_header
 from treechat.services.sync.service import SyncService, TargetConfig
 from treechat.services.sync.targets import StoredFile, SyncTarget, TargetError
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store, default_store_path
 
 PASSPHRASE = "correct horse battery staple"

@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from treechat.core import dag
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.chat.view import ChatView
 
 

@@ -20,7 +20,7 @@ from ..providers.local_servers import LocalServers, servers_from_environment
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path
-from .chat import ChatConfig, ChatService
+from .attachments import AttachmentService
 from .context import ContextEngine
 from .mcp.service import McpService
 from .models.catalog import ModelCatalog, ModelChoice
@@ -40,6 +40,11 @@ from .store_life.store_state import StoreHealth
 from .sync.service import SyncService
 from .transfer.export_jobs import ChatExports
 from .transfer.import_jobs import ImportJobs
+from .turns.chat_service import ChatConfig, ChatService
+from .turns.chat_settings import ChatSettingsService
+from .turns.sessions import SessionService
+from .turns.spending import SpendingService
+from .turns.turn_queue import TurnQueue
 
 __all__ = [
     "SETTINGS_DEFAULT_MODEL",
@@ -151,8 +156,15 @@ def build_services(
         engine.config = replace(engine.config, rules=rules)
 
     mcp = McpService(store, keys, on_protected=protect)
+    # Files in messages: stored before the request, rendered by the engine from the store.
+    attachments = AttachmentService(store, engine.counter, clock=clock)
+    engine.files = attachments.payloads
     chat = ChatService(
-        store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp
+        store, engine, models, config=config, clock=clock, provider=provider, mcp=mcp,
+        sessions=SessionService(store, clock=clock),
+        settings=ChatSettingsService(store, clock=clock,
+                                     on_global_instructions=config.set_global_instructions),
+        spending=SpendingService(store), attachments=attachments, queue=TurnQueue(),
     )
     backups = BackupService(store, clock=clock, reload=functools.partial(
         reload_after_restore, store, engine, chat, mcp, connections))

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 
 from treechat.core import dag
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.chat.delegate import ChatDelegate
 from treechat.ui.chat.model import ChatRow, RowKind
 from treechat.ui.chat.view import ChatView

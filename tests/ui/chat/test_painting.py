@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor
 from pytestqt.qtbot import QtBot
 
 from treechat.core.model import Node
-from treechat.services.events import TurnError
+from treechat.services.turns.events import TurnError
 from treechat.ui.chat.view import ChatView
 
 from ..session_views import session_view, shown_chat

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.chat.view import ChatView
 
 from ..session_views import chain, session_view, shown_chat

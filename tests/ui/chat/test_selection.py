@@ -17,7 +17,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from treechat.services.sessions import SessionService, SessionView
+from treechat.services.turns.sessions import SessionService, SessionView
 from treechat.store.database import Store
 from treechat.ui.chat.view import ChatView
 

@@ -20,8 +20,8 @@ from pytestqt.qtbot import QtBot
 
 from treechat.core import dag
 from treechat.core.model import Node
-from treechat.services.events import TurnError
-from treechat.services.sessions import SessionService, SessionView
+from treechat.services.turns.events import TurnError
+from treechat.services.turns.sessions import SessionService, SessionView
 from treechat.store.database import Store
 from treechat.ui.chat.model import RowKind
 from treechat.ui.chat.view import ChatView

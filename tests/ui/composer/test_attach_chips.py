@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.chat import Attachment
+from treechat.services.turns.chat_service import Attachment
 from treechat.services.merge import StagedAttach
 from treechat.ui.composer.attach_chips import AttachChipBar, format_tokens
 

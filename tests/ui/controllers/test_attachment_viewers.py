@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QImage, QImageWriter
 
 from treechat.core import dag
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.chat.attachment_views import ShownAttachment
 from treechat.ui.controllers.attachment_viewers import (
     AttachmentViewers,

@@ -13,7 +13,7 @@ from treechat.core import dag
 from treechat.core.model import Session
 from treechat.providers.keys import KeyStore
 from treechat.services.models.catalog import BUNDLED_ID, ModelCatalog
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.controllers.bundled_note import SHOWN_KEY, TITLE, BundledModelNote
 from treechat.ui.shell.error_banner import ErrorBanner
 

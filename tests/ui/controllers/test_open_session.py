@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from treechat.core.dag import Change
 from treechat.core.model import Node
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.store.database import Store
 from treechat.ui.controllers.open_session import VIEW_CACHE, differs
 

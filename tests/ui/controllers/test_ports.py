@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMenu
 
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.services.transfer.export_jobs import ChatExports
 from treechat.store.database import Store
 from treechat.ui.controllers.chat_export import ChatExport

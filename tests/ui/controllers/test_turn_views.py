@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from treechat.core import dag
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.controllers.turn_views import (
     PENDING_PREFIX,
     extend_view,

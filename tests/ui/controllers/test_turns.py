@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from tests.support.loopback_server import Reply
 
 from treechat.core.occupancy import Occupancy
-from treechat.services.events import TurnError
+from treechat.services.turns.events import TurnError
 from treechat.store.database import Store
 from treechat.ui.chat.model import RowKind
 

@@ -17,7 +17,7 @@ from pytestqt.qtbot import QtBot
 from treechat.core import dag
 from treechat.core.artifacts import split_claude_markup
 from treechat.core.model import Node, Session
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.controllers.artifacts import ArtifactsController
 from treechat.ui.controllers.sync import SyncController
 from treechat.ui.controllers.wiring import ChatScreen, ShownChat, Spawner

@@ -4,7 +4,7 @@ are named as the picker names them."""
 
 from __future__ import annotations
 
-from treechat.services.spending import spend_grouped
+from treechat.services.turns.spending import spend_grouped
 from treechat.store.usage import UsageRecord
 from treechat.ui.dialogs.chat_controls import UsageDialog, spend_note, spend_text
 

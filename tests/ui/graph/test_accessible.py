@@ -8,7 +8,7 @@ from PySide6.QtGui import QAccessible
 from pytestqt.qtbot import QtBot
 
 from treechat.core.model import Node
-from treechat.services.sessions import SessionView
+from treechat.services.turns.sessions import SessionView
 from treechat.ui.graph.accessible import install_graph_accessibility
 from treechat.ui.graph.view import HistoryGraphView
 

@@ -251,7 +251,7 @@ def test_new_nodes_are_added_without_moving_or_remaking_items(qapp: object) -> N
 
     from treechat.core.dag import Graph, active_path
     from treechat.core.model import Session
-    from treechat.services.sessions import SessionView
+    from treechat.services.turns.sessions import SessionView
     from treechat.ui.graph.items import DETAIL_SCALE
     from treechat.ui.graph.view import HistoryGraphView
 

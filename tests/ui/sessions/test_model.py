@@ -91,7 +91,7 @@ def test_a_chat_waiting_for_the_local_server_says_queued_then_replying(
 
 
 def test_a_queued_place_reads_as_people_say_it() -> None:
-    from treechat.services.turn_queue import TurnActivity
+    from treechat.services.turns.turn_queue import TurnActivity
 
     def queued(place: int) -> str:
         return activity_text(TurnActivity("s", "queued", "127.0.0.1:8080", True, place))

@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QSignalSpy, QTest
 from pytestqt.qtbot import QtBot
 
-from treechat.services.events import TurnError
-from treechat.services.turn_records import ACTIONS
+from treechat.services.turns.events import TurnError
+from treechat.services.turns.turn_records import ACTIONS
 from treechat.ui.shell.error_banner import TITLES, ErrorBanner
 
 EXPECTED = {

@@ -27,7 +27,7 @@ from treechat.services.attachments import (
     prepare_path,
 )
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import TurnFailed, TurnFinished
+from treechat.services.turns.events import TurnFailed, TurnFinished
 from treechat.services.models.catalog import ModelChoice
 
 

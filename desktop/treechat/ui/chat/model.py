@@ -13,8 +13,8 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistent
 
 from ...core.model import GraphError, Node
 from ...core.reply import reasoning_of
-from ...services.events import TurnError
-from ...services.sessions import SessionView
+from ...services.turns.events import TurnError
+from ...services.turns.sessions import SessionView
 
 ROW_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 # Changes are announced for these roles only: naming no role (or the size hint role) makes

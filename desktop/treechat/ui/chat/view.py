@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.events import TurnError
-from ...services.sessions import SessionView
+from ...services.turns.events import TurnError
+from ...services.turns.sessions import SessionView
 from .chat_list import ChatList
 from .delegate import ChatDelegate
 from .message_editor import MessageEditor

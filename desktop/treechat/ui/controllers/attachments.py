@@ -40,7 +40,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ...core.attachments import AttachmentError, human_size
 from ...services.attachments import PreparedFile
-from ...services.chat import ChatService
+from ...services.turns.chat_service import ChatService
 from ..chat.attachment_views import ThumbnailCache
 from ..chat.view import ChatView
 from ..composer.composer import Composer

@@ -13,16 +13,16 @@ from PySide6.QtWidgets import QMenu, QStackedWidget, QWidget
 
 from ...core.model import GraphError, Node
 from ...services.attachments import PreparedFile
-from ...services.beam import DEFAULT_FUSE_INSTRUCTION, BeamEvent, BeamService, SiblingReply
-from ...services.chat import Attachment, ChatService
-from ...services.events import (
+from ...services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamEvent, BeamService, SiblingReply
+from ...services.turns.chat_service import Attachment, ChatService
+from ...services.turns.events import (
     TextDelta,
     TurnEvent,
     TurnFailed,
     TurnFinished,
     TurnStarted,
 )
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from ..chat.compare_view import Column, CompareView, facts_text
 from ..chat.view import ChatView
 from ..composer.composer import Composer

@@ -11,9 +11,9 @@ from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolTip, QWidget
 
 from ...core.reply import can_continue, reasoning_of
-from ...services.chat import ChatService
-from ...services.sessions import SessionView
-from ...services.spending import ReplyCost
+from ...services.turns.chat_service import ChatService
+from ...services.turns.sessions import SessionView
+from ...services.turns.spending import ReplyCost
 from ..chat.view import ChatView
 from ..composer.composer import Composer
 from ..dialogs.chat_controls import UsageDialog, money, spend_text

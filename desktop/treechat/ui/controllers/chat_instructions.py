@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QFormLayout, QPushButton, QToolButton, QWidget
 
 from ...core.budget import BudgetConfig, output_reserve
 from ...core.chat_settings import SettingsError
-from ...services.chat import ChatService
+from ...services.turns.chat_service import ChatService
 from ..dialogs.chat_controls import InstructionsDialog, ParametersDialog, Shown
 from .ports import ModelPicker, OpenChat, Spawner, StatusLine
 

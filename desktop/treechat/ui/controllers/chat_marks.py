@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton
 
-from ...services.chat_settings import ChatSettingsService
+from ...services.turns.chat_settings import ChatSettingsService
 from ..sessions.list import SessionList
 from .ports import OpenChat, Spawner
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...core.clock import Clock
 from ...core.model import GraphError
-from ...services.sessions import SessionService
+from ...services.turns.sessions import SessionService
 from ..chat.view import ChatView
 from ..sessions.list import SessionList
 from .wiring import ChatNavigator, OccupancyRefresh, Spawner, StatusLine

@@ -14,10 +14,10 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWi
 from ...core.clock import Clock
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
-from ...services.chat import Attachment, ChatService
+from ...services.turns.chat_service import Attachment, ChatService
 from ...services.context import ContextEngine
 from ...services.merge import AttachService, StagedAttach
-from ...services.sessions import SessionService, SessionView
+from ...services.turns.sessions import SessionService, SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog
 from ..graph.items import label_for

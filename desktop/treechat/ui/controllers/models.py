@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from ...services.models.catalog import Endpoint, ModelCatalog, ModelChoice, ModelUnavailable
-from ...services.sessions import SessionService
+from ...services.turns.sessions import SessionService
 from ..composer.composer import Composer
 from .wiring import ChatScreen, Refresh, Spawner
 

@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QWidget
 from ...core.clock import Clock
 from ...core.occupancy import Occupancy
 from ...core.rules import foldable_items
-from ...services.chat import ChatService
+from ...services.turns.chat_service import ChatService
 from ...services.context import ContextEngine
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from ..composer.composer import Composer
 from ..dialogs.context_breakdown import ContextBreakdownDialog
 from ..occupancy.format import CompactionState, compaction_report

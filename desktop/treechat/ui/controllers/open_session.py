@@ -10,9 +10,9 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from ...services.events import TurnError
+from ...services.turns.events import TurnError
 from ...services.models.catalog import ModelChoice
-from ...services.sessions import SessionService, SessionView
+from ...services.turns.sessions import SessionService, SessionView
 from ..shell.parts import WindowParts
 from .wiring import Spawner
 

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from ...core.model import Node
 from ...services.attachments import PreparedFile
-from ...services.chat import Attachment
-from ...services.events import TurnError, TurnEvent
+from ...services.turns.chat_service import Attachment
+from ...services.turns.events import TurnError, TurnEvent
 from ...services.models.catalog import ModelChoice
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 
 EventSink = Callable[[TurnEvent], None]
 # Where a send takes what goes with its message (each registered with the turn controller):

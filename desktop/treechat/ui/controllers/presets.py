@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
 from ...core.chat_settings import SettingsError
-from ...services.chat import ChatService
+from ...services.turns.chat_service import ChatService
 from ...services.transfer.export_jobs import ChatExports
 from ..composer.composer import Composer
 from ..sessions.list import SessionList

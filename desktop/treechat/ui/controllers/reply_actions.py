@@ -10,8 +10,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialog, QLabel, QMenu, QPlainTextEdit, QVBoxLayout, QWidget
 
 from ...core.reply import can_continue, reasoning_of
-from ...services.chat import ChatService
-from ...services.sessions import SessionView
+from ...services.turns.chat_service import ChatService
+from ...services.turns.sessions import SessionView
 from .ports import ModelPicker, OpenChat, TurnRunner
 
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from ...core.clock import Clock
 from ...core.model import GraphError, Session
-from ...services.chat import ChatService
+from ...services.turns.chat_service import ChatService
 from ...services.search import SearchService
-from ...services.sessions import SessionService, SessionView
-from ...services.turn_queue import TurnActivity
+from ...services.turns.sessions import SessionService, SessionView
+from ...services.turns.turn_queue import TurnActivity
 from ..shell.parts import WindowParts
 from .wiring import ChatNavigator, Spawner
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
 
-from ...services.sessions import SessionService
+from ...services.turns.sessions import SessionService
 from ...services.sync.service import SyncError, SyncService
 from ..common.tasks import loop_running
 from .open_session import differs

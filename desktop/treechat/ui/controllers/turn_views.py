@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ...core import dag
 from ...core.model import Node
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 
 PENDING_PREFIX = "pending-"
 

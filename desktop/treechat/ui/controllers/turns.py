@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject, Signal
 from ...core.clock import Clock
 from ...core.model import Node
 from ...services.attachments import PreparedFile
-from ...services.chat import ChatService
-from ...services.events import (
+from ...services.turns.chat_service import ChatService
+from ...services.turns.events import (
     NodeAdded,
     OccupancyChanged,
     ReasoningDelta,
@@ -27,8 +27,8 @@ from ...services.events import (
     TurnFinished,
     TurnStarted,
 )
-from ...services.message_fit import MessageFit
-from ...services.sessions import SessionView
+from ...services.turns.message_fit import MessageFit
+from ...services.turns.sessions import SessionView
 from ..chat.view import ChatView
 from ..common.announce import announce, reply_announcement
 from ..composer.composer import Composer

@@ -9,8 +9,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from ...services.events import TurnEvent
-from ...services.sessions import SessionView
+from ...services.turns.events import TurnEvent
+from ...services.turns.sessions import SessionView
 
 StatusLine = Callable[[str], None]  # the status bar's one line of news
 Refresh = Callable[[], Coroutine[Any, Any, None]]  # read something again and show it

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from ..common.elided_label import ElidedLabel
 from .view import HistoryGraphView
 

@@ -22,7 +22,7 @@ from ...core import dag
 from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
 from ...core.model import Node
 from ...services.merge import merged_peers
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from .edges import EdgeLayer, extra_sources
 from .geometry import graph_rect, label_room, left_neighbours, node_at, nodes_rect
 from .items import (

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from .interactions import (
     PointerGestures,
     context_menu,

@@ -34,7 +34,7 @@ from .roles import SESSION_ID_ROLE
 
 if TYPE_CHECKING:
     from ...core.model import Session
-    from ...services.turn_queue import TurnActivity
+    from ...services.turns.turn_queue import TurnActivity
     from .delegate import SessionListDelegate
     from .model import SessionListModel
 

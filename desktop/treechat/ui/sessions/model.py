@@ -18,7 +18,7 @@ from PySide6.QtCore import (
 )
 
 from ...core.model import Session
-from ...services.turn_queue import TurnActivity
+from ...services.turns.turn_queue import TurnActivity
 from .roles import (
     ACTIVITY_ROLE,
     FORKED_ROLE,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from ...services.events import TurnError
+from ...services.turns.events import TurnError
 
 TITLES = {
     "overflow": "Too long for this model",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     )
 
     from ...core.clock import Clock
-    from ...services.sessions import SessionView
+    from ...services.turns.sessions import SessionView
     from ..chat.view import ChatView
     from ..composer.composer import Composer
     from ..sessions.list import SessionList

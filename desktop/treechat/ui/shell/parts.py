@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QDockWidget, QTabWidget, QWidget
 
-from ...services.sessions import SessionView
+from ...services.turns.sessions import SessionView
 from ..chat.view import ChatView
 from ..composer.composer import Composer
 from ..sessions.list import SessionList

@@ -24,7 +24,7 @@ from treechat.providers.errors import ErrorKind
 from treechat.providers.keys import KeyStore
 from treechat.providers.local_servers import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
+from treechat.services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
 from treechat.services.models.catalog import ModelCatalog, ModelChoice
 from treechat.services.models.connections import SETTINGS_CONNECTIONS, ConnectionService
 from treechat.services.transfer.exporting import export_session

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from tests.support.clock import FakeClock
 
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.services.store_life.drafts import (
     DraftWriter,
     ReplyJournal,

@@ -235,7 +235,7 @@ async def test_pins_deletions_and_settings_travel(
     pair: tuple[Device, Device, FakeClock],
 ) -> None:
     from treechat.core.chat_settings import preset_from_dict
-    from treechat.services.chat_settings import ChatSettingsService
+    from treechat.services.turns.chat_settings import ChatSettingsService
     from treechat.store import chat_settings
 
     a, b, clock = pair

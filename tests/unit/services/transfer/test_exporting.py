@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from treechat.core.reply import REASONING_KEY
-from treechat.services.sessions import SessionService
+from treechat.services.turns.sessions import SessionService
 from treechat.services.transfer.exporting import (
     export_session,
     export_sessions,

@@ -1,0 +1,58 @@
+"""What a turn changed, so a view redraws from that instead of diffing whole snapshots: the
+nodes the turn wrote, the head it left, the session it touched and the usage rows it
+recorded. The turn's last event (`TurnFinished` or `TurnFailed`) carries it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.model import Node
+
+
+@dataclass(frozen=True, slots=True)
+class TurnChanges:
+    """`nodes` in the order they were written (the user message a send or edit committed,
+    then every reply, tool result or interrupted partial); `head` the session's HEAD after
+    the last of them (None when the turn wrote nothing); `usage` the ids of the ledger rows
+    its requests left; `model` the model the session was switched to (None: unchanged)."""
+
+    session_id: str
+    nodes: tuple[Node, ...] = ()
+    head: str | None = None
+    usage: tuple[str, ...] = ()
+    model: str | None = None
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        return tuple(n.id for n in self.nodes)
+
+    @property
+    def wrote(self) -> bool:
+        """Whether the graph or the ledger moved (a view with nothing to redraw skips it)."""
+        return bool(self.nodes or self.usage or self.model is not None)
+
+
+class ChangeLog:
+    """Collects a running turn's changes as they happen; `changes()` is the record so far."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._nodes: list[Node] = []
+        self._head: str | None = None
+        self._usage: list[str] = []
+        self._model: str | None = None
+
+    def wrote(self, node: Node, *, moves_head: bool = True) -> None:
+        self._nodes.append(node)
+        if moves_head:
+            self._head = node.id
+
+    def recorded(self, usage_id: str) -> None:
+        self._usage.append(usage_id)
+
+    def switched_model(self, model: str) -> None:
+        self._model = model
+
+    def changes(self) -> TurnChanges:
+        return TurnChanges(self.session_id, tuple(self._nodes), self._head,
+                           tuple(self._usage), self._model)

@@ -1,0 +1,29 @@
+"""How turns run: the steps a turn may take, the instructions every chat gets, the workspace,
+how often a reply's draft is flushed, who summarizes, and whether the store is let go of
+while the provider is awaited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..drafts import StoreRelease
+
+
+@dataclass
+class ChatConfig:
+    max_steps: int = 8  # model calls per turn when tools keep being called
+    global_instructions: str = ""
+    workspace: Path | None = None
+    draft_interval: float = 1.0
+    # Who writes the summaries of folded history: "" the offline extractive summarizer,
+    # "session" the session's own model, or a model id (a cheaper model of the same
+    # connection, the bundled one). Each summary is made once and kept in its commit.
+    summarizer: str = ""
+    # Set by a command-line turn: the store is let go of while the provider is awaited (the
+    # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
+    release_store: StoreRelease | None = None
+
+    def set_global_instructions(self, text: str) -> None:
+        """The instructions every chat gets changed (the settings service reports it)."""
+        self.global_instructions = text
