@@ -104,9 +104,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     from .commands import find_session_id
     from .commands_send import CliInputError, run_turn, turn_services
     from .core.model import GraphError
+    from .services.store_life.recovery import open_and_recover
     from .services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
     from .services.turns.events import TextDelta, TurnFailed, TurnFinished
-    from .services.store_life.recovery import open_and_recover
     from .store.database import default_store_path
 
     data_dir = paths.data_dir(args.data_dir)

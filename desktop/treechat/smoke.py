@@ -135,8 +135,8 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
 
 async def _turn(args: argparse.Namespace, data_dir: Path) -> TurnResult:
     from .services.bootstrap import build_services
-    from .services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished, TurnStarted
     from .services.models.catalog import BUNDLED_ID
+    from .services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished, TurnStarted
     from .store.database import StoreError
 
     try:

@@ -28,10 +28,10 @@ from tests.ui.conftest import Aio, Desk, close_desk
 from treechat.app import connect_services, create_window
 from treechat.providers import llm
 from treechat.providers.keys import KeyStore
-from treechat.services.turns.beam import BeamEvent, BeamService
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import TextDelta, TurnEvent
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.beam import BeamEvent, BeamService
+from treechat.services.turns.events import TextDelta, TurnEvent
 from treechat.ui.shell.event_loop import create_event_loop
 
 pytestmark = pytest.mark.bench

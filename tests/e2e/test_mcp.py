@@ -23,9 +23,9 @@ from tests.support.mcp_fixtures import http_server, stdio_config
 from tests.support.processes import described, gone
 
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
 from treechat.services.mcp.approval import ApprovalRequest, Decision
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished
 
 MODEL = "openai/loopback-model"
 

@@ -14,8 +14,8 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.core.dag import Change
 from treechat.services.bootstrap import build_services
-from treechat.services.turns.events import TurnFailed
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.events import TurnFailed
 
 MODEL = "openai/loopback-small"
 WINDOW = 6_000

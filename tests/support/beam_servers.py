@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-from treechat.services.turns.beam import BeamService
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.beam import BeamService
 
 from .loopback_server import LoopbackProvider
 

@@ -10,8 +10,8 @@ from typing import TypeVar
 
 from treechat.core.clock import SYSTEM_CLOCK, Clock
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import TextDelta, TurnEvent
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.events import TextDelta, TurnEvent
 
 from .loopback_server import LoopbackProvider
 

@@ -13,9 +13,9 @@ from ..core.dag import Graph
 from ..core.model import Annotation, GraphError, Node
 from ..store.commit_history import newest_commits_for_heads
 from ..store.repository import Repository
-from .chat import Attachment, ChatService
-from .events import EventSink
-from .sessions import load_view, new_id
+from .turns.chat_service import Attachment, ChatService
+from .turns.events import EventSink
+from .turns.sessions import load_view, new_id
 
 DEFAULT_MERGE_INSTRUCTION = (
     "Merge these branches into one answer: keep what each got right, resolve where they "

@@ -15,8 +15,8 @@ from .context import ContextEngine
 
 if TYPE_CHECKING:
     from .bootstrap import Services
-    from .chat import ChatService
     from .models.catalog import ModelCatalog
+    from .turns.chat_service import ChatService
 
 SETTINGS_DEFAULT_MODEL = "default_model"
 SETTINGS_WORKSPACE = "workspace"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from treechat.services.turns.chat_service import Attachment
 from treechat.services.merge import StagedAttach
+from treechat.services.turns.chat_service import Attachment
 from treechat.ui.composer.attach_chips import AttachChipBar, format_tokens
 
 

@@ -17,9 +17,9 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.app import connect_services, create_window
 from treechat.providers.keys import KeyStore
-from treechat.services.turns.beam import DEFAULT_FUSE_INSTRUCTION
 from treechat.services.bootstrap import build_services
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.beam import DEFAULT_FUSE_INSTRUCTION
 from treechat.ui.controllers.beam import BeamController
 
 from ..conftest import Aio, Desk, close_desk

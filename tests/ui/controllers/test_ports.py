@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMenu
 
-from treechat.services.turns.sessions import SessionView
 from treechat.services.transfer.export_jobs import ChatExports
+from treechat.services.turns.sessions import SessionView
 from treechat.store.database import Store
 from treechat.ui.controllers.chat_export import ChatExport
 from treechat.ui.controllers.mcp import McpController

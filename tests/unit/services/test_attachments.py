@@ -27,8 +27,8 @@ from treechat.services.attachments import (
     prepare_path,
 )
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import TurnFailed, TurnFinished
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.events import TurnFailed, TurnFinished
 
 
 def test_a_2_gb_file_is_refused_from_its_size_without_being_read(tmp_path: Path) -> None:

@@ -26,10 +26,10 @@ from .recovery import recover_drafts
 from .reopen import reopen_waiting
 
 if TYPE_CHECKING:
-    from ..chat import ChatService
     from ..context import ContextEngine
     from ..mcp.service import McpService
     from ..models.connections import ConnectionService
+    from ..turns.chat_service import ChatService
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.model import Node
 from ...store.database import Store
 from ...store.repository import Draft, Repository
-from ..sessions import new_id
+from ..turns.sessions import new_id
 from .drafts import ReplyJournal, journals
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from ...store.database import Store
 from ...store.imports import WrittenConversation, hold_cache, release_cache, write_conversation
 from ...store.repository import Repository
 from ..attachments import AttachmentLimits
-from ..sessions import new_id
+from ..turns.sessions import new_id
 from .export_reading import (
     MAX_CONVERSATION_BYTES,
     MAX_EXPORT_BYTES,

@@ -11,7 +11,7 @@ from ...core.attachments import node_attachments
 from ...core.model import Node
 from ...providers.llm import supports_vision as llm_supports_vision
 from ...store.database import Store
-from ..models import Endpoint, ModelUnavailable
+from ..models.catalog import Endpoint, ModelUnavailable
 from .changes import ChangeLog
 from .config import ChatConfig
 from .endpoints import Endpoints, address

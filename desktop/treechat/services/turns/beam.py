@@ -13,8 +13,8 @@ from typing import Any
 
 from ...core.model import GraphError, Node
 from ...store.repository import Repository
-from ..attach import AttachService, MergeResult
 from ..attachments import PreparedFile
+from ..merge import AttachService, MergeResult
 from .chat_service import Attachment, ChatService
 from .events import ReasoningDelta, TextDelta, TurnError, TurnEvent, TurnFailed
 from .sessions import load_view

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core import dag
+from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.model import Node
 from ...core.occupancy import Occupancy
 from ...core.reply import can_continue
 from ...providers.provider import Provider
 from ...store.database import Store
 from ..attachments import AttachmentService, PreparedFile
-from ..clock import SYSTEM_CLOCK, Clock
 from ..context import ContextEngine
-from ..mcp import McpService
-from ..models import Endpoint, ModelCatalog
+from ..mcp.service import McpService
+from ..models.catalog import Endpoint, ModelCatalog
 from .agent_loop import AgentLoop
 from .chat_settings import ChatSettingsService
 from .config import ChatConfig

@@ -27,11 +27,11 @@ from ...core.chat_settings import (
     load_presets,
     preset_from_dict,
 )
+from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.model import Session
 from ...store import chat_settings as table
 from ...store.chat_settings import SessionMarks
 from ...store.database import Store
-from ..clock import SYSTEM_CLOCK, Clock
 from .sessions import SessionService, new_id
 
 __all__ = [

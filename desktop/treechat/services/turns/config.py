@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..drafts import StoreRelease
+from ..store_life.drafts import StoreRelease
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..models import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
+from ..models.catalog import BUNDLED_ID, Endpoint, ModelCatalog, ModelUnavailable
 
 
 def address(endpoint: Endpoint) -> str:

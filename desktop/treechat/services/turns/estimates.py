@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...core.clock import Clock
 from ...core.occupancy import Occupancy
 from ...providers.llm import supports_vision as llm_supports_vision
 from ...store import usage as ledger
 from ...store.database import Store
-from ..clock import Clock
 from ..context import ContextEngine
-from ..models import Endpoint
+from ..models.catalog import Endpoint
 from .chat_settings import ChatSettingsService
 from .endpoints import Endpoints, address
 from .message_fit import MessageFit, cut_to_fit, measure_fit

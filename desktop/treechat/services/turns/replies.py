@@ -12,7 +12,7 @@ from ...core.reply import with_reasoning
 from ...providers import stream as provider_stream
 from ...store.repository import Repository
 from ...tools.base import ToolResult
-from ..models import Endpoint
+from ..models.catalog import Endpoint
 from .endpoints import address, model_meta
 
 

@@ -15,7 +15,7 @@ from ...core.reply import CONTINUES_KEY
 from ...providers import stream as provider_stream
 from ...tools.workspace import WorkspaceInstructions
 from ..context import TurnPrep
-from ..models import Endpoint
+from ..models.catalog import Endpoint
 from .chat_settings import ChatSettingsService
 from .config import ChatConfig
 

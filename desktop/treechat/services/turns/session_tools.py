@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...core.clock import Clock
 from ...store.database import Store
 from ...tools.base import ToolBox
 from ...tools.files import Workspace, file_tools
 from ...tools.knowledge import SearchKnowledgeTool
 from ...tools.recall import RecallTool
 from ...tools.todo import todo_tools
-from ..clock import Clock
 from ..context import ContextEngine
-from ..mcp import McpService
-from ..models import Endpoint
+from ..mcp.service import McpService
+from ..models.catalog import Endpoint
 from .config import ChatConfig
 from .endpoints import Endpoints
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard, get_args
 
 from ...core import dag
+from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.dag import Graph
 from ...core.model import Annotation, AnnotationKind, GraphError, Node, Role, Session
 from ...store.database import Store
 from ...store.repository import Repository
-from ..clock import SYSTEM_CLOCK, Clock
 
 
 def new_id() -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.budget import shrink_history
+from ...core.clock import Clock
 from ...core.model import Node
 from ...core.reply import with_reasoning
 from ...providers import stream as provider_stream
@@ -19,9 +20,8 @@ from ...providers.errors import ProviderFailure
 from ...providers.provider import Provider
 from ...store import usage as ledger
 from ...store.database import Store
-from ..clock import Clock
 from ..context import ContextEngine, TurnPrep
-from ..drafts import DraftWriter, store_released
+from ..store_life.drafts import DraftWriter, store_released
 from .chat_settings import ChatSettingsService
 from .config import ChatConfig
 from .endpoints import Endpoints, address

@@ -11,8 +11,8 @@ from ...providers import stream as provider_stream
 from ...providers.provider import Provider
 from ...store.database import Store
 from ..context import ContextEngine
-from ..models import Endpoint, ModelCatalog, ModelUnavailable
-from ..store_release import StoreFreeSummarizer
+from ..models.catalog import Endpoint, ModelCatalog, ModelUnavailable
+from ..store_life.store_release import StoreFreeSummarizer
 from .config import ChatConfig
 from .turn_queue import TurnQueue
 

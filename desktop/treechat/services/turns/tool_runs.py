@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+from ...core.clock import Clock
 from ...core.model import Node
 from ...providers import stream as provider_stream
 from ...store.database import Store
 from ...tools.base import ToolResult
-from ..clock import Clock
-from ..store_release import StoreNotBackError
+from ..store_life.store_release import StoreNotBackError
 from .events import NodeAdded
 from .replies import appender, tool_node
 from .turn import Turn

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...tools.base import ToolBox
-from ..models import Endpoint
+from ..models.catalog import Endpoint
 from .changes import ChangeLog, TurnChanges
 from .events import EventSink
 

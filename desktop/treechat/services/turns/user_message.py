@@ -11,11 +11,11 @@ from typing import Any
 
 from ...core import dag
 from ...core.attachments import AttachmentRef, with_attachments
+from ...core.clock import Clock
 from ...core.model import GraphError, Node
 from ...store.database import Store
 from ...store.repository import Repository
 from ..attachments import AttachmentService, PreparedFile
-from ..clock import Clock
 from .sessions import SessionService, title_first
 
 

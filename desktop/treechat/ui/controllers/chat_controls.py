@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QMenu
 
-from ...services.turns.sessions import SessionView
 from ...services.transfer.export_jobs import ChatExports
+from ...services.turns.sessions import SessionView
 from .chat_costs import ChatCosts, reply_cost_text
 from .chat_export import ChatExport
 from .chat_instructions import ChatInstructions

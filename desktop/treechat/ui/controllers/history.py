@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWi
 from ...core.clock import Clock
 from ...core.model import GraphError
 from ...core.occupancy import Occupancy
-from ...services.turns.chat_service import Attachment, ChatService
 from ...services.context import ContextEngine
 from ...services.merge import AttachService, StagedAttach
+from ...services.turns.chat_service import Attachment, ChatService
 from ...services.turns.sessions import SessionService, SessionView
 from ..composer.attach_chips import AttachChipBar
 from ..dialogs.merge import MergeDialog

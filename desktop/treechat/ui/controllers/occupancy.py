@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QWidget
 from ...core.clock import Clock
 from ...core.occupancy import Occupancy
 from ...core.rules import foldable_items
-from ...services.turns.chat_service import ChatService
 from ...services.context import ContextEngine
+from ...services.turns.chat_service import ChatService
 from ...services.turns.sessions import SessionView
 from ..composer.composer import Composer
 from ..dialogs.context_breakdown import ContextBreakdownDialog

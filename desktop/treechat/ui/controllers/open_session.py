@@ -10,8 +10,8 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from ...services.turns.events import TurnError
 from ...services.models.catalog import ModelChoice
+from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionService, SessionView
 from ..shell.parts import WindowParts
 from .wiring import Spawner

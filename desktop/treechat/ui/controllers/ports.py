@@ -11,9 +11,9 @@ from typing import Any, Protocol
 
 from ...core.model import Node
 from ...services.attachments import PreparedFile
+from ...services.models.catalog import ModelChoice
 from ...services.turns.chat_service import Attachment
 from ...services.turns.events import TurnError, TurnEvent
-from ...services.models.catalog import ModelChoice
 from ...services.turns.sessions import SessionView
 
 EventSink = Callable[[TurnEvent], None]

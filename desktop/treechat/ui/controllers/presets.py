@@ -10,8 +10,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
 from ...core.chat_settings import SettingsError
-from ...services.turns.chat_service import ChatService
 from ...services.transfer.export_jobs import ChatExports
+from ...services.turns.chat_service import ChatService
 from ..composer.composer import Composer
 from ..sessions.list import SessionList
 from .chat_export import file_dialog

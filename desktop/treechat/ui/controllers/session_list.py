@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from ...core.clock import Clock
 from ...core.model import GraphError, Session
-from ...services.turns.chat_service import ChatService
 from ...services.search import SearchService
+from ...services.turns.chat_service import ChatService
 from ...services.turns.sessions import SessionService, SessionView
 from ...services.turns.turn_queue import TurnActivity
 from ..shell.parts import WindowParts

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
 
-from ...services.turns.sessions import SessionService
 from ...services.sync.service import SyncError, SyncService
+from ...services.turns.sessions import SessionService
 from ..common.tasks import loop_running
 from .open_session import differs
 from .wiring import ChatScreen, Refresh, Spawner, StatusLine

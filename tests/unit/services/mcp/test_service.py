@@ -209,8 +209,8 @@ async def test_a_command_line_turn_lets_go_of_the_store_while_servers_start_and_
 ) -> None:
     """Starting a server and listing its tools, and asking a person about a call, are waits
     on a peer or a person: with `release_store` the store is free meanwhile, and back after."""
-    from treechat.services.turns.sessions import SessionService
     from treechat.services.store_life.drafts import StoreRelease
+    from treechat.services.turns.sessions import SessionService
 
     session = (await SessionService(store).create("Tools")).id
     await service.add(stdio_config("alpha", "alpha-secret-31"))

@@ -24,10 +24,10 @@ from treechat.providers.errors import ErrorKind
 from treechat.providers.keys import KeyStore
 from treechat.providers.local_servers import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
 from treechat.services.models.catalog import ModelCatalog, ModelChoice
 from treechat.services.models.connections import SETTINGS_CONNECTIONS, ConnectionService
 from treechat.services.transfer.exporting import export_session
+from treechat.services.turns.events import TextDelta, TurnEvent, TurnFailed, TurnFinished
 
 LAB_KEY = "sk-lab-secret-0123456789"
 

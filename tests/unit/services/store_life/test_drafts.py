@@ -14,7 +14,6 @@ import pytest
 import pytest_asyncio
 from tests.support.clock import FakeClock
 
-from treechat.services.turns.sessions import SessionService
 from treechat.services.store_life.drafts import (
     DraftWriter,
     ReplyJournal,
@@ -23,6 +22,7 @@ from treechat.services.store_life.drafts import (
     store_released,
 )
 from treechat.services.store_life.recovery import recover_drafts
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

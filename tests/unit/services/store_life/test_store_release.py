@@ -18,13 +18,13 @@ import pytest_asyncio
 from tests.unit.services.store_life.test_drafts import HOLD_STORE, other_process_lists_sessions
 
 from treechat.core.summarize import SummaryRequest
-from treechat.services.turns.sessions import SessionService
 from treechat.services.store_life.drafts import StoreRelease
 from treechat.services.store_life.store_release import (
     StoreFreeSummarizer,
     StoreNotBackError,
     store_let_go,
 )
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

@@ -11,7 +11,6 @@ import pytest
 import pytest_asyncio
 
 from treechat.core.reply import REASONING_KEY
-from treechat.services.turns.sessions import SessionService
 from treechat.services.transfer.exporting import (
     export_session,
     export_sessions,
@@ -19,6 +18,7 @@ from treechat.services.transfer.exporting import (
     write_export,
 )
 from treechat.services.transfer.importing import import_file
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 

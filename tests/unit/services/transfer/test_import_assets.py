@@ -23,10 +23,10 @@ from treechat.core.attachments import node_attachments
 from treechat.core.model import Node
 from treechat.services.attachments import AttachmentLimits
 from treechat.services.bootstrap import Services, build_services
-from treechat.services.turns.events import TurnFailed
 from treechat.services.models.catalog import ModelChoice
 from treechat.services.transfer.exporting import export_session, write_markdown_attachments
 from treechat.services.transfer.importing import import_file
+from treechat.services.turns.events import TurnFailed
 from treechat.store.database import Store
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "imports"

@@ -20,7 +20,6 @@ from treechat.core.dag import Graph, active_path
 from treechat.core.imports import ImportFileError
 from treechat.core.model import Node
 from treechat.core.reply import reasoning_of
-from treechat.services.turns.sessions import SessionService
 from treechat.services.transfer import importing
 from treechat.services.transfer.export_reading import read_export_parts
 from treechat.services.transfer.importing import (
@@ -28,6 +27,7 @@ from treechat.services.transfer.importing import (
     export_session,
     import_file,
 )
+from treechat.services.turns.sessions import SessionService
 from treechat.store.database import Store
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "imports"

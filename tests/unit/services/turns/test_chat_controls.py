@@ -16,9 +16,9 @@ from tests.support.loopback_server import LoopbackProvider, Reply
 from treechat.core.chat_settings import ChatParameters
 from treechat.core.reply import continuation_of, joined_runs, reasoning_of
 from treechat.services.bootstrap import Services, build_services
+from treechat.services.models.catalog import ModelChoice
 from treechat.services.transfer.exporting import export_session
 from treechat.services.transfer.importing import import_file
-from treechat.services.models.catalog import ModelChoice
 from treechat.services.turns.events import ReasoningDelta, TextDelta, TurnEvent
 from treechat.services.turns.request import IDENTITY
 from treechat.services.turns.spending import SpendingService

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from treechat.core.clock import SYSTEM_CLOCK
 from treechat.core.model import Node, Session
 from treechat.providers import stream as provider_stream
-from treechat.core.clock import SYSTEM_CLOCK
 from treechat.services.models.catalog import Endpoint
 from treechat.services.turns.changes import ChangeLog
 from treechat.services.turns.events import NodeAdded, TurnEvent
