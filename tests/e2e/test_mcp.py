@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from tests.support.loopback_server import LoopbackProvider, Reply
 from tests.support.mcp_fixtures import http_server, stdio_config
-from tests.support.processes import gone
+from tests.support.processes import described, gone
 
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.events import NodeAdded, ToolCallStarted, TurnEvent, TurnFinished

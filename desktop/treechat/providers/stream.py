@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.budget import leading_system
 from . import llm, sse_guard
+from .cache_diagnostics import CacheDiagnostics
 from .deadline import (
     MAX_REPLY_CHARS,
     StreamDeadline,
@@ -30,7 +31,6 @@ from .deadline import (
     too_long_failure,
     total_timeout,
 )
-from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
 from .keys import PLACEHOLDER_API_KEY, remember_secret
 

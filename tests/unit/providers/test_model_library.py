@@ -11,7 +11,7 @@ import pytest
 from tests.support.hub_server import Hub, HubServer, sha256_of
 
 from treechat.providers.gguf_header import GGUFError, read_header
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 from treechat.providers.model_library import (
     ChecksumMismatch,
     DownloadControl,

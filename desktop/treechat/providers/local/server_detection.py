@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import httpx
 
-from ..core.clock import Clock
-from .connections import (
+from ...core.clock import Clock
+from ..connections import (
     Connection,
     ConnectionModel,
     ConnectionProblem,
