@@ -28,10 +28,10 @@ from ..connections import (
     Connection,
     ConnectionModel,
     ConnectionProblem,
-    fetch_models,
     is_loopback,
     parse_base_url,
 )
+from ..model_lists import fetch_models
 
 LocalKind = Literal["ollama", "lmstudio", "llamacpp"]
 PROBE_TIMEOUT = httpx.Timeout(2.0, connect=0.5)
