@@ -30,7 +30,6 @@ from ..core.attachments import (
     AttachmentPayload,
     AttachmentRef,
     Provider,
-    decode_text,
     fenced_text,
     human_size,
     image_tokens,
@@ -41,6 +40,7 @@ from ..core.attachments import (
 )
 from ..core.tokens import TokenCounter, truncate_to_tokens
 from ..store.database import Store
+from ..tools.text_decoding import decode_text
 from .clock import SYSTEM_CLOCK, Clock
 
 __all__ = [

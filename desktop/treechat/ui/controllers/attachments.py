@@ -39,8 +39,9 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFileDialog
 
-from ...core.attachments import AttachmentError, decode_text, human_size
+from ...core.attachments import AttachmentError, human_size
 from ...services.attachments import PreparedFile, pdf_pages_text
+from ...tools.text_decoding import decode_text
 from ..chat.attachment_views import ShownAttachment, ThumbnailCache, shown_attachments
 from ..composer.file_chips import FileChipBar, FileChipState
 from ..dialogs.attachment_viewer import AttachmentViewer
