@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from .. import paths
 from ..core.clock import Clock
@@ -299,7 +299,7 @@ class ModelLibrary:
         not the hub's (the partial file is removed)."""
         from huggingface_hub import hf_hub_url
         from huggingface_hub.file_download import http_get
-        from huggingface_hub.utils import (  # type: ignore[attr-defined]  # not in its __all__
+        from huggingface_hub.utils import (  # type: ignore[attr-defined]  # not exported to mypy
             build_hf_headers,
         )
 
@@ -340,8 +340,8 @@ class ModelLibrary:
                                         f"{repo}/{file}")
                 writer.prime(part)
                 # the writer is file-like and NoBar is tqdm-like: what http_get calls on them
-                http_get(url, writer, resume_size=have, headers=headers,  # type: ignore[arg-type]
-                         expected_size=remote.size, tqdm_class=NoBar)
+                http_get(url, cast(BinaryIO, writer), resume_size=have, headers=headers,
+                         expected_size=remote.size, tqdm_class=cast(Any, NoBar))
                 digest = writer.hexdigest(part)
         except DownloadStopped as stop:
             if stop.cancelled:

@@ -113,13 +113,15 @@ class _GatedConnection:
         self._con = con
         self._gate = gate
 
-    def execute(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+    def execute(self, query: duckdb.Statement | str,
+                parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.execute(query, *args, **kwargs)  # type: ignore[arg-type]
+        return self._con.execute(query, parameters)
 
-    def executemany(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+    def executemany(self, query: duckdb.Statement | str,
+                    parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.executemany(query, *args, **kwargs)  # type: ignore[arg-type]
+        return self._con.executemany(query, parameters)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
