@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import StoreCorruptError, StoreError, StoreLockedError
+from .store_errors import StoreCorruptError, StoreError, StoreLockedError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600

@@ -31,8 +31,8 @@ from ._header import (
     make_private_file,
     schema_version,
 )
-from .errors import StoreError, StoreLockedError
 from .schema import SCHEMA_VERSION
+from .store_errors import StoreError, StoreLockedError
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Callers never touch the connection: they hand a function of a `Repository` to the worker
 (`submit` -> Future, `call` blocks, `run` awaits), so the GUI thread never waits on DuckDB.
-The store's errors (`errors`) and the file helpers callers use are exported from here too.
+The store's errors (`store_errors`) and the file helpers callers use are exported from here too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ import duckdb
 from . import integrity
 from ._header import is_open_here, make_private_dir, make_private_file, mark_closed, mark_open
 from .backup import Backup, BackupError, create_backup, needs_backup
-from .errors import (
+from .integrity import IntegrityReport
+from .opening import connect, file_identity
+from .repository import Repository
+from .store_errors import (
     StoreCorruptError,
     StoreDamagedError,
     StoreError,
@@ -33,9 +36,6 @@ from .errors import (
     disk_full_message,
     is_disk_full,
 )
-from .integrity import IntegrityReport
-from .opening import connect, file_identity
-from .repository import Repository
 
 __all__ = [
     "STORE_FILENAME",

@@ -22,7 +22,9 @@ from ._header import (
     schema_version,
 )
 from .backup import create_backup
-from .errors import (
+from .integrity import IntegrityReport
+from .schema import MIGRATIONS, SCHEMA_VERSION
+from .store_errors import (
     StoreCorruptError,
     StoreDamagedError,
     StoreError,
@@ -30,8 +32,6 @@ from .errors import (
     StoreTooNewError,
     damaged_message,
 )
-from .integrity import IntegrityReport
-from .schema import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from treechat.store._header import (
     mark_open,
     schema_version,
 )
-from treechat.store.errors import StoreCorruptError, StoreLockedError
+from treechat.store.store_errors import StoreCorruptError, StoreLockedError
 
 
 def test_a_file_that_is_not_duckdb_is_refused_and_left_as_it_was(tmp_path: Path) -> None:

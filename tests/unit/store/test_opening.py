@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from treechat.store._header import schema_version
-from treechat.store.errors import StoreCorruptError, StoreTooNewError
 from treechat.store.opening import connect, file_identity, set_aside_unreadable_wal
 from treechat.store.schema import SCHEMA_VERSION
+from treechat.store.store_errors import StoreCorruptError, StoreTooNewError
 
 
 def digest(path: Path) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from .config import ServerConfig
-from .connection import GUARD_SCRIPT, Connection
+from .server_connection import GUARD_SCRIPT, ServerConnection
 from .server_state import (
     CallOutcome,
     McpCallError,
@@ -58,7 +58,7 @@ class McpRuntime:
 
     def __init__(self, on_state: Callable[[ServerState], None] | None = None) -> None:
         self._listeners: list[Callable[[ServerState], None]] = [on_state] if on_state else []
-        self._connections: dict[str, Connection] = {}
+        self._connections: dict[str, ServerConnection] = {}
         self._states: dict[str, ServerState] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -122,10 +122,10 @@ class McpRuntime:
 
     # --- life cycle ------------------------------------------------------------------
 
-    def _connection(self, config: ServerConfig) -> Connection:
+    def _connection(self, config: ServerConfig) -> ServerConnection:
         conn = self._connections.get(config.name)
         if conn is None:
-            conn = Connection(config, self._notify)
+            conn = ServerConnection(config, self._notify)
             self._connections[config.name] = conn
         return conn
 
@@ -188,7 +188,7 @@ class McpRuntime:
 
     # --- calls -----------------------------------------------------------------------
 
-    def _live(self, name: str) -> Connection:
+    def _live(self, name: str) -> ServerConnection:
         conn = self._connections.get(name)
         if conn is None:
             raise McpCallError(f"the {name} server is not running")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .engine import Engine, Generation
+from .generation import Engine, Generation
 from .messages import (
     TOOL_CALL_OPEN,
     RequestError,

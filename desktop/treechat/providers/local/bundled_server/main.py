@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from .engine import Engine
+from .generation import Engine
 from .handler import serve
 
 _PR_SET_PDEATHSIG = 1

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from treechat.providers.local.bundled_model import LocalModel, find_gguf, server_command
-from treechat.providers.local.bundled_server.engine import Generation
+from treechat.providers.local.bundled_server.generation import Generation
 from treechat.providers.local.bundled_server.handler import ToolCalls, hold_tool_calls
 
 # A small Hermes-style template written for these tests: tools listed in the system turn,

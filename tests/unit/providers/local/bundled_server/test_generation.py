@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from treechat.providers.local.bundled_model import find_gguf
-from treechat.providers.local.bundled_server.engine import Engine, Generation
+from treechat.providers.local.bundled_server.generation import Engine, Generation
 from treechat.providers.local.bundled_server.messages import RequestError
 
 HELLO = [{"role": "user", "content": "Count from one to ten."}]

@@ -106,7 +106,7 @@ def resolve_command(config: ServerConfig) -> str | None:
     return shutil.which(command, path=path)
 
 
-class Connection:
+class ServerConnection:
     """One server, driven only from the MCP thread's loop."""
 
     def __init__(self, config: ServerConfig, notify: Callable[[ServerState], None]) -> None:

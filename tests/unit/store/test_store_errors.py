@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from treechat.store.errors import (
+from treechat.store.store_errors import (
     StoreCorruptError,
     StoreDamagedError,
     StoreError,

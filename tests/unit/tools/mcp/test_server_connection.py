@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from treechat.tools.mcp.config import ServerConfig
-from treechat.tools.mcp.connection import (
+from treechat.tools.mcp.server_connection import (
     GUARD_SCRIPT,
     STDERR_TAIL_LINES,
     _StderrTail,
