@@ -21,7 +21,7 @@ def main() -> int:
 
     if len(sys.argv) > 1 and sys.argv[1] == paths.SERVE_LOCAL_MODEL_FLAG:
         # The bundled model's server: imports llama_cpp only, never the app.
-        from treechat.providers import local_server
+        from treechat.providers.local.bundled_server import main as local_server
 
         return local_server.main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "--mcp-guard":

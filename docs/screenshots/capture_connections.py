@@ -22,7 +22,7 @@ from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
 
 from treechat.app import connect_services, create_window
 from treechat.providers.keys import KeyStore
-from treechat.providers.local_servers import LocalServers, ServerSpec
+from treechat.providers.local.server_detection import LocalServers, ServerSpec
 from treechat.services.bootstrap import build_services
 from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 

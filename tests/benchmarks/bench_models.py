@@ -20,7 +20,7 @@ import httpx
 import pytest
 from tests.support.hub_server import Hub, HubServer, sha256_of
 
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 from treechat.providers.model_library import ModelLibrary
 from treechat.services.models.model_library import ModelLibraryService
 

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from tests.support.processes import gone
 
-from treechat.providers.local_model import LocalModel
+from treechat.providers.local.bundled_model import LocalModel
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ async def test_overflow_is_recognised_by_litellm(model: LocalModel) -> None:
 PARENT = textwrap.dedent(
     """
     import asyncio, sys, time
-    from treechat.providers.local_model import LocalModel
+    from treechat.providers.local.bundled_model import LocalModel
 
     async def main(mode):
         model = LocalModel()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.support.hub_server import sha256_of
 
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 
 pytestmark = pytest.mark.slow
 

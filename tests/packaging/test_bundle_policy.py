@@ -96,7 +96,7 @@ def test_cloud_sdks_and_qt_quick_are_excluded_but_not_what_runs() -> None:
                    "litellm.proxy.common_utils.timezone_utils", "PySide6.QtWidgets",
                    "PySide6.QtGui", "PySide6.QtCore", "PySide6.QtNetwork", "PySide6.QtSvg",
                    "duckdb", "tiktoken", "tiktoken_ext.openai_public", "llama_cpp", "numpy",
-                   "qasync", "keyring", "httpx", "treechat.providers.local_server"):
+                   "qasync", "keyring", "httpx", "treechat.providers.local.bundled_server.main"):
         assert not is_excluded(needed), needed
 
 

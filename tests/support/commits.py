@@ -8,7 +8,7 @@ from typing import Any
 
 from treechat.core.commit import ContextCommit
 from treechat.core.model import Node
-from treechat.core.rules import RuleConfig, run_pipeline
+from treechat.core.rules import RuleConfig, generate_chain
 from treechat.core.tokens import TokenCounter
 
 
@@ -34,7 +34,7 @@ def generate_commit(
     `attachments` maps each attach pointer node id to the source commit it names (None when
     it could not be loaded). Only a merge node yields several parent ids (invariant 7).
     """
-    return run_pipeline(
+    chain = generate_chain(
         parent,
         nodes,
         session_id=session_id,
@@ -48,3 +48,4 @@ def generate_commit(
         summarizer=summarizer,
         instructions=instructions,
     )
+    return chain[-1] if chain else parent

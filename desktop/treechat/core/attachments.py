@@ -147,24 +147,10 @@ def sniff(head: bytes) -> str | None:
 _TEXT_CONTROLS = frozenset("\t\n\x0b\x0c\r\x1b")
 
 
-def decode_text(data: bytes) -> str | None:
-    """The text of a file that is text (UTF-8, or the encoding charset-normalizer finds),
-    None for binary. A file with NUL bytes or many control characters is binary, whatever a
-    detector would guess."""
-    if not data:
-        return ""
-    text: str | None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = None
-        if b"\x00" not in data or data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            import charset_normalizer  # 0.2 s to load: only for a file that is not UTF-8
-
-            best = charset_normalizer.from_bytes(data).best()
-            text = None if best is None else str(best)
-    if text is None:
-        return None
+def text_or_none(text: str) -> str | None:
+    """Decoded text as the model is shown it (CRLF as LF), or None when it is a binary file's
+    bytes read as text: a NUL, or many control characters, whatever a detector guessed.
+    (Decoding the bytes is `tools.text_decoding.decode_text`.)"""
     sample = text[:65536]
     controls = sum(1 for c in sample if unicodedata.category(c) == "Cc"
                    and c not in _TEXT_CONTROLS)

@@ -40,31 +40,8 @@ __all__ = [
     "age_tools", "aged_files_item", "aged_tool_item", "apply_compaction", "capped_text",
     "clear_idle", "compaction_level", "compaction_loop", "drive", "expand_attach",
     "extend_commit", "fold_saves", "foldable_items", "generate_chain", "kept_from", "node_item",
-    "plan_compaction", "run_pipeline",
+    "plan_compaction",
 ]
-
-
-def run_pipeline(
-    parent: ContextCommit | None,
-    nodes: Sequence[Node],
-    *,
-    session_id: str,
-    head_node_id: str,
-    now: float,
-    counter: TokenCounter,
-    config: RuleConfig,
-    pinned: frozenset[str],
-    attachments: Mapping[str, ContextCommit | None],
-    compaction: CompactionRequest | None,
-    summarizer: Summarizer | None,
-    instructions: str,
-) -> ContextCommit:
-    chain = generate_chain(
-        parent, nodes, session_id=session_id, head_node_id=head_node_id, now=now,
-        counter=counter, config=config, pinned=pinned, attachments=attachments,
-        compaction=compaction, summarizer=summarizer, instructions=instructions,
-    )
-    return chain[-1] if chain else parent  # type: ignore[return-value]
 
 
 def generate_chain(

@@ -109,13 +109,19 @@ def _loads_in_steps(original: Callable[..., Any]) -> Callable[..., Any]:
     return loads
 
 
+def _after_space(text: str, pos: int) -> int:
+    """Where the JSON whitespace from `pos` ends (the pattern also matches none)."""
+    found = _JSON_SPACE.match(text, pos)
+    return pos if found is None else found.end()
+
+
 def _parse_object_members(text: str) -> dict[str, Any]:
     decoder = json.JSONDecoder()
-    skip = _JSON_SPACE.match
-    pos = skip(text, 0).end()  # type: ignore[union-attr]
+    skip = _after_space
+    pos = skip(text, 0)
     if text[pos] != "{":
         raise ValueError("not an object")
-    pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+    pos = skip(text, pos + 1)
     out: dict[str, Any] = {}
     if text[pos] == "}":
         pos += 1
@@ -124,20 +130,20 @@ def _parse_object_members(text: str) -> dict[str, Any]:
             key, pos = decoder.raw_decode(text, pos)
             if not isinstance(key, str):
                 raise ValueError("object key is not a string")
-            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            pos = skip(text, pos)
             if text[pos] != ":":
                 raise ValueError("expected ':'")
-            pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+            pos = skip(text, pos + 1)
             out[key], pos = decoder.raw_decode(text, pos)
-            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            pos = skip(text, pos)
             if text[pos] == ",":
-                pos = skip(text, pos + 1).end()  # type: ignore[union-attr]
+                pos = skip(text, pos + 1)
                 continue
             if text[pos] == "}":
                 pos += 1
                 break
             raise ValueError("expected ',' or '}'")
-    if skip(text, pos).end() != len(text):  # type: ignore[union-attr]
+    if skip(text, pos) != len(text):
         raise ValueError("extra data")
     return out
 
@@ -378,10 +384,10 @@ def price_per_million(model: str) -> tuple[float, float] | None:
     info = _model_info(model)
     if not info:
         return None
-    given = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if not all(isinstance(v, int | float) for v in given):
+    per_input, per_output = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if not (isinstance(per_input, int | float) and isinstance(per_output, int | float)):
         return None
-    prompt, output = (float(v) * 1_000_000 for v in given)  # type: ignore[arg-type]
+    prompt, output = float(per_input) * 1_000_000, float(per_output) * 1_000_000
     if prompt <= 0 and output <= 0:
         return None
     return prompt, output
@@ -460,11 +466,11 @@ def reservation_cost(model: str, prompt_tokens: int, output_tokens: int) -> Cost
 
 
 def _table_cost(info: dict[str, Any] | None, prompt_tokens: int, output_tokens: int) -> Cost:
-    rates = (info or {}).get("input_cost_per_token"), (info or {}).get("output_cost_per_token")
-    if not all(isinstance(v, int | float) for v in rates):
+    per_input = (info or {}).get("input_cost_per_token")
+    per_output = (info or {}).get("output_cost_per_token")
+    if not (isinstance(per_input, int | float) and isinstance(per_output, int | float)):
         return Cost(0.0, priced=False)
-    usd = (max(prompt_tokens, 0) * float(rates[0])  # type: ignore[arg-type]
-           + max(output_tokens, 0) * float(rates[1]))  # type: ignore[arg-type]
+    usd = max(prompt_tokens, 0) * float(per_input) + max(output_tokens, 0) * float(per_output)
     return Cost(max(usd, 0.0), priced=True)
 
 

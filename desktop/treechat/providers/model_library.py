@@ -8,7 +8,8 @@ it on failure (huggingface/huggingface_hub#4196), so a download killed with the 
 start again from zero. Here each file downloads into one `<file>.part` beside a small
 manifest that names the hub's sha256 and size; a later call, in this process or the next,
 resumes from the bytes already there, and the bytes are checked against the hub's sha256
-before the file takes its final name.
+before the file takes its final name. What the library speaks of is in `model_records` (and
+exported from here); receiving the bytes is in `model_download`.
 
 Every call here blocks; the service runs them on worker threads.
 """
@@ -16,23 +17,55 @@ Every call here blocks; the service runs them on worker threads.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from .. import paths
-from ..core.bounded_read import human_bytes
 from ..core.clock import Clock
 from .gguf_header import GGUFError, GGUFHeader, read_header
+from .model_download import CheckedWriter, Meter, NoBar, drop_if_empty
+from .model_records import (
+    ChecksumMismatch,
+    DownloadControl,
+    DownloadStopped,
+    HubFile,
+    HubRepo,
+    InstalledModel,
+    LibraryError,
+    NotEnoughSpace,
+    PartialDownload,
+    Progress,
+    RecommendedModel,
+    TooMuchData,
+)
 from .network_words import failure_words
+
+__all__ = [
+    "ChecksumMismatch",
+    "DownloadControl",
+    "DownloadStopped",
+    "HubFile",
+    "HubRepo",
+    "InstalledModel",
+    "LibraryError",
+    "ModelLibrary",
+    "NotEnoughSpace",
+    "PartialDownload",
+    "Progress",
+    "RecommendedModel",
+    "TooMuchData",
+    "model_name",
+    "recommended",
+    "safe_name",
+    "size_text",
+]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A look at whether the hub answers at all, before the client's own retries (see `_api`).
@@ -43,118 +76,6 @@ MANIFEST_SUFFIX = ".json"
 # Room kept free beyond the file itself, so a download never fills the disk to the last byte.
 DISK_MARGIN_BYTES = 256 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_HASH_CHUNK = 4 * 1024 * 1024
-
-
-class LibraryError(RuntimeError):
-    """A model could not be listed, downloaded or removed; the message says why."""
-
-
-class NotEnoughSpace(LibraryError):
-    pass
-
-
-class ChecksumMismatch(LibraryError):
-    pass
-
-
-class TooMuchData(LibraryError):
-    """The server sent more bytes than the hub declared for the file."""
-
-
-class DownloadStopped(LibraryError):
-    """Paused or cancelled on request."""
-
-    def __init__(self, cancelled: bool) -> None:
-        super().__init__("download cancelled" if cancelled else "download paused")
-        self.cancelled = cancelled
-
-
-@dataclass(frozen=True)
-class RecommendedModel:
-    id: str
-    title: str
-    repo: str
-    file: str
-    size_bytes: int
-    ram_gb: float
-    context: int
-    license: str
-    tools: bool
-    summary: str
-
-
-@dataclass(frozen=True)
-class HubRepo:
-    repo: str
-    downloads: int
-    likes: int
-    license: str | None
-
-
-@dataclass(frozen=True)
-class HubFile:
-    repo: str
-    file: str
-    size: int
-    sha256: str | None
-    revision: str
-
-
-@dataclass(frozen=True)
-class InstalledModel:
-    """A GGUF file on disk that the app can run."""
-
-    name: str          # the library's short name, also the model's name on its server
-    repo: str          # hub repository, or "" for a file the user added from disk
-    file: str
-    path: str
-    size: int
-    sha256: str | None
-    context_length: int | None
-    supports_tools: bool
-    added_at: float
-    kv_bytes_per_token: int | None = None
-
-
-@dataclass(frozen=True)
-class PartialDownload:
-    repo: str
-    file: str
-    done: int
-    size: int
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
-    bytes_per_second: float
-    seconds_left: float | None
-
-    @property
-    def fraction(self) -> float:
-        return self.done / self.total if self.total else 0.0
-
-
-class DownloadControl:
-    """Pause or cancel a download from another thread; checked between received chunks."""
-
-    def __init__(self) -> None:
-        self._pause = threading.Event()
-        self._cancel = threading.Event()
-
-    def pause(self) -> None:
-        self._pause.set()
-
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def check(self) -> None:
-        if self._cancel.is_set():
-            raise DownloadStopped(cancelled=True)
-        if self._pause.is_set():
-            raise DownloadStopped(cancelled=False)
 
 
 def recommended() -> tuple[RecommendedModel, ...]:
@@ -378,7 +299,7 @@ class ModelLibrary:
         not the hub's (the partial file is removed)."""
         from huggingface_hub import hf_hub_url
         from huggingface_hub.file_download import http_get
-        from huggingface_hub.utils import (  # type: ignore[attr-defined]  # not in its __all__
+        from huggingface_hub.utils import (  # type: ignore[attr-defined]  # not exported to mypy
             build_hf_headers,
         )
 
@@ -412,15 +333,15 @@ class ModelLibrary:
         })
         url = hf_hub_url(repo, file, revision=remote.revision, endpoint=self.endpoint)
         headers = build_hf_headers(token=self._token, library_name="treechat")
-        meter = _Meter(remote.size, have, self._monotonic, on_progress)
+        meter = Meter(remote.size, have, self._monotonic, on_progress)
         try:
             with part.open("ab") as raw:
-                writer = _CheckedWriter(raw, have, control, meter, remote.size,
+                writer = CheckedWriter(raw, have, control, meter, remote.size,
                                         f"{repo}/{file}")
                 writer.prime(part)
-                # the writer is file-like and _NoBar is tqdm-like: what http_get calls on them
-                http_get(url, writer, resume_size=have, headers=headers,  # type: ignore[arg-type]
-                         expected_size=remote.size, tqdm_class=_NoBar)
+                # the writer is file-like and NoBar is tqdm-like: what http_get calls on them
+                http_get(url, cast(BinaryIO, writer), resume_size=have, headers=headers,
+                         expected_size=remote.size, tqdm_class=cast(Any, NoBar))
                 digest = writer.hexdigest(part)
         except DownloadStopped as stop:
             if stop.cancelled:
@@ -432,7 +353,7 @@ class ModelLibrary:
         except LibraryError:
             raise
         except Exception as exc:
-            _drop_if_empty(part, manifest)
+            drop_if_empty(part, manifest)
             raise LibraryError(f"the download of {repo}/{file} failed: {_why(exc)}") from exc
         meter.finish()
         if digest != remote.sha256:
@@ -454,134 +375,6 @@ class ModelLibrary:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-class _NoBar:
-    """What `http_get` takes for a progress bar; the service reports progress itself."""
-
-    def __init__(self, **_: Any) -> None:
-        pass
-
-    def __enter__(self) -> _NoBar:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-    def update(self, n: int = 1) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-class _Meter:
-    """Bytes done, speed over the last few seconds and time left, reported ~10 times a second."""
-
-    def __init__(self, total: int, done: int, monotonic: Callable[[], float],
-                 report: Callable[[Progress], None] | None) -> None:
-        self.total = total
-        self.done = done
-        self._monotonic = monotonic
-        self._report = report
-        self._samples: list[tuple[float, int]] = [(monotonic(), done)]
-        self._last = 0.0
-
-    def add(self, n: int) -> None:
-        self.done += n
-        now = self._monotonic()
-        if now - self._last >= 0.1:
-            self._last = now
-            self._emit(now)
-
-    def finish(self) -> None:
-        self._emit(self._monotonic())
-
-    def _emit(self, now: float) -> None:
-        self._samples.append((now, self.done))
-        while len(self._samples) > 2 and now - self._samples[0][0] > 5.0:
-            self._samples.pop(0)
-        start, done0 = self._samples[0]
-        span = now - start
-        speed = (self.done - done0) / span if span > 0 else 0.0
-        left = (self.total - self.done) / speed if speed > 0 else None
-        if self._report is not None:
-            self._report(Progress(self.done, self.total, speed, left))
-
-
-class _CheckedWriter:
-    """The file `http_get` writes into: hashes as it goes, counts progress and stops the
-    transfer when the user pauses or cancels."""
-
-    def __init__(self, raw: BinaryIO, offset: int, control: DownloadControl,
-                 meter: _Meter, declared: int | None = None, name: str = "the file") -> None:
-        self._declared = declared
-        self._name = name
-        self._raw = raw
-        self._pos = offset
-        self._control = control
-        self._meter = meter
-        self._hash = hashlib.sha256()
-        self._dirty = False
-
-    def prime(self, part: Path) -> None:
-        """Hash the bytes a previous attempt left, so the end needs no second read."""
-        if self._pos:
-            with part.open("rb") as done:
-                remaining = self._pos
-                while remaining:
-                    block = done.read(min(_HASH_CHUNK, remaining))
-                    if not block:
-                        break
-                    self._hash.update(block)
-                    remaining -= len(block)
-
-    def write(self, data: bytes) -> int:
-        self._control.check()
-        if self._declared is not None and self._pos + len(data) > self._declared:
-            raise TooMuchData(
-                f"the server sent more of {self._name} than the {human_bytes(self._declared)} "
-                "the hub declared; the download was stopped and the partial file removed"
-            )
-        written = self._raw.write(data)
-        self._hash.update(data)
-        self._pos += len(data)
-        self._meter.add(len(data))
-        return written
-
-    # http_get rewinds and truncates when a server ignores the Range header.
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._dirty = True
-        self._pos = self._raw.seek(offset, whence)
-        return self._pos
-
-    def truncate(self, size: int | None = None) -> int:
-        self._dirty = True
-        return self._raw.truncate(size)
-
-    def hexdigest(self, part: Path) -> str:
-        self._raw.flush()
-        if not self._dirty:
-            return self._hash.hexdigest()
-        digest = hashlib.sha256()
-        with part.open("rb") as done:
-            while block := done.read(_HASH_CHUNK):
-                digest.update(block)
-        return digest.hexdigest()
-
-
-def _drop_if_empty(part: Path, manifest: Path) -> None:
-    """A download that failed before its first byte leaves nothing behind to resume."""
-    try:
-        if part.stat().st_size == 0:
-            part.unlink()
-            manifest.unlink(missing_ok=True)
-    except OSError:
-        pass
-
 
 def _header_or_error(path: Path) -> GGUFHeader:
     try:

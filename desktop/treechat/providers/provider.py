@@ -14,7 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from . import llm
-from .connections import Connection, ConnectionModel, fetch_models, list_client
+from .connections import Connection, ConnectionModel
+from .model_lists import fetch_models, list_client
 from .stream import EventHandler, Shrink, TurnRequest, TurnResult, stream_turn
 
 

@@ -44,13 +44,17 @@ def is_unreadable(line: str, parsed: Any) -> bool:
     return payload not in ("", "[DONE]")
 
 
+# The parser of litellm's `BaseModelResponseIterator` that `install` wraps.
+_PARSER = "_string_to_dict_parser"
+
+
 def install(iterator: type | None) -> None:
     """Wrap the SSE line parser of litellm's `BaseModelResponseIterator` (handed in by
     `llm`, litellm's one importer; idempotent; nothing happens if it moved)."""
     global _installed
     if _installed or iterator is None:
         return
-    original = iterator.__dict__.get("_string_to_dict_parser")
+    original = iterator.__dict__.get(_PARSER)
     if not isinstance(original, staticmethod):
         return
     parse = original.__func__
@@ -62,7 +66,7 @@ def install(iterator: type | None) -> None:
             seen.add(str_line)
         return parsed
 
-    iterator._string_to_dict_parser = staticmethod(counting_parser)  # type: ignore[attr-defined]
+    setattr(iterator, _PARSER, staticmethod(counting_parser))
     _installed = True
 
 

@@ -1,25 +1,26 @@
 """One streamed model call: typed events out, the provider's usage measured, a context overflow
-retried once with the history halved, and the HTTP stream closed when the task is cancelled."""
+retried once with the history halved, and the HTTP stream closed when the task is cancelled.
+
+The call's vocabulary (`TurnRequest`, the events, `TurnResult`) lives in `stream_types` and is
+exported from here too, as the face callers use; cache shaping, usage and the provider thread
+have modules of their own."""
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import collections
 import contextlib
-import copy
 import functools
 import inspect
-import json
 import logging
-import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from ..core.budget import leading_system
 from . import llm, sse_guard
+from .cache_diagnostics import CacheDiagnostics
+from .cache_shaping import shape_messages, shape_tools
 from .deadline import (
     MAX_REPLY_CHARS,
     StreamDeadline,
@@ -30,253 +31,47 @@ from .deadline import (
     too_long_failure,
     total_timeout,
 )
-from .diagnostics import CacheDiagnostics
 from .errors import ErrorKind, ProviderError, ProviderFailure, classify
 from .keys import PLACEHOLDER_API_KEY, remember_secret
+from .provider_loop import provider_loop, shutdown_provider_loop
+from .stream_types import (
+    Finished,
+    OverflowRetry,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    TurnRequest,
+    TurnResult,
+    Usage,
+)
+from .stream_usage import provider_reported_usage, usage_from
+
+__all__ = [
+    "EventHandler",
+    "Finished",
+    "OverflowRetry",
+    "ReasoningDelta",
+    "Shrink",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "TurnRequest",
+    "TurnResult",
+    "Usage",
+    "default_shrink",
+    "shutdown_provider_loop",
+    "stream_events",
+    "stream_turn",
+]
 
 log = logging.getLogger(__name__)
 
 Shrink = Callable[[list[dict[str, Any]], int], Sequence[dict[str, Any]]]
 """`shrink(messages, target_tokens)`: the same request with its history (everything after the
 leading system messages) cut to fit `target_tokens`; used for the one overflow retry."""
-
-SWITCH_INTERVAL = 0.001
-"""GIL switch interval while the provider thread runs (CPython's default is 5 ms)."""
-
-MAX_BREAKPOINTS = 4
-"""Anthropic rejects a request with more `cache_control` blocks than this."""
-
-
-
-# --- events ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
-    """A fragment of a tool call as it streams; `ToolCall` follows once it is complete."""
-
-    index: int
-    id: str | None
-    name: str | None
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    index: int
-    id: str
-    name: str
-    arguments: str
-
-    def parsed_arguments(self) -> Any:
-        """The arguments as JSON, or the raw string when the model wrote invalid JSON."""
-        try:
-            return json.loads(self.arguments) if self.arguments else {}
-        except json.JSONDecodeError:
-            return self.arguments
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What the provider measured for one request. `prompt_tokens` is the total prompt,
-    cached tokens included (a cached token still occupies the window; CTX-008)."""
-
-    prompt_tokens: int
-    cache_read: int = 0
-    cache_write: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    @property
-    def uncached_prompt_tokens(self) -> int:
-        return self.prompt_tokens - self.cache_read - self.cache_write
-
-
-@dataclass(frozen=True, slots=True)
-class OverflowRetry:
-    """The provider said the prompt did not fit; the request is being sent once more with
-    the history cut to `target_tokens` (half of what was sent)."""
-
-    sent_history_tokens: int
-    target_tokens: int
-    messages_before: int
-    messages_after: int
-    failure: ProviderFailure
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """The stream ended normally. `usage` is None when the provider reported none (or an
-    empty one): the caller keeps its last measurement."""
-
-    text: str
-    tool_calls: tuple[ToolCall, ...]
-    usage: Usage | None
-    finish_reason: str | None
-    attempts: int
-    messages_sent: tuple[dict[str, Any], ...]
-    unreadable_lines: int = 0  # stream lines that were not valid data (dropped by the parser)
-
-
-StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | OverflowRetry | Finished
-
-
-# --- request and result ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    """One call to a model. `messages` are OpenAI-format dicts whose content blocks may carry
-    `cache_control` (kept for Anthropic models only). The key is never shown in a repr."""
-
-    model: str
-    messages: Sequence[Mapping[str, Any]]
-    tools: Sequence[Mapping[str, Any]] = ()
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    max_tokens: int | None = None
-    temperature: float | None = None
-    tool_choice: Any = None
-    timeout: float | None = 600.0
-    session_id: str = ""
-    phase: str = "chat"
-    lineage: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra headers the connection sends with every request."""
-    connect_timeout: float | None = None
-    """The connection's own setting: seconds allowed to connect and to receive the first
-    byte (None: the default). A local server loading a model may want longer."""
-    idle_timeout: float | None = None
-    """Seconds the answer may fall silent between two chunks once it streams (None: the
-    default for where the server is)."""
-    total_timeout: float | None = None
-    """Seconds one answer may take in all (None: the default, half an hour)."""
-
-    @property
-    def keyless(self) -> bool:
-        """A server of our own choosing (api_base) with no key: no Authorization is sent."""
-        return bool(self.api_base) and not self.api_key
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """The outcome of `stream_turn`. On failure `error` is set and `text`/`tool_calls` hold
-    what arrived before it, so nothing streamed is lost."""
-
-    model: str
-    text: str
-    tool_calls: tuple[ToolCall, ...]
-    usage: Usage | None
-    cost: llm.Cost | None
-    finish_reason: str | None
-    attempts: int
-    messages_sent: tuple[dict[str, Any], ...]
-    error: ProviderFailure | None = None
-    reasoning: str = ""
-    unreadable_lines: int = 0  # the reply may be missing pieces: the stream had bad lines
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-# --- cache shaping --------------------------------------------------------------------
-
-
-def _marks_in(message: Mapping[str, Any]) -> int:
-    content = message.get("content")
-    count = 1 if "cache_control" in message else 0
-    if isinstance(content, list):
-        count += sum(1 for b in content if isinstance(b, dict) and "cache_control" in b)
-    return count
-
-
-def _strip_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in message.items() if k != "cache_control"}
-    content = out.get("content")
-    if isinstance(content, list):
-        blocks = [
-            {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
-            for b in content
-        ]
-        # Blocks existed only to carry the mark: send plain text, as the provider expects
-        # (CTX-005: do not reshape non-Anthropic requests into content blocks).
-        if (
-            len(blocks) == 1
-            and isinstance(blocks[0], dict)
-            and blocks[0].get("type") == "text"
-            and set(blocks[0]) <= {"type", "text"}
-        ):
-            out["content"] = blocks[0].get("text", "")
-        else:
-            out["content"] = blocks
-    return out
-
-
-def _limit_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """At most `MAX_BREAKPOINTS` marks: the earliest ones (stable prefix) and the last one
-    (rolling), dropping the ones in between."""
-    positions: list[tuple[int, int | None]] = []
-    for i, message in enumerate(messages):
-        if "cache_control" in message:
-            positions.append((i, None))
-        content = message.get("content")
-        if isinstance(content, list):
-            positions.extend(
-                (i, j)
-                for j, b in enumerate(content)
-                if isinstance(b, dict) and "cache_control" in b
-            )
-    if len(positions) <= MAX_BREAKPOINTS:
-        return messages
-    keep = set(positions[: MAX_BREAKPOINTS - 1]) | {positions[-1]}
-    for i, j in positions:
-        if (i, j) in keep:
-            continue
-        if j is None:
-            del messages[i]["cache_control"]
-        else:
-            del messages[i]["content"][j]["cache_control"]
-    return messages
-
-
-def shape_messages(model: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as they go on the wire: Anthropic models keep up to four `cache_control`
-    breakpoints; every other provider gets none, and no content blocks made only for them."""
-    if llm.is_anthropic(model):
-        return _limit_marks([copy.deepcopy(dict(m)) for m in messages])
-    return [
-        _strip_message(m) if _marks_in(m) or isinstance(m.get("content"), list) else dict(m)
-        for m in messages
-    ]
-
-
-def _tool_name(tool: Mapping[str, Any]) -> str:
-    function = tool.get("function")
-    if isinstance(function, Mapping):
-        return str(function.get("name", ""))
-    return str(tool.get("name", ""))
-
-
-def shape_tools(model: str, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Tools in a stable order (by name), so the same set always makes the same prefix;
-    marks only for Anthropic."""
-    ordered = sorted((copy.deepcopy(dict(t)) for t in tools), key=_tool_name)
-    if not llm.is_anthropic(model):
-        for tool in ordered:
-            tool.pop("cache_control", None)
-    return ordered
 
 
 # --- overflow retry -------------------------------------------------------------------
@@ -314,48 +109,6 @@ def default_shrink(model: str) -> Shrink:
 # --- the call -------------------------------------------------------------------------
 
 
-def _usage_from(raw: Any) -> Usage | None:
-    """A `Usage` from litellm's usage object, or None when it is empty."""
-    if raw is None:
-        return None
-
-    def num(obj: Any, *names: str) -> int:
-        for name in names:
-            value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-            if isinstance(value, int | float) and value:
-                return int(value)
-        return 0
-
-    prompt = num(raw, "prompt_tokens")
-    output = num(raw, "completion_tokens")
-    if prompt <= 0 and output <= 0:
-        return None
-    details = (
-        raw.get("prompt_tokens_details")
-        if isinstance(raw, dict)
-        else getattr(raw, "prompt_tokens_details", None)
-    )
-    read = num(raw, "cache_read_input_tokens") or (num(details, "cached_tokens") if details else 0)
-    write = num(raw, "cache_creation_input_tokens") or (
-        num(details, "cache_creation_tokens", "cache_write_tokens") if details else 0
-    )
-    out_details = (
-        raw.get("completion_tokens_details")
-        if isinstance(raw, dict)
-        else getattr(raw, "completion_tokens_details", None)
-    )
-    reasoning = num(out_details, "reasoning_tokens") if out_details else 0
-    read, write = llm.clamp_cache_details(prompt, read, write)
-    return Usage(prompt, read, write, output, reasoning)
-
-
-def _provider_reported_usage(response: Any) -> bool:
-    """Whether the usage came from the provider. litellm fills in its own estimate when a
-    server sends none; an estimate is not a measurement."""
-    chunks = getattr(response, "chunks", None)
-    if not isinstance(chunks, list):
-        return True
-    return any(getattr(c, "usage", None) is not None for c in chunks)
 
 
 async def _close(response: Any) -> None:
@@ -407,67 +160,6 @@ def _call_kwargs(
 _default_diagnostics = CacheDiagnostics()
 
 
-class _ProviderLoop:
-    """A background thread running its own event loop, where every provider call is made.
-
-    litellm and the SDK under it spend a few milliseconds of Python per streamed chunk and
-    more at the end of a stream; on the GUI's loop that is visible lag. Here the GIL is
-    handed back every switch interval, so the GUI's loop stays responsive. litellm caches
-    HTTP clients per loop, and this loop lives as long as the process.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                # While this thread parses a stream, the GUI thread waits for the GIL up to
-                # one switch interval per wake-up; 5 ms of that is visible as lag.
-                sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-
-                def run() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
-                    loop.run_forever()
-
-                self._thread = threading.Thread(
-                    target=run, name="treechat-provider-loop", daemon=True
-                )
-                self._thread.start()
-                ready.wait()
-                self._loop = loop
-                atexit.register(self.shutdown)
-            return self._loop
-
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Close litellm's HTTP clients on the loop, then stop and close it."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        done = asyncio.run_coroutine_threadsafe(llm.aclose_clients(), loop)
-        with contextlib.suppress(Exception):
-            done.result(timeout)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout)
-        if not thread.is_alive():
-            loop.close()
-
-
-_provider_loop = _ProviderLoop()
-
-
-def shutdown_provider_loop() -> None:
-    """Close provider connections and stop the provider thread (at application exit). A later
-    call starts a fresh one."""
-    _provider_loop.shutdown()
-
 
 _END = object()
 
@@ -516,7 +208,7 @@ async def stream_events(
         else:
             deliver(_END)
 
-    work = asyncio.run_coroutine_threadsafe(pump(), _provider_loop.get())
+    work = asyncio.run_coroutine_threadsafe(pump(), provider_loop.get())
     try:
         while True:
             item = await queue.get()
@@ -662,7 +354,7 @@ async def _stream_on_this_loop(
         )
         for call in complete:
             yield call
-        usage = _usage_from(raw_usage) if _provider_reported_usage(response) else None
+        usage = usage_from(raw_usage) if provider_reported_usage(response) else None
         if unreadable.count:
             log.warning(
                 "%s: %d line(s) of the stream could not be read and were dropped (first: %r)",

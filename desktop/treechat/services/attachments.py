@@ -30,7 +30,6 @@ from ..core.attachments import (
     AttachmentPayload,
     AttachmentRef,
     Provider,
-    decode_text,
     fenced_text,
     human_size,
     image_tokens,
@@ -42,6 +41,7 @@ from ..core.attachments import (
 from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.tokens import TokenCounter, truncate_to_tokens
 from ..store.database import Store
+from ..tools.text_decoding import decode_text
 
 __all__ = [
     "AttachmentError",

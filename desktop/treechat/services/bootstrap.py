@@ -15,8 +15,8 @@ from typing import Any
 
 from ..core.clock import SYSTEM_CLOCK, Clock
 from ..providers.keys import KeyStore
-from ..providers.local_model import LocalModel
-from ..providers.local_servers import LocalServers, servers_from_environment
+from ..providers.local.bundled_model import LocalModel
+from ..providers.local.server_detection import LocalServers, servers_from_environment
 from ..providers.provider import LiteLLMProvider, Provider
 from ..providers.tokenizer import CachedTiktokenCounter
 from ..store.database import Store, default_store_path

@@ -23,6 +23,16 @@ from pathlib import Path
 import duckdb
 
 from . import integrity
+from ._header import (
+    check_header,
+    classify_open_error,
+    is_open_here,
+    make_private_dir,
+    make_private_file,
+    schema_version,
+)
+from .schema import SCHEMA_VERSION
+from .store_errors import StoreError, StoreLockedError
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +120,6 @@ def create_backup(
 
     Runs on a cursor of its own, so it can run beside the store's worker; the copy is one
     transaction, a snapshot that later writes do not reach."""
-    from .database import make_private_dir, make_private_file
-
     when = time.time() if now is None else now
     folder = backups_dir(store_path)
     make_private_dir(folder)
@@ -196,11 +204,9 @@ def prune_backups(store_path: Path, *, now: float | None = None) -> tuple[Path, 
 
 def verify_backup(path: Path) -> integrity.IntegrityReport:
     """Open a backup read-only and read all of it; its schema must be one this build knows."""
-    from .database import StoreError, _check_header, _schema_version
-    from .schema import SCHEMA_VERSION
 
     try:
-        _check_header(path)
+        check_header(path)
     except StoreError as exc:
         return integrity.IntegrityReport(path, problem=str(exc))
     try:
@@ -208,7 +214,7 @@ def verify_backup(path: Path) -> integrity.IntegrityReport:
     except duckdb.Error as exc:
         return integrity.IntegrityReport(path, problem=f"it cannot be opened ({exc})")
     try:
-        version = _schema_version(con)
+        version = schema_version(con)
         if version == 0:
             return integrity.IntegrityReport(path, problem="it is not a Treechat store")
         if version > SCHEMA_VERSION:
@@ -228,7 +234,6 @@ def restore_backup(backup: Path, store_path: Path, *, now: float | None = None) 
     Refused while any process holds the store (the window, a running command): the lock is
     taken for the swap itself, so no one can open the file half-replaced. The backup is
     checked first; the store it replaces is moved aside, never deleted."""
-    from .database import StoreLockedError, _classify_open_error, is_open_here, make_private_file
 
     if is_open_here(store_path):
         raise BackupError(
@@ -251,7 +256,7 @@ def restore_backup(backup: Path, store_path: Path, *, now: float | None = None) 
             # meanwhile is refused as "in use" instead of reading a file being replaced.
             holder = duckdb.connect(str(store_path), read_only=False)
         except duckdb.Error as exc:
-            error = _classify_open_error(store_path, exc)
+            error = classify_open_error(store_path, exc)
             if isinstance(error, StoreLockedError):
                 incoming.unlink(missing_ok=True)
                 raise BackupError(

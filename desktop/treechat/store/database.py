@@ -2,6 +2,7 @@
 
 Callers never touch the connection: they hand a function of a `Repository` to the worker
 (`submit` -> Future, `call` blocks, `run` awaits), so the GUI thread never waits on DuckDB.
+The store's errors (`store_errors`) and the file helpers callers use are exported from here too.
 """
 
 from __future__ import annotations
@@ -10,113 +11,53 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import duckdb
 
 from . import integrity
+from ._header import is_open_here, make_private_dir, make_private_file, mark_closed, mark_open
+from .backup import Backup, BackupError, create_backup, needs_backup
 from .integrity import IntegrityReport
+from .opening import connect, file_identity
 from .repository import Repository
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .store_errors import (
+    StoreCorruptError,
+    StoreDamagedError,
+    StoreError,
+    StoreFullError,
+    StoreLockedError,
+    StoreTooNewError,
+    damaged_message,
+    disk_full_message,
+    is_disk_full,
+)
 
-if TYPE_CHECKING:
-    from .backup import Backup
+__all__ = [
+    "STORE_FILENAME",
+    "Store",
+    "StoreCorruptError",
+    "StoreDamagedError",
+    "StoreError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreTooNewError",
+    "damaged_message",
+    "default_store_path",
+    "is_open_here",
+    "make_private_dir",
+    "make_private_file",
+]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 STORE_FILENAME = "treechat.duckdb"
-# DuckDB answers a filter on an indexed column by fetching each matching row through the
-# index when up to 2,048 rows match, one row at a time: reading a 2,000-message session that
-# way takes tens of milliseconds, a scan of the whole table a few. The index stays for
-# look-ups of a single node or session.
-INDEX_SCAN_MAX_ROWS = 8
-
-
-class StoreError(RuntimeError):
-    """The store cannot be used; the message says why in words a person understands."""
-
-
-class StoreTooNewError(StoreError):
-    pass
-
-
-class StoreCorruptError(StoreError):
-    pass
-
-
-class StoreLockedError(StoreError):
-    """Another process holds the file; `holder` names it ("process 1234")."""
-
-    def __init__(self, message: str, holder: str = "another process") -> None:
-        super().__init__(message)
-        self.holder = holder
-
-
-class StoreFullError(StoreError):
-    """The disk holding the store has no room left: the write did not happen, nothing that
-    was written before it is lost."""
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    return "No space left on device" in str(exc) or "Disk full" in str(exc)
-
-
-def disk_full_message(path: Path) -> str:
-    return (
-        f"The disk holding the conversation store {path} is full (No space left on device): "
-        "nothing more could be written to it. Free some space and try again."
-    )
-
-
-class StoreDamagedError(StoreCorruptError):
-    """The file failed its integrity check: it is open read-only and is never written."""
-
-
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
-
-
-def make_private_dir(folder: Path) -> None:
-    """Create `folder` (and its parents) readable by this user only; tighten it if it exists.
-    On Windows the user's profile already keeps other users out and chmod means little."""
-    folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    if os.name != "nt":
-        with contextlib.suppress(OSError):
-            os.chmod(folder, PRIVATE_DIR_MODE)
-
-
-def keep_new_files_private() -> None:
-    """Files this process creates from now on are this user's only. DuckDB creates the
-    write-ahead log (`.wal`) itself, again after every checkpoint, with the process's umask;
-    there is no mode to hand it, so the umask is what keeps it private."""
-    if os.name != "nt":
-        os.umask(os.umask(0o077) | 0o077)
-
-
-def make_private_file(path: Path) -> None:
-    if os.name != "nt":
-        with contextlib.suppress(OSError):
-            os.chmod(path, PRIVATE_FILE_MODE)
-
-
-def damaged_message(path: Path, problem: str) -> str:
-    """What the user reads when the store is damaged: what happened, that nothing is written,
-    and the two ways out."""
-    return (
-        f"The conversation store {path} is damaged: {problem}. Treechat will not write to it; "
-        "what can still be read is shown read-only. To recover, restore a backup "
-        "(`treechat backup list`, then `treechat backup restore NAME`; in the window, "
-        "Help → Restore a backup…), or export the chats that can still be read "
-        "(`treechat export SESSION -o FILE`)."
-    )
 
 
 # Statements that only read (or end a transaction): they run on a store whose check has not
@@ -126,17 +67,6 @@ _READ_ONLY_STATEMENT = re.compile(
     r"COMMIT|ROLLBACK|ABORT|END|CALL)\b",
     re.IGNORECASE,
 )
-
-
-# Stores open in this process: DuckDB shares one instance per file within a process, so its
-# file lock does not keep a restore from swapping a file this process still has open.
-_open_here: set[Path] = set()
-_open_here_lock = threading.Lock()
-
-
-def is_open_here(path: Path) -> bool:
-    with _open_here_lock:
-        return Path(path).resolve() in _open_here
 
 
 class _WriteGate:
@@ -183,32 +113,18 @@ class _GatedConnection:
         self._con = con
         self._gate = gate
 
-    def execute(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+    def execute(self, query: duckdb.Statement | str,
+                parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.execute(query, *args, **kwargs)  # type: ignore[arg-type]
+        return self._con.execute(query, parameters)
 
-    def executemany(self, query: object, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+    def executemany(self, query: duckdb.Statement | str,
+                    parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.executemany(query, *args, **kwargs)  # type: ignore[arg-type]
+        return self._con.executemany(query, parameters)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
-
-
-def _classify_open_error(path: Path, exc: Exception) -> StoreError:
-    text = str(exc)
-    if re.search(r"could not set lock|conflicting lock", text, re.IGNORECASE):
-        pid = re.search(r"PID (\d+)", text)
-        holder = f"process {pid.group(1)}" if pid else "another process"
-        return StoreLockedError(
-            f"The conversation store {path} is in use by {holder}. "
-            "Close the other Treechat window (or wait for the other command to finish) "
-            "and try again.",
-            holder,
-        )
-    return StoreCorruptError(
-        f"The conversation store {path} could not be opened and was left untouched: {text}"
-    )
 
 
 class Store:
@@ -264,9 +180,8 @@ class Store:
             raise
         self._con, self._gate, self._repo = con, gate, repo
         self.read_only = damage is not None
-        self._identity = _file_identity(path)
-        with _open_here_lock:
-            _open_here.add(path.resolve())
+        self._identity = file_identity(path)
+        mark_open(path)
         self._check_stopped = False
         self._available.set()
         if not gate.settled:
@@ -323,7 +238,7 @@ class Store:
         writes wait for it.
         """
         path = Path(path)
-        con, damage, verified = _connect(path)
+        con, damage, verified = connect(path)
         return cls(path, con, damage=damage, verified=verified)
 
     # --- letting go of the file for a while --------------------------------------------
@@ -346,8 +261,7 @@ class Store:
         self._stop_check()
         self._available.clear()
         repo.close()
-        with _open_here_lock:
-            _open_here.discard(self.path.resolve())
+        mark_closed(self.path)
 
     def reopen(self) -> None:
         """Open the file again after `release`, with every check of `open`: a file replaced
@@ -356,10 +270,10 @@ class Store:
         The same file as before keeps its integrity verdict; another one is checked again."""
         if not self.released:
             return
-        same_file = self._identity is not None and self._identity == _file_identity(self.path)
+        same_file = self._identity is not None and self._identity == file_identity(self.path)
         # a check cut short by the release learnt nothing: the file is checked again
         earlier = self._gate.report if same_file and not self._gate.interrupted else None
-        con, damage, verified = _connect(self.path)
+        con, damage, verified = connect(self.path)
         if damage is None and verified is None and earlier is not None:
             damage, verified = (None, earlier) if earlier.ok else (earlier, None)
         try:
@@ -420,8 +334,7 @@ class Store:
             self._executor.submit(self._repo.close).result()
         self._available.set()  # work that waits for a released file ends as "closed"
         self._executor.shutdown(wait=True)
-        with _open_here_lock:
-            _open_here.discard(self.path.resolve())
+        mark_closed(self.path)
 
     def _stop_check(self) -> None:
         """End the integrity check's reading (interrupted if it still runs) and its cursor."""
@@ -441,8 +354,6 @@ class Store:
     def backup(self, reason: str = "manual") -> Backup:
         """Write a backup of this store now (blocks; `abackup` from a coroutine). It reads a
         snapshot on a cursor of its own, so the worker keeps answering meanwhile."""
-        from .backup import BackupError, create_backup
-
         report = self.integrity()
         if report is not None and not report.ok:
             raise BackupError(
@@ -461,8 +372,6 @@ class Store:
 
     def backup_if_due(self, reason: str = "daily") -> Backup | None:
         """A backup when the newest one is a day old or there is none (at start or quit)."""
-        from .backup import needs_backup
-
         if self.damage is not None or not needs_backup(self.path):
             return None
         return self.backup(reason)
@@ -472,194 +381,6 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    """The file's device and inode: a restored backup put in its place is another file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def _connect(
-    path: Path,
-) -> tuple[duckdb.DuckDBPyConnection, IntegrityReport | None, IntegrityReport | None]:
-    """Open the file for the worker: (connection, damage, verified). A newer, corrupt or
-    locked file raises a `StoreError`; a damaged one opens read-only with its damage."""
-    path = Path(path)
-    make_private_dir(path.parent)
-    keep_new_files_private()
-    existed = path.exists()
-    if existed:
-        _check_header(path)
-        quick = _probe(path)
-        if not quick.ok:
-            log.error("store %s failed its integrity check: %s", path, quick.problem)
-            return _open_damaged(path, quick)
-    try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as exc:
-        raise _classify_open_error(path, exc) from None
-    make_private_file(path)
-    verified: IntegrityReport | None = None
-    try:
-        _tune(con)
-        version = _schema_version(con) if existed else 0
-        if version > SCHEMA_VERSION:
-            raise StoreTooNewError(
-                f"The conversation store {path} was written by a newer Treechat "
-                f"(schema {version}; this build knows {SCHEMA_VERSION}). "
-                "It was not changed. Update Treechat to open it."
-            )
-        if existed and version == 0 and not _is_empty(con):
-            raise StoreCorruptError(
-                f"The file {path} is a DuckDB database but not a Treechat store "
-                "(no schema_version table). It was left untouched."
-            )
-        if existed and version < SCHEMA_VERSION:
-            # A migration rewrites the file: check all of it, and keep a copy, first.
-            verified = integrity.full_check(con, path)
-            if not verified.ok:
-                con.close()
-                log.error("store %s failed its integrity check: %s", path, verified.problem)
-                return _open_damaged(path, verified)
-            from .backup import create_backup
-
-            create_backup(con, path, reason=f"before-migration-{version}-to-{SCHEMA_VERSION}")
-        _migrate(con, version)
-        if not existed:
-            verified = IntegrityReport(path, complete=True)
-    except StoreError:
-        con.close()
-        raise
-    except duckdb.Error as exc:
-        con.close()
-        raise StoreCorruptError(
-            f"The conversation store {path} is damaged and was left untouched: {exc}"
-        ) from None
-    return con, None, verified
-
-
-def _open_damaged(
-    path: Path, report: IntegrityReport
-) -> tuple[duckdb.DuckDBPyConnection, IntegrityReport | None, IntegrityReport | None]:
-    """The damaged file, read-only at DuckDB's level too: nothing can write to it."""
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        if isinstance(_classify_open_error(path, exc), StoreLockedError):
-            raise _classify_open_error(path, exc) from None
-        raise StoreDamagedError(damaged_message(path, report.problem)) from None
-    _tune(con)
-    return con, report, None
-
-
-_DUCKDB_MAGIC = b"DUCK"
-
-
-def _check_header(path: Path) -> None:
-    """Refuse a file that is not a DuckDB database at all before DuckDB touches it."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(16)
-    except OSError as exc:
-        raise StoreCorruptError(f"The conversation store {path} cannot be read: {exc}") from None
-    if len(head) < 12 or head[8:12] != _DUCKDB_MAGIC:  # an empty file is refused too
-        raise StoreCorruptError(
-            f"The conversation store {path} is not a DuckDB database "
-            "(its header is damaged or it is another kind of file). It was left untouched."
-        )
-
-
-def _tune(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(f"SET index_scan_max_count = {INDEX_SCAN_MAX_ROWS}")
-    con.execute("SET index_scan_percentage = 0")
-
-
-def _probe(path: Path) -> IntegrityReport:
-    """Look at the file read-only before opening it for writing: whether it holds all its
-    blocks, and whether a write-ahead log beside it is one DuckDB can replay. A log it cannot
-    read would be dropped by the next checkpoint: it is moved aside (and logged) instead."""
-    wal = path.with_name(path.name + ".wal")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise _classify_open_error(path, exc) from None
-    try:
-        report = integrity.quick_check(con, path)
-        wal_size = os.path.getsize(wal) if wal.exists() else 0
-        replayed = ""
-        if wal_size:
-            row = con.execute(
-                "SELECT wal_size FROM pragma_database_size() "
-                "WHERE database_name = current_database()"
-            ).fetchone()
-            replayed = str(row[0]) if row else ""
-    except duckdb.Error as exc:
-        report = IntegrityReport(path, problem=f"it cannot be read ({integrity.short_error(exc)})")
-        wal_size, replayed = 0, ""
-    finally:
-        con.close()
-    if wal_size and replayed.startswith("0 "):
-        set_aside_unreadable_wal(wal)
-    return report
-
-
-def set_aside_unreadable_wal(wal: Path) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = wal.with_name(f"{wal.name}.unreadable-{stamp}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = wal.with_name(f"{wal.name}.unreadable-{stamp}-{n}")
-    os.replace(wal, target)
-    log.warning(
-        "the write-ahead log %s could not be read by DuckDB (%d bytes); it was moved to %s "
-        "and the store opened without it",
-        wal,
-        target.stat().st_size,
-        target,
-    )
-    return target
-
-
-def _is_empty(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM information_schema.tables").fetchone()
-    return row is None or int(row[0]) == 0
-
-
-def _schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
-    ).fetchone()
-    if not exists or not exists[0]:
-        return 0
-    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
-
-
-def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
-    pending = [m for m in MIGRATIONS if m.version > current]
-    if not pending:
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER NOT NULL, applied_at DOUBLE)"
-        )
-        for migration in pending:
-            for statement in migration.statements:
-                con.execute(statement)
-            con.execute("INSERT INTO schema_version VALUES (?, epoch(now()))", [migration.version])
-        con.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(duckdb.Error):
-            con.execute("ROLLBACK")
-        raise
-    con.execute("CHECKPOINT")
 
 
 def default_store_path(data_dir: Path) -> Path:

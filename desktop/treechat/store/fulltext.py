@@ -34,6 +34,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.chunking import TARGET_CHARS, chunks
 from .database import Store
@@ -551,7 +552,7 @@ class FilePassage:
     score: float
 
 
-def _rows(rows: Sequence[Sequence[object]],
+def _rows(rows: Sequence[Sequence[Any]],
           docs: list[tuple[int, str, str, str]]) -> Iterator[tuple[int, str, int]]:
     """(row id, passage, start) for FTS5, noting each indexed node in `docs`."""
     for seq, node_id, session_id, role, body in rows:
@@ -560,7 +561,7 @@ def _rows(rows: Sequence[Sequence[object]],
         text = str(body)
         if not text.strip():
             continue
-        q = int(seq)  # type: ignore[call-overload]
+        q = int(seq)
         docs.append((q, str(node_id), str(session_id), str(role)))
         for k, (start, piece) in enumerate(passages(text)):
             if k >= PASSAGES_PER_NODE:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import duckdb
 
+from ._header import check_header, classify_open_error
+
 # DuckDB's file starts with one main header and two database headers, one block header size
 # each, before the first block (the layout of storage version 64 and later).
 _HEADERS_BYTES = 3 * 4096
@@ -146,13 +148,11 @@ def check_store_file(path: Path) -> IntegrityReport:
     """Read all of the store at `path`, read-only; never changes it."""
     if not path.exists():
         return IntegrityReport(path, problem="there is no store here yet")
-    from .database import _check_header, _classify_open_error
-
-    _check_header(path)
+    check_header(path)
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        raise _classify_open_error(path, exc) from None
+        raise classify_open_error(path, exc) from None
     try:
         return full_check(con, path)
     finally:

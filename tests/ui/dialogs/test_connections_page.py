@@ -23,7 +23,7 @@ from tests.ui.conftest import Aio, Desk, close_desk
 
 from treechat.app import connect_services, create_window
 from treechat.providers.keys import KeyStore
-from treechat.providers.local_servers import LocalServers, ServerSpec
+from treechat.providers.local.server_detection import LocalServers, ServerSpec
 from treechat.services.bootstrap import build_services
 from treechat.ui.dialogs.connections_page import ConnectionsPage
 

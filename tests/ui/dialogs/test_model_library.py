@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QPushButton
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio, Desk
 
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 from treechat.services.models.model_library import ModelLibrary, ModelLibraryService
 from treechat.ui.common.tasks import BackgroundTasks
 from treechat.ui.dialogs.model_library import ModelLibraryDialog

@@ -8,7 +8,6 @@ import pytest
 from treechat.core.attachments import (
     AttachmentRef,
     anthropic_image_tokens,
-    decode_text,
     fenced_text,
     node_attachments,
     openai_image_tokens,
@@ -17,6 +16,7 @@ from treechat.core.attachments import (
     safe_name,
     sniff,
     stub_text,
+    text_or_none,
     with_attachments,
 )
 
@@ -33,12 +33,12 @@ def test_a_file_is_known_by_its_bytes_not_its_name(head: bytes, media: str | Non
     assert sniff(head) == media
 
 
-def test_text_is_utf8_or_a_detected_encoding_and_binary_is_not_text() -> None:
-    assert decode_text("naïve café\r\n".encode()) == "naïve café\n"
-    latin = ("Le café est très chaud, l'été à Orléans. " * 8).encode("cp1252")
-    assert "très" in (decode_text(latin) or "")
-    assert decode_text(bytes(range(256)) * 8) is None
-    assert decode_text(b"ELF\x00\x00\x01\x02binary") is None
+def test_text_is_shown_with_lf_and_binary_read_as_text_is_not_text() -> None:
+    assert text_or_none("one\r\ntwo\r\n") == "one\ntwo\n"
+    assert text_or_none("tab\tand escape \x1b[0m are text") is not None
+    assert text_or_none("a NUL \x00 inside") is None
+    assert text_or_none("x" * 100 + "\x01\x02\x03") is None  # three controls in 103
+    assert text_or_none("x" * 400 + "\x01\x02\x03") is not None  # under one in a hundred
 
 
 def test_openai_tile_formula_and_anthropic_pixels_over_750() -> None:

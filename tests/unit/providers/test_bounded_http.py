@@ -14,7 +14,8 @@ from tests.support.raw_http import RawServer
 
 from treechat.core.bounded_read import Bounds, ReadLimitError
 from treechat.providers.bounded_http import fetch
-from treechat.providers.connections import Connection, ConnectionProblem, fetch_models
+from treechat.providers.connections import Connection, ConnectionProblem
+from treechat.providers.model_lists import fetch_models
 
 SMALL = Bounds(cap=64 * 1024, deadline=2.0)
 

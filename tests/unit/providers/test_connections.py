@@ -1,5 +1,5 @@
 """A connection's own rules: the addresses it accepts, how its models are named and routed,
-what it keeps in the store, and the windows read from servers' answers."""
+and what it keeps in the store."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from treechat.providers.connections import (
     Connection,
     ConnectionModel,
     ConnectionProblem,
-    _ollama_window,
     connection_id,
     default_openai_base,
     display_name,
     is_loopback,
     parse_base_url,
     parse_headers,
-    request_headers,
     split_address,
 )
 
@@ -78,25 +76,13 @@ def test_a_record_round_trips_and_never_holds_a_key() -> None:
         Connection.from_record({"id": "x", "kind": "telnet"})
 
 
-def test_authorization_only_with_a_key_and_never_as_a_header() -> None:
-    conn = Connection("lab", "openai-compatible", headers=(("X-Team", "blue"),))
-    assert request_headers(conn, None) == {"X-Team": "blue"}
-    assert request_headers(conn, "") == {"X-Team": "blue"}
-    assert request_headers(conn, "sk-1")["Authorization"] == "Bearer sk-1"
+def test_extra_headers_are_checked_and_a_key_is_never_one() -> None:
     assert parse_headers(["X-Team:  blue ", "X-Other: a:b"]) == (
         ("X-Team", "blue"), ("X-Other", "a:b")
     )
     for bad in ("no colon", ": empty name", "Authorization: Bearer x"):
         with pytest.raises(ConnectionProblem):
             parse_headers([bad])
-
-
-def test_ollama_serves_the_smaller_of_its_trained_and_configured_window() -> None:
-    shown = {"model_info": {"qwen2.context_length": 32768}, "parameters": "num_ctx 8192\n"}
-    assert _ollama_window(shown) == 8192
-    assert _ollama_window({"model_info": {"qwen2.context_length": 32768}}) == 32768
-    assert _ollama_window({"parameters": 'stop "x"'}) is None
-    assert _ollama_window("not json") is None
 
 
 def test_display_names_use_the_labels_the_user_gave() -> None:

@@ -13,7 +13,8 @@ from tests.support.fuzz_values import damaged_json_bytes
 from tests.support.peak_memory import peak_rss_mb
 from tests.support.raw_http import RawServer
 
-from treechat.providers.connections import Connection, ConnectionProblem, fetch_models
+from treechat.providers.connections import Connection, ConnectionProblem
+from treechat.providers.model_lists import fetch_models
 
 MEMORY_BOUND_MB = 150
 pytestmark = pytest.mark.slow

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from tests.support.hub_server import Hub, HubServer, sha256_of
 
-from treechat.providers.gguf_header import GGUFError, read_header
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 from treechat.providers.model_library import (
     ChecksumMismatch,
     DownloadControl,
@@ -181,19 +180,3 @@ def test_the_recommended_models_are_permissive_gguf_files() -> None:
     assert len(models) >= 3
     assert {m.license for m in models} <= {"Apache-2.0", "MIT"}
     assert all(m.file.endswith(".gguf") and m.ram_gb > 0 for m in models)
-
-
-def test_the_gguf_header_reader(tmp_path: Path, gguf: Path) -> None:
-    header = read_header(gguf)
-    assert (header.architecture, header.context_length) == ("llama", 8192)
-    # SmolLM2-135M: 30 layers, 576 wide, 9 heads of which 3 KV heads
-    assert header.kv_bytes_per_token == 2 * 30 * (576 * 3 // 9) * 2
-    assert header.chat_template and "<|im_start|>" in header.chat_template
-    truncated = tmp_path / "cut.gguf"
-    truncated.write_bytes(gguf.read_bytes()[:2000])
-    with pytest.raises(GGUFError, match="truncated"):
-        read_header(truncated)
-    other = tmp_path / "not.gguf"
-    other.write_bytes(b"PK\x03\x04 not a model")
-    with pytest.raises(GGUFError, match="not a GGUF"):
-        read_header(other)

@@ -29,8 +29,8 @@ from ...providers.connections import (
 )
 from ...providers.connections import display_name as _display_name
 from ...providers.keys import KeyStore
-from ...providers.local_model import LocalModel
-from ...providers.local_servers import LocalServers
+from ...providers.local.bundled_model import LocalModel
+from ...providers.local.server_detection import LocalServers
 from .connections import ConnectionService, ConnectionState, ConnectionStatus
 from .model_library import LIBRARY_CONNECTION, LibraryError, ModelLibraryService
 

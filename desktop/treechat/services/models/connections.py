@@ -36,7 +36,7 @@ from ...providers.connections import (
     split_address,
 )
 from ...providers.keys import KeyStore
-from ...providers.local_servers import LocalServers
+from ...providers.local.server_detection import LocalServers
 from ...providers.provider import LiteLLMProvider, Provider
 from ...providers.stream import TurnRequest
 from ...store.database import Store

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from ...providers.local_model import LocalModel, LocalModelError
+from ...providers.local.bundled_model import LocalModel, LocalModelError
 from ...providers.local_server import default_threads
 from ...providers.model_library import (
     DownloadControl,

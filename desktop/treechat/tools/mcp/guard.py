@@ -5,7 +5,7 @@ it never imports the rest of Treechat. It starts COMMAND in the process group th
 with the guard's stdin, stdout and stderr (the MCP pipes pass straight through, nothing is
 copied), and ends that whole group when Treechat goes away, however it goes: an MCP server is
 any program (`npx` starting `node`, `uvx` starting Python), so it cannot be asked to watch its
-parent itself the way the bundled model's server does (`providers/local_server.py`).
+parent itself the way the bundled model's server does (`providers/local/bundled_server/`).
 
 Three guards, because each has a gap: PR_SET_PDEATHSIG (Linux: the kernel sends SIGTERM when
 the thread that spawned us ends), a hang-up on stdin (every POSIX system: the parent holds the

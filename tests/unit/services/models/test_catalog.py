@@ -7,7 +7,7 @@ from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
 from tests.unit.providers.test_local_servers import OLLAMA_TAGS, FakeServer
 
 from treechat.providers.keys import KeyStore
-from treechat.providers.local_servers import LocalServers, ServerSpec
+from treechat.providers.local.server_detection import LocalServers, ServerSpec
 from treechat.services.models.catalog import (
     BUNDLED_ID,
     ModelCatalog,

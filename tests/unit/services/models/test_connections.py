@@ -17,12 +17,12 @@ import pytest_asyncio
 from keyring.backends import fail
 from tests.support.fake_provider import FakeProvider, FakeReply
 from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
-from tests.unit.providers.test_local_servers import FakeServer, free_port
+from tests.unit.providers.local.test_server_detection import FakeServer, free_port
 
 from treechat.providers.connections import ConnectionModel, ConnectionProblem
 from treechat.providers.errors import ErrorKind
 from treechat.providers.keys import KeyStore
-from treechat.providers.local_servers import LocalServers, ServerSpec
+from treechat.providers.local.server_detection import LocalServers, ServerSpec
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.models.catalog import ModelCatalog, ModelChoice
 from treechat.services.models.connections import SETTINGS_CONNECTIONS, ConnectionService

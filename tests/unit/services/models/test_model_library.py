@@ -16,7 +16,7 @@ import pytest
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.support.processes import gone
 
-from treechat.providers.local_model import find_gguf
+from treechat.providers.local.bundled_model import find_gguf
 from treechat.providers.model_library import DownloadStopped, LibraryError, ModelLibrary, Progress
 from treechat.services.models.model_library import (
     MAX_AUTO_CONTEXT,

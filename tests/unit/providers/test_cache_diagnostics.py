@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from treechat.providers.diagnostics import CacheDiagnostics, earliest_divergence, fingerprint
+from treechat.providers.cache_diagnostics import CacheDiagnostics, earliest_divergence, fingerprint
 
 
 def words(text: str) -> int:

@@ -1,5 +1,6 @@
-"""The local llama.cpp server's tool calls: offered to templates that render tools, parsed
-from Hermes-style `<tool_call>` blocks, streamed as OpenAI `tool_calls` deltas."""
+"""The bundled server's HTTP side: tool calls offered to templates that render them, held to
+the end of a streamed reply and sent as one OpenAI `tool_calls` delta; errors in OpenAI's
+shape."""
 
 from __future__ import annotations
 
@@ -12,14 +13,9 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from treechat.providers.local_model import LocalModel, find_gguf, server_command
-from treechat.providers.local_server import (
-    Generation,
-    ToolCalls,
-    _hold_tool_calls,
-    parse_tool_calls,
-    tool_messages,
-)
+from treechat.providers.local.bundled_model import LocalModel, find_gguf, server_command
+from treechat.providers.local.bundled_server.generation import Generation
+from treechat.providers.local.bundled_server.handler import ToolCalls, hold_tool_calls
 
 # A small Hermes-style template written for these tests: tools listed in the system turn,
 # tool calls and results rendered as the models trained on it expect.
@@ -41,44 +37,16 @@ READ_FILE = {"type": "function", "function": {
 }}
 
 
-def test_tool_call_blocks_become_calls() -> None:
-    text = 'Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n' \
-           '</tool_call>'
-    content, calls = parse_tool_calls(text)
-    assert content == "Let me look."
-    (call,) = calls
-    assert call["function"] == {"name": "read_file", "arguments": '{"path": "a.txt"}'}
-    assert call["id"].startswith("call_") and call["type"] == "function"
-
-
-def test_a_block_that_is_not_json_stays_text() -> None:
-    text = "<tool_call> not json </tool_call>"
-    assert parse_tool_calls(text) == (text, [])
-    assert parse_tool_calls("plain words") == ("plain words", [])
-
-
 def test_streamed_text_flows_and_a_tool_call_is_held_to_the_end() -> None:
     result = Generation(prompt_tokens=1)
-    assert list(_hold_tool_calls(iter(["Hello", ", world"]), result)) == ["Hello", ", world"]
+    assert list(hold_tool_calls(iter(["Hello", ", world"]), result)) == ["Hello", ", world"]
     result = Generation(prompt_tokens=1)
     pieces = ["  <tool", "_call>\n{\"name\": \"read_file\", ", "\"arguments\": {\"path\": \"b\"}}",
               "\n</tool_call>"]
-    out = list(_hold_tool_calls(iter(pieces), result))
+    out = list(hold_tool_calls(iter(pieces), result))
     assert len(out) == 1 and isinstance(out[0], ToolCalls)
     assert json.loads(out[0].calls[0]["function"]["arguments"]) == {"path": "b"}
     assert result.finish_reason == "tool_calls"
-
-
-def test_tool_turns_keep_their_structure_for_the_template() -> None:
-    messages = tool_messages([
-        {"role": "user", "content": "read a"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "contents of a"},
-    ])
-    assert messages[1]["tool_calls"][0]["function"]["arguments"] == {"path": "a"}
-    assert messages[2] == {"role": "tool", "content": "contents of a", "tool_call_id": "c1"}
 
 
 @pytest_asyncio.fixture

