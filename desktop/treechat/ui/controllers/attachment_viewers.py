@@ -11,8 +11,9 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, Qt
 from PySide6.QtGui import QImage, QImageReader
 from PySide6.QtWidgets import QWidget
 
-from ...core.attachments import AttachmentError, decode_text
+from ...core.attachments import AttachmentError
 from ...services.attachments import AttachmentService, pdf_pages_text
+from ...tools.text_decoding import decode_text
 from ..chat.attachment_views import ShownAttachment, shown_attachments
 from ..dialogs.attachment_viewer import AttachmentViewer
 from .ports import OpenChat, Spawner
