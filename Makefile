@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 # llama-cpp-python compiles from source; keep the build portable, not tuned to this CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# One test process per core (at least two): most tests wait on a subprocess or a socket.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; echo $$n)
 
 .PHONY: run test bench lint package clean
 
@@ -23,7 +25,8 @@ test: $(STAMP)
 	$(BIN)/ruff check desktop tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -p no:cacheprovider -m "not bench" $(PYTEST_ARGS)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -p no:cacheprovider -m "not bench" \
+		-n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	mkdir -p build/bench

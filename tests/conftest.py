@@ -45,13 +45,20 @@ def loopback() -> Iterator[LoopbackProvider]:
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that need the frozen bundle run last, and the bundle starts building now, so the
-    minutes it takes overlap the rest of the run instead of adding to it."""
+    """The minutes the frozen bundle takes to build overlap the rest of the run.
+
+    In one process the bundle starts building on a thread now and the tests that need it
+    run last. Across workers (pytest-xdist with `--dist loadfile`, as `make test` runs) they
+    run first, on the one worker their file goes to, which builds while the other workers
+    take the rest of the suite."""
     needs_bundle = [item for item in items if "bundle" in getattr(item, "fixturenames", ())]
     if not needs_bundle:
         return
+    others = [item for item in items if "bundle" not in getattr(item, "fixturenames", ())]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = needs_bundle + others
+        return
     from tests.packaging.build import start_background_build
 
-    others = [item for item in items if "bundle" not in getattr(item, "fixturenames", ())]
     items[:] = others + needs_bundle
     start_background_build()
