@@ -5,24 +5,26 @@ usage row the spend tables print."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
 
 from .. import paths
 
+# The window's start loads this module (and nothing else of the command line's), so it
+# stays within what that start loads anyway: not even `typing` (the names below are for the
+# type checker only); the store and the services (DuckDB and more) are imported inside the
+# functions that use them.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ..core.model import Session
     from ..store.database import Store
     from ..store.usage import LedgerRow, SpendRow
 
     UsageFigures: TypeAlias = LedgerRow | SpendRow  # one row of a spend table
-
-# The window's start loads this module (and nothing else of the command line's): the store
-# and the services (DuckDB and more) are imported inside the functions that use them.
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Command = Callable[[argparse.Namespace], int]
@@ -155,6 +157,8 @@ def print_unpriced_note(rows: Iterable[UsageFigures]) -> None:
 def leave_now(code: int) -> None:
     """End the process now: streams flushed, no interpreter shutdown (a daemon thread halfway
     through an import or a C++ call can hang or abort it)."""
+    import contextlib  # here, not at the top: the window's start does not load it
+
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()

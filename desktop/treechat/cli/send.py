@@ -12,18 +12,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from ..core.bounded_read import Bounds, ReadLimitError, human_bytes, read_fd, read_path
 from ._common import CliInputError, Subcommands, add_command, find_session_id
 from ._turn import run_turn, turn_services
 from .beam import check_models, several_replies
 
 if TYPE_CHECKING:
+    from ..core.bounded_read import Bounds
     from ..services.attachments import PreparedFile
     from ..services.events import TurnFinished
     from ..store.database import Store
 
-# The store and the services are imported inside the functions: this module is loaded with
-# the parser (`--help` builds it), and they would load DuckDB, the providers and more.
+# The store, the services and even the bounded reads are imported inside the functions: this
+# module is loaded with the parser (`--help` builds it), and they would load DuckDB, the
+# providers and more.
 
 STDIN = "-"
 
@@ -93,6 +94,7 @@ MESSAGE_READ_TOTAL_S = 120.0
 
 def message_bounds(interactive: bool = False) -> Bounds:
     """The message's cap, and its time bounds unless a person is typing it at a terminal."""
+    from ..core.bounded_read import Bounds
     from ..services.attachments import AttachmentLimits
 
     cap = AttachmentLimits().max_message_bytes
@@ -104,6 +106,8 @@ def message_bounds(interactive: bool = False) -> Bounds:
 def message_text(args: argparse.Namespace, bounds: Bounds | None = None) -> str:
     """The message to send: TEXT, the file named by --file, or standard input for `-`, read
     within the message's cap and time bounds (`ReadLimitError` says which was hit)."""
+    from ..core.bounded_read import ReadLimitError, human_bytes, read_fd, read_path
+
     source = args.file if args.file is not None else (STDIN if args.text == STDIN else None)
     try:
         if source is None:
