@@ -17,10 +17,13 @@
    before, and the memory of the process afterwards.
 4. The session list with 5,000 sessions: reading them, filling and painting the list, and a
    search over their 10,000 messages.
+5. The command line, cold: spawn to exit of `treechat --help` beside a bare interpreter, and
+   of `treechat sessions` on the store of 1. beside a script that only opens that store and
+   reads its sessions (the least any listing must do), interleaved.
 
 Writes build/bench/startup.json: ready_vs_bare, rss_after_open_mb,
-gui_longest_stall_ms_at_start, startup_vs_bare, open_2000_messages_ms (+ the raw figures
-behind them)."""
+gui_longest_stall_ms_at_start, startup_vs_bare, open_2000_messages_ms, cli_help_vs_bare_python,
+cli_sessions_vs_direct_store (+ the raw figures behind them)."""
 
 from __future__ import annotations
 
@@ -179,6 +182,20 @@ app.run = lambda args, qt_args=(): run(args, qt_args, on_first_paint=painted)
 raise SystemExit(cli.main(["--data-dir", data_dir]))
 """
 
+# The least `treechat sessions` must do: open the store and read its sessions.
+DIRECT_LIST = """
+import sys
+from pathlib import Path
+from treechat.store.database import Store, default_store_path
+store = Store.open(default_store_path(Path(sys.argv[1])))
+try:
+    print(len(store.call(lambda r: r.list_sessions())))
+finally:
+    store.close()
+"""
+CLI_RUNS = 11
+
+
 # Resident memory without tracemalloc (its own bookkeeping would be counted), then what
 # tracemalloc sees allocated, each in a process of its own.
 IMPORT_COST = """
@@ -253,6 +270,36 @@ def timed_launch(code: str, *args: str) -> dict[str, float]:
     proc.wait(timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}"
     return marks
+
+
+def timed_exit(argv: list[str]) -> float:
+    """Seconds from spawning `argv` to its exit (which must be a success)."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=300, check=False)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return elapsed
+
+
+def cli_cold_starts(data_dir: Path) -> dict[str, float]:
+    """Spawn to exit, medians in ms: `treechat --help` and a bare interpreter, `treechat
+    sessions` and a script that only lists the store's sessions, interleaved."""
+    cli = [sys.executable, "-m", "treechat.cli"]
+    runs: dict[str, Callable[[], float]] = {
+        "bare_python": lambda: timed_exit([sys.executable, "-c", "pass"]),
+        "cli_help": lambda: timed_exit([*cli, "--help"]),
+        "direct_store_list": lambda: timed_exit([sys.executable, "-c", DIRECT_LIST,
+                                                 str(data_dir)]),
+        "cli_sessions": lambda: timed_exit([*cli, "--data-dir", str(data_dir), "sessions"]),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():  # bytecode written and files cached for every one of them
+        run()
+    for _ in range(CLI_RUNS):
+        for name, run in runs.items():
+            times[name].append(run())
+    return {f"{name}_ms": statistics.median(values) * 1000 for name, values in times.items()}
 
 
 def seed_sessions(data_dir: Path, count: int, *, with_messages: bool = False) -> None:
@@ -341,6 +388,7 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
     loaded_at_start = {name for run in our_runs for name in run if name.startswith("loaded ")}
     costs = [(label, import_cost(statement), f"loaded {module}")
              for label, statement, module in IMPORTS]
+    cli = cli_cold_starts(data_dir)
 
     # --- 2. opening 2,000 messages in the running window -----------------------------
     big = tmp_path / "open"
@@ -434,6 +482,9 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             "list_5000_sessions_query_ms": list_query_ms,
             "list_5000_sessions_fill_ms": fill_ms,
             "search_5000_sessions_ms": search_ms,
+            **cli,
+            "cli_help_vs_bare_python": cli["cli_help_ms"] / cli["bare_python_ms"],
+            "cli_sessions_vs_direct_store": cli["cli_sessions_ms"] / cli["direct_store_list_ms"],
         },
         rows=[
             ("bare PySide6 window, spawn to first paint, ms", bare_s * 1000, ""),
@@ -460,6 +511,14 @@ def test_startup_and_open(tmp_path: Path, qapp: QApplication, bench_report: Any)
             ("5,000 sessions: read from the store, ms", list_query_ms, ""),
             ("5,000 sessions: fill the list and paint it (median of 5), ms", fill_ms, ""),
             ("search 5,000 sessions and 10,000 messages (median of 3), ms", search_ms, ""),
+            ("`treechat --help`, spawn to exit, ms", cli["cli_help_ms"],
+             f"bare interpreter {cli['bare_python_ms']:.1f}"),
+            ("ratio `treechat --help` / bare interpreter",
+             cli["cli_help_ms"] / cli["bare_python_ms"], ""),
+            (f"`treechat sessions` ({SESSIONS:,} sessions), spawn to exit, ms",
+             cli["cli_sessions_ms"], f"open and list only {cli['direct_store_list_ms']:.1f}"),
+            ("ratio `treechat sessions` / open and list only",
+             cli["cli_sessions_ms"] / cli["direct_store_list_ms"], ""),
         ],
         header=("figure", "value", "beside it"),
     )

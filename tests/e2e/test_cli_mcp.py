@@ -3,8 +3,6 @@ real store, real MCP servers, and a real pseudo-terminal for the approval prompt
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 import os
 import subprocess
@@ -14,9 +12,6 @@ from pathlib import Path
 import pytest
 from tests.support.loopback_server import LoopbackProvider, Reply
 from tests.support.mcp_fixtures import SERVER_SCRIPT
-
-from treechat.commands_mcp import terminal_approver
-from treechat.services.mcp.approval import ApprovalRequest, Decision
 
 MODEL = "openai/loopback-model"
 
@@ -82,25 +77,6 @@ def test_send_without_a_terminal_denies_the_call(
     assert "needs approval and there is no terminal to ask; denied" in sent.stderr
     last = json.dumps(loopback.requests[-1].body["messages"])
     assert "denied" in last and "never-shown-77" not in last
-
-
-@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal is POSIX")
-@pytest.mark.asyncio
-async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer() -> None:
-    import pty
-
-    request = ApprovalRequest("s", "alpha", "secret_value", "alpha__secret_value", {"k": 1})
-    for typed, expected in ((b"a\n", Decision.ALLOW_ALWAYS), (b"y\n", Decision.ALLOW_ONCE),
-                            (b"\n", Decision.DENY)):
-        leader, follower = pty.openpty()
-        shown = io.StringIO()
-        with os.fdopen(follower, "r") as tty_in:
-            ask = terminal_approver(tty_in, shown)
-            os.write(leader, typed)
-            assert await asyncio.wait_for(ask(request), 10) is expected
-        os.close(leader)
-        assert "alpha › secret_value wants to run with" in shown.getvalue()
-        assert '"k": 1' in shown.getvalue()
 
 
 KEYRING_CHILD = """

@@ -1,14 +1,17 @@
-"""Treechat's command line: `treechat` opens the window; subcommands (in `commands`) work
-headless on the same store and engine. Kept light: the window's start-up goes through here."""
+"""Treechat's command line: `treechat` opens the window; the subcommands (one module each in
+this package) work headless on the same store and engine. Kept light: the window's start-up
+goes through here."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
-from . import __version__, leave_on_interrupt, paths
+from .. import __version__, leave_on_interrupt, paths
+from ._common import CliInputError, Subcommands, leave_now, run_command
 
 DATA_DIR_HELP = (
     f"where the conversation store lives (default: ${paths.DATA_DIR_ENV} or the "
@@ -16,7 +19,7 @@ DATA_DIR_HELP = (
 )
 
 
-def _accept_common_options_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _accept_common_options_after(sub: Subcommands) -> None:
     """Let every subcommand take `--data-dir` after its name too (`treechat import F
     --data-dir D`). SUPPRESS as the default keeps a value given before the subcommand: the
     subparser sets the attribute only when the option appears after it."""
@@ -41,98 +44,48 @@ def build_parser() -> argparse.ArgumentParser:
         "model, or --api-base URL --model M), print the reply; see `treechat --smoke --help`",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("sessions", help="list sessions, newest first")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--all", action="store_true", help="include deleted (hidden) sessions")
-
-    p = sub.add_parser(
-        "import",
-        help="import a ChatGPT, Claude.ai, LibreChat, Open WebUI or Treechat export, branches kept",
-    )
-    p.add_argument("file", help="conversations.json, the zip that holds it, or a JSON export")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-    p = sub.add_parser("export", help="write a session as JSON (whole graph) or Markdown")
-    p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
-    p.add_argument("--all-sessions", action="store_true", help="every chat, one after another "
-                   "(JSON: a list that `treechat import` reads back)")
-    p.add_argument("--format", choices=("json", "md"), default="md")
-    p.add_argument(
-        "--all-branches",
-        action="store_true",
-        help="Markdown: include every branch, not only HEAD's",
-    )
-    p.add_argument("-o", "--output", help="write to this file instead of standard output")
-
-    p = sub.add_parser(
-        "doctor", help="show the store, schema version, node count and environment"
-    )
-    p.add_argument(
-        "--check",
-        action="store_true",
-        help="read every table back and verify the file's checksums (read-only)",
+    # Each subcommand's module is loaded here, not at the top: the window's start goes
+    # through this package and would otherwise load them (asyncio, json and more) before
+    # its first paint.
+    from . import (
+        backup,
+        beam,
+        connections,
+        context,
+        doctor,
+        import_export,
+        knowledge,
+        mcp,
+        models,
+        presets,
+        search,
+        send,
+        sessions,
+        sync,
+        usage,
     )
 
-    p = sub.add_parser("send", help="send one message and stream the reply to standard output")
-    p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
-    p.add_argument("text", nargs="?", help="the message; `-` reads it from standard input")
-    p.add_argument(
-        "--file",
-        metavar="FILE",
-        help="read the message from FILE (`-` for standard input): long text need not go "
-        "through the command line",
-    )
-    p.add_argument("--new", action="store_true", help="start a new session for this message")
-    p.add_argument(
-        "--model",
-        help="litellm model id, e.g. openai/gpt-4o (default: the "
-        "configured default, else the bundled offline model)",
-    )
-    p.add_argument("--api-base", help="an OpenAI-compatible server to send to")
-    p.add_argument("--models", metavar="A,B,C", help="send to several models at once: one "
-                   "reply each, side by side in the chat (`treechat fuse` combines them)")
-    p.add_argument(
-        "--attach", metavar="FILE", action="append", default=[],
-        help="attach FILE to the message (repeatable): text or code, a PNG, JPEG, WebP or "
-        "GIF image (for models that see images), or a PDF",
-    )
-
-    p = sub.add_parser("context", help="what the next request would carry: occupancy and breakdown")
-    p.add_argument("session", help="session id, unique id prefix, or exact title")
-    p.add_argument("--model", help="estimate for this model instead of the session's")
-    p.add_argument("--json", action="store_true")
-
-    p = sub.add_parser("ledger", help="tokens, cache reads/writes and cost per model")
-    p.add_argument("session", nargs="?", help="only this session")
-    p.add_argument("--json", action="store_true")
-
-    from .commands_chat_controls import add_parsers as add_chat_control_parsers
-
-    add_chat_control_parsers(sub)
-    from .commands_mcp import add_parsers as add_mcp_parsers
-
-    add_mcp_parsers(sub)
-    from .commands_model_library import add_models_parser
-
-    add_models_parser(sub)
-    from .commands_connections import add_models_list
-    from .commands_connections import add_parsers as add_connection_parsers
-
-    add_connection_parsers(sub)
-    add_models_list(sub)
-    from .commands_search import add_parsers as add_search_parsers
-
-    add_search_parsers(sub)
-    from .commands_beam import add_parsers as add_beam_parsers
-
-    add_beam_parsers(sub)
-    from .cli_store import register as register_store_commands
-    from .commands_sync import add_parsers as add_sync_parsers
-
-    add_sync_parsers(sub)
-
-    register_store_commands(sub)
+    for add in (  # in the order `treechat --help` lists them
+        sessions.add_list_parser,
+        import_export.add_import_parser,
+        import_export.add_export_parser,
+        doctor.add_parser,
+        send.add_parser,
+        context.add_parser,
+        usage.add_ledger_parser,
+        sessions.add_settings_parser,
+        presets.add_parser,
+        usage.add_usage_parser,
+        mcp.add_parser,
+        models.add_parser,
+        connections.add_parser,
+        search.add_parser,
+        knowledge.add_parser,
+        beam.add_parser,
+        sync.add_parser,
+        backup.add_parser,
+    ):
+        add(sub)
     _accept_common_options_after(sub)
     return parser
 
@@ -169,18 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def leave_now(code: int) -> None:
-    """End the process now: streams flushed, no interpreter shutdown (a daemon thread halfway
-    through an import or a C++ call can hang or abort it)."""
-    import contextlib
-    import os
-
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
-
-
 def _default_interrupt() -> None:
     if signal.getsignal(signal.SIGINT) is leave_on_interrupt:
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -189,13 +130,14 @@ def _default_interrupt() -> None:
 def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     window = window_arguments(words)
+    # The window, the check and the log are loaded only on the path that uses them.
     if window is not None:  # the window sets up its log once it has painted
-        from .app import main as run_app
+        from ..app import main as run_app
 
         _default_interrupt()
         return run_app(window)
     parser = build_parser()
-    from .commands_mcp import split_command_tail
+    from .mcp import split_command_tail
 
     words, server_command = split_command_tail(sys.argv[1:] if argv is None else argv)
     args, rest = parser.parse_known_args(words)
@@ -203,15 +145,15 @@ def _main(argv: Sequence[str] | None) -> int:
         args.server_command = server_command
     if args.smoke is not None:
         # before logging is set up: the check logs into its own (often temporary) data dir
-        from .smoke import main as run_smoke
+        from ..smoke import main as run_smoke
 
         return run_smoke([*(["--data-dir", args.data_dir] if args.data_dir else []), *args.smoke])
     if args.command is None:  # the window sets up its log once it has painted
-        from .app import main as run_app
+        from ..app import main as run_app
 
         _default_interrupt()
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
-    from .logs import configure_logging
+    from ..logs import configure_logging
 
     configure_logging(paths.data_dir(args.data_dir))
     if rest:
@@ -219,15 +161,12 @@ def _main(argv: Sequence[str] | None) -> int:
     bad = _unreadable_argument(args)
     if bad is not None:
         parser.error(bad)
-    if args.command == "send":
-        from .commands_send import CliInputError, normalize_send_args
-
+    validate = getattr(args, "validate", None)  # a command's own check of its arguments
+    if validate is not None:
         try:
-            normalize_send_args(args)
+            validate(args)
         except CliInputError as exc:
             parser.error(str(exc))
-    from .commands import run as run_command
-
     if args.command != "send":  # `send` stops its reply gracefully itself; the others are
         _default_interrupt()  # interrupted the usual way (a download pauses, and says so)
     try:
@@ -261,11 +200,5 @@ def _unreadable_argument(args: argparse.Namespace) -> str | None:
 
 
 def _silence_stdout() -> None:
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

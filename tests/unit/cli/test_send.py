@@ -1,6 +1,6 @@
 """`treechat send` as a user runs it: the message is committed and acknowledged before the
-slow part starts, long text comes from a file or standard input, and Ctrl+C, SIGTERM and
-SIGHUP stop the reply keeping what streamed."""
+slow part starts, long text comes from a file or standard input, and a message that cannot
+be sent (empty, not text, unreadable) sends nothing, in one line."""
 
 from __future__ import annotations
 
@@ -9,39 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from tests.support.cli_runner import one_line_error, send_command, send_env, stored_path, treechat
 from tests.support.loopback_server import LoopbackProvider, Reply
 
-from treechat.core.dag import Graph, active_path
-from treechat.services.store_life.recovery import open_and_recover
-from treechat.store.database import default_store_path
-
-
-def env() -> dict[str, str]:
-    out = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-send-test"}
-    out.pop("TREECHAT_DATA_DIR", None)
-    return out
-
-
-def send_command(data: Path, server: LoopbackProvider, *args: str) -> list[str]:
-    return [
-        sys.executable, "-m", "treechat.cli", "send", *args,
-        "--model", "openai/gpt-4o-mini", "--api-base", server.openai_base,
-        "--data-dir", str(data),
-    ]
-
-
-def stored_path(data: Path) -> list[tuple[str, str, bool]]:
-    store = open_and_recover(default_store_path(data))
-    try:
-        (session,) = store.call(lambda r: r.list_sessions())
-        nodes = store.call(lambda r: r.session_nodes(session.id))
-    finally:
-        store.close()
-    return [(n.role, n.text, n.interrupted) for n in active_path(Graph(nodes), session.head)]
+from treechat.core.model import Session
+from treechat.store.database import Store, default_store_path
 
 
 def test_the_message_is_on_disk_when_the_acknowledgment_is_printed(
@@ -50,8 +25,8 @@ def test_the_message_is_on_disk_when_the_acknowledgment_is_printed(
     """Killed the moment `[sent: …]` appears, before any reply: the message is there."""
     loopback.queue(Reply(text="never seen", tokens_per_second=5))
     child = subprocess.Popen(
-        send_command(tmp_path, loopback, "--new", "remember this"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env(),
+        send_command(tmp_path, loopback.openai_base, "--new", "remember this"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=send_env(),
     )
     assert child.stderr is not None
     first = child.stderr.readline()
@@ -70,8 +45,8 @@ def test_long_text_from_a_file_and_from_standard_input(
     message.write_text(text, encoding="utf-8")
     loopback.queue(Reply(text="Read it."), Reply(text="Read that too."))
     out = subprocess.run(
-        send_command(tmp_path, loopback, "--new", "--file", str(message)),
-        capture_output=True, text=True, env=env(), timeout=300, check=False,
+        send_command(tmp_path, loopback.openai_base, "--new", "--file", str(message)),
+        capture_output=True, text=True, env=send_env(), timeout=300, check=False,
     )
     assert out.returncode == 0, out.stderr
     assert f"[sent: {len(text):,} characters" in out.stderr
@@ -81,12 +56,12 @@ def test_long_text_from_a_file_and_from_standard_input(
         subprocess.run(
             [sys.executable, "-m", "treechat.cli", "sessions", "--json", "--data-dir",
              str(tmp_path)],
-            capture_output=True, text=True, env=env(), timeout=300, check=True,
+            capture_output=True, text=True, env=send_env(), timeout=300, check=True,
         ).stdout
     )[0]["id"]
     out = subprocess.run(
-        send_command(tmp_path, loopback, session[:8], "--file", "-"),
-        input="second, from a pipe\n", capture_output=True, text=True, env=env(), timeout=300,
+        send_command(tmp_path, loopback.openai_base, session[:8], "--file", "-"),
+        input="second, from a pipe\n", capture_output=True, text=True, env=send_env(), timeout=300,
         check=False,
     )
     assert out.returncode == 0, out.stderr
@@ -107,8 +82,8 @@ def test_a_message_longer_than_the_window_is_not_cut_silently(
     message.write_text(text, encoding="utf-8")
     loopback.queue(Reply(text="ok"))
     out = subprocess.run(
-        send_command(tmp_path, loopback, "--new", "--file", str(message)),
-        capture_output=True, text=True, env=env(), timeout=300, check=False,
+        send_command(tmp_path, loopback.openai_base, "--new", "--file", str(message)),
+        capture_output=True, text=True, env=send_env(), timeout=300, check=False,
     )
     assert "Traceback" not in out.stderr
     assert f"[sent: {len(text):,} characters" in out.stderr
@@ -119,50 +94,6 @@ def test_a_message_longer_than_the_window_is_not_cut_silently(
     else:
         assert out.stderr.strip().splitlines()[-1].startswith("treechat: ")
     assert stored_path(tmp_path)[0][1] == text.strip()  # stored whole either way
-
-
-@pytest.mark.parametrize(
-    ("sig", "name"),
-    [(signal.SIGINT, "Ctrl+C"), (signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")],
-)
-def test_a_signal_during_the_reply_keeps_what_streamed(
-    tmp_path: Path, loopback: LoopbackProvider, sig: signal.Signals, name: str
-) -> None:
-    # The stream pauses after 60 pieces until the server stops, so the signal always lands
-    # mid-reply however slow the machine is.
-    loopback.queue(Reply(text=" ".join(f"w{i}" for i in range(400)), pause_after=60))
-    child = subprocess.Popen(
-        send_command(tmp_path, loopback, "--new", "tell me a long story"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
-    )
-    assert child.stdout is not None and child.stderr is not None
-    seen: list[str] = []
-    streaming = threading.Event()
-
-    def read_stdout() -> None:
-        assert child.stdout is not None
-        while piece := child.stdout.read(1):
-            seen.append(piece)
-            if len("".join(seen)) > 40:
-                streaming.set()
-
-    reader = threading.Thread(target=read_stdout)
-    reader.start()
-    assert streaming.wait(timeout=240), child.stderr.read()
-    os.kill(child.pid, sig)
-    code = child.wait(timeout=120)
-    reader.join(timeout=30)
-    err = child.stderr.read()
-    child.stdout.close()
-    child.stderr.close()
-    assert code == 130, err
-    assert f"stopped by {name}" in err and "Traceback" not in err
-    path = stored_path(tmp_path)
-    assert [p[0] for p in path] == ["user", "assistant"]
-    _role, reply, interrupted = path[1]
-    assert interrupted
-    printed = "".join(seen).strip()
-    assert reply.startswith("w0 w1 ") and printed.startswith(reply[: len(printed) // 2])
 
 
 def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
@@ -176,9 +107,9 @@ def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
     notes.write_text("the figures are in thousands\n", encoding="utf-8")
     loopback.queue(Reply(text="A chart."))
     out = subprocess.run(
-        send_command(tmp_path / "data", loopback, "--new", "What is this?",
+        send_command(tmp_path / "data", loopback.openai_base, "--new", "What is this?",
                      "--attach", str(picture), "--attach", str(notes)),
-        capture_output=True, text=True, env=env(), timeout=300, check=False,
+        capture_output=True, text=True, env=send_env(), timeout=300, check=False,
     )
     assert out.returncode == 0, out.stderr
     assert "[sent: 13 characters and 2 file(s)" in out.stderr
@@ -191,8 +122,9 @@ def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
     binary = tmp_path / "blob.bin"
     binary.write_bytes(bytes(range(256)) * 8)
     refused = subprocess.run(
-        send_command(tmp_path / "other", loopback, "--new", "Look", "--attach", str(binary)),
-        capture_output=True, text=True, env=env(), timeout=300, check=False,
+        send_command(tmp_path / "other", loopback.openai_base, "--new", "Look",
+                     "--attach", str(binary)),
+        capture_output=True, text=True, env=send_env(), timeout=300, check=False,
     )
     assert refused.returncode != 0
     assert "blob.bin is a binary file" in refused.stderr and "nothing was sent" in refused.stderr
@@ -203,7 +135,8 @@ def test_a_fifo_or_a_silent_pipe_ends_the_read_at_its_bound(tmp_path: Path) -> N
     """Every path into a message honours the message cap and the read's time bounds."""
     import argparse
 
-    from treechat.commands_send import CliInputError, message_text
+    from treechat.cli._common import CliInputError
+    from treechat.cli.send import message_text
     from treechat.core.bounded_read import Bounds
 
     fifo = tmp_path / "pipe"
@@ -223,8 +156,8 @@ def test_send_file_dev_zero_is_refused_in_one_line_and_nothing_is_stored(
     tmp_path: Path, loopback: LoopbackProvider
 ) -> None:
     out = subprocess.run(
-        send_command(tmp_path, loopback, "--new", "--file", "/dev/zero"),
-        capture_output=True, text=True, env=env(), timeout=120, check=False,
+        send_command(tmp_path, loopback.openai_base, "--new", "--file", "/dev/zero"),
+        capture_output=True, text=True, env=send_env(), timeout=120, check=False,
     )
     assert out.returncode == 2
     assert out.stderr.strip() == (
@@ -232,3 +165,32 @@ def test_send_file_dev_zero_is_refused_in_one_line_and_nothing_is_stored(
         "nothing was sent"
     )
     assert not loopback.requests
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    with Store.open(default_store_path(data)) as store:
+        store.call(lambda r: r.create_session(Session("abc111", "One", None, "m", 1.0)))
+    return data
+
+
+@pytest.mark.parametrize("text", ["   ", "\n\t  \n"])
+def test_a_whitespace_only_message_sends_nothing(data_dir: Path, text: str) -> None:
+    assert "empty" in one_line_error(treechat(data_dir, "send", "abc111", text))
+    with Store.open(default_store_path(data_dir)) as store:
+        assert store.call(lambda r: r.node_count()) == 0
+
+
+def test_send_needs_a_message_from_somewhere(data_dir: Path) -> None:
+    line = one_line_error(treechat(data_dir, "send", "abc111"))
+    assert "SESSION" in line and "--file" in line
+
+
+def test_send_refuses_a_file_that_is_not_text(data_dir: Path, tmp_path: Path) -> None:
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\xff\xfe\x00garbage")
+    assert "not UTF-8 text" in one_line_error(treechat(data_dir, "send", "abc111",
+                                                       "--file", str(blob)))
+    missing = treechat(data_dir, "send", "abc111", "--file", str(tmp_path / "missing.txt"))
+    assert "cannot read" in one_line_error(missing)

@@ -1,5 +1,5 @@
-"""`treechat models search|pull|rm|library`: the model library from the command line (the
-same service the window's library dialog uses)."""
+"""`treechat models [list]` (every model of every connection, with its window and price) and
+`treechat models search|pull|rm|library` (the model library the window's dialog shows)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,30 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import paths
+from ._common import Subcommands, add_command, data_dir
 
-SUBCOMMANDS = ("search", "pull", "rm", "library")
+if TYPE_CHECKING:
+    from ..services.models.model_library import ModelLibraryService
+
+# The services are imported inside the commands: this module is loaded with the parser
+# (`--help` builds it), and they would load DuckDB, the providers and more.
 
 
-def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "models", cmd_models,
+                    help="the model library: search, pull, rm, library")
+    p.add_argument("--json", action="store_true")
+    actions = p.add_subparsers(dest="models_command", metavar="ACTION")
+    _add_library_actions(actions)
+    q = actions.add_parser("list", help="every model of every connection, with its window, "
+                           "price and reachability (the default)")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _add_library_actions(sub: Subcommands) -> None:
     p = sub.add_parser("search", help="find GGUF models on the Hugging Face hub "
                        "(HF_ENDPOINT is honoured)")
     p.add_argument("query")
@@ -41,25 +57,21 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def add_models_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("models", help="the model library: search, pull, rm, library")
-    p.add_argument("--json", action="store_true")
-    add_subcommands(p.add_subparsers(dest="models_command", metavar="ACTION"))
-
-
 def cmd_models(args: argparse.Namespace) -> int:
-    if getattr(args, "models_command", None) is None:
-        args.models_command = "library"
-    return run(args)
+    """Bare `models` or `models list` lists every model of every connection; the other
+    actions are the model library's."""
+    if args.models_command in (None, "list"):
+        return cmd_models_list(args)
+    return cmd_library(args)
 
 
 def models_dir(args: argparse.Namespace) -> Path:
-    return paths.data_dir(getattr(args, "data_dir", None)) / "models"
+    return data_dir(args) / "models"
 
 
-def run(args: argparse.Namespace) -> int:
-    from .providers.model_library import LibraryError, ModelLibrary
-    from .services.models.model_library import ModelLibraryService
+def cmd_library(args: argparse.Namespace) -> int:
+    from ..providers.model_library import LibraryError, ModelLibrary
+    from ..services.models.model_library import ModelLibraryService
 
     service = ModelLibraryService(ModelLibrary(models_dir(args)))
     action = args.models_command
@@ -80,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     raise AssertionError(action)
 
 
-async def _search(service: Any, args: argparse.Namespace) -> int:
+async def _search(service: ModelLibraryService, args: argparse.Namespace) -> int:
     words = args.query.lower()
     picks = [r for r in await service.recommended()
              if words in f"{r.model.title} {r.model.repo} {r.model.id}".lower()]
@@ -99,8 +111,8 @@ async def _search(service: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _pull(service: Any, args: argparse.Namespace) -> int:
-    from .providers.model_library import DownloadStopped, LibraryError
+async def _pull(service: ModelLibraryService, args: argparse.Namespace) -> int:
+    from ..providers.model_library import DownloadStopped, LibraryError
 
     repo, file = await _resolve(service, args.repo, args.file)
     tty = sys.stderr.isatty()
@@ -138,13 +150,14 @@ async def _pull(service: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(asdict(model), indent=1))
     else:
-        print(f"downloaded {model.name} ({model.size / 1e6:,.0f} MB, sha256 {model.sha256[:12]}…) "
+        digest = (model.sha256 or "")[:12]
+        print(f"downloaded {model.name} ({model.size / 1e6:,.0f} MB, sha256 {digest}…) "
               f"to {model.path}")
     return 0
 
 
-async def _resolve(service: Any, repo: str, file: str | None) -> tuple[str, str]:
-    from .providers.model_library import LibraryError
+async def _resolve(service: ModelLibraryService, repo: str, file: str | None) -> tuple[str, str]:
+    from ..providers.model_library import LibraryError
 
     for r in await service.recommended():
         if repo in (r.model.id, r.model.repo) and (file is None or file == r.model.file):
@@ -163,7 +176,7 @@ async def _resolve(service: Any, repo: str, file: str | None) -> tuple[str, str]
     raise LibraryError(f"{repo} has several .gguf files; name one: {names}")
 
 
-async def _library(service: Any, args: argparse.Namespace) -> int:
+async def _library(service: ModelLibraryService, args: argparse.Namespace) -> int:
     picks = await service.recommended()
     installed = await service.installed()
     partial = await service.partial()
@@ -187,3 +200,74 @@ async def _library(service: Any, args: argparse.Namespace) -> int:
         print(f"  stopped: {p.repo}/{p.file} at {p.done / 1e6:,.0f} of {p.size / 1e6:,.0f} MB "
               "(`treechat models pull` resumes it)")
     return 0
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    """Every model of every connection, with its window, price and reachability."""
+    from ..services.bootstrap import build_services
+
+    services = build_services(data_dir(args))
+
+    async def run() -> Any:
+        try:
+            return await services.models.refresh()
+        finally:
+            await services.close()
+
+    try:
+        groups = asyncio.run(run())
+    finally:
+        services.close_store()
+    if args.json:
+        print(json.dumps([_group_record(g) for g in groups], indent=2, ensure_ascii=False))
+        return 0
+    if not any(g.models for g in groups):
+        print("No models yet. Add a connection with `treechat connections add`.")
+        return 0
+    for g in groups:
+        mark = "" if g.state in ("ready", "detected") else f" — {g.state}"
+        detected = " (detected)" if g.detected and g.state == "detected" else ""
+        print(f"{g.label}{detected}{mark}" + (f": {g.reason}" if g.reason else ""))
+        for c in g.models:
+            print(f"  {c.id:<44} {_window(c):>16}  {_price(c, services.models.is_local(c.id))}")
+    return 0
+
+
+def _window(choice: Any) -> str:
+    if not choice.window:
+        return "window ?"
+    return f"{choice.window:,}" + (" (estimated)" if choice.window_estimated else "")
+
+
+def _price(choice: Any, local: bool = False) -> str:
+    """As the window says it: a model on this computer is free, a hosted one litellm has no
+    price for is unpriced."""
+    if local:
+        return "free"
+    if choice.price_in is None:
+        return "unpriced"
+    return f"${choice.price_in:g} in / ${choice.price_out:g} out per M"
+
+
+def _group_record(g: Any) -> dict[str, Any]:
+    return {
+        "connection": g.connection,
+        "label": g.label,
+        "kind": g.kind,
+        "state": g.state,
+        "detected": g.detected,
+        "reason": g.reason or None,
+        "models": [
+            {
+                "address": c.id,
+                "name": c.name or c.id,
+                "display_name": c.label,
+                "window": c.window,
+                "window_estimated": c.window_estimated,
+                "price_in_per_million": c.price_in,
+                "price_out_per_million": c.price_out,
+                "available": c.available,
+            }
+            for c in g.models
+        ],
+    }

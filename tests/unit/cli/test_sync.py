@@ -19,7 +19,7 @@ from treechat.core.model import Node, Session
 from treechat.store.database import Store, default_store_path
 from treechat.store.repository import Repository
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PASSPHRASE = "a long passphrase for the test 7"
 
 

@@ -1,32 +1,60 @@
 """`treechat send`: the typed message is committed and acknowledged first, then the reply
 streams to standard output. Long text comes from a file or standard input, never cut silently;
-Ctrl+C, SIGTERM and SIGHUP stop the reply and keep what streamed."""
+Ctrl+C, SIGTERM and SIGHUP stop the reply and keep what streamed (`_turn`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import paths
-from .core.bounded_read import Bounds, ReadLimitError, human_bytes, read_fd, read_path
-from .store.database import Store, default_store_path
+from .. import paths
+from ._common import CliInputError, Subcommands, add_command, find_session_id
+from ._turn import run_turn, turn_services
+from .beam import check_models, several_replies
+
+if TYPE_CHECKING:
+    from ..core.bounded_read import Bounds
+    from ..services.attachments import PreparedFile
+    from ..services.turns.events import TurnFinished
+    from ..store.database import Store
+
+# The store, the services and even the bounded reads are imported inside the functions: this
+# module is loaded with the parser (`--help` builds it), and they would load DuckDB, the
+# providers and more.
 
 STDIN = "-"
-SIGNAL_NAMES = {signal.SIGINT: "Ctrl+C", signal.SIGTERM: "SIGTERM"}
-if hasattr(signal, "SIGHUP"):
-    SIGNAL_NAMES[signal.SIGHUP] = "SIGHUP"
 
 
-class CliInputError(ValueError):
-    """Something the user typed cannot be used; the message says what and how to fix it."""
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "send", cmd_send,
+                    help="send one message and stream the reply to standard output")
+    p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
+    p.add_argument("text", nargs="?", help="the message; `-` reads it from standard input")
+    p.add_argument(
+        "--file",
+        metavar="FILE",
+        help="read the message from FILE (`-` for standard input): long text need not go "
+        "through the command line",
+    )
+    p.add_argument("--new", action="store_true", help="start a new session for this message")
+    p.add_argument(
+        "--model",
+        help="litellm model id, e.g. openai/gpt-4o (default: the "
+        "configured default, else the bundled offline model)",
+    )
+    p.add_argument("--api-base", help="an OpenAI-compatible server to send to")
+    p.add_argument("--models", metavar="A,B,C", help="send to several models at once: one "
+                   "reply each, side by side in the chat (`treechat fuse` combines them)")
+    p.add_argument(
+        "--attach", metavar="FILE", action="append", default=[],
+        help="attach FILE to the message (repeatable): text or code, a PNG, JPEG, WebP or "
+        "GIF image (for models that see images), or a PDF",
+    )
+    p.set_defaults(validate=normalize_send_args)
 
 
 def normalize_send_args(args: argparse.Namespace) -> None:
@@ -48,11 +76,9 @@ def normalize_send_args(args: argparse.Namespace) -> None:
         )
     args.session, args.text = session, text
     if getattr(args, "models", None) is not None:
-        from .commands_beam import check_models
-
         check_models(args)
     if getattr(args, "api_base", None):
-        from .providers.connections import ConnectionProblem, parse_base_url
+        from ..providers.connections import ConnectionProblem, parse_base_url
 
         try:
             parse_base_url(args.api_base)
@@ -68,7 +94,8 @@ MESSAGE_READ_TOTAL_S = 120.0
 
 def message_bounds(interactive: bool = False) -> Bounds:
     """The message's cap, and its time bounds unless a person is typing it at a terminal."""
-    from .services.attachments import AttachmentLimits
+    from ..core.bounded_read import Bounds
+    from ..services.attachments import AttachmentLimits
 
     cap = AttachmentLimits().max_message_bytes
     if interactive:
@@ -79,6 +106,8 @@ def message_bounds(interactive: bool = False) -> Bounds:
 def message_text(args: argparse.Namespace, bounds: Bounds | None = None) -> str:
     """The message to send: TEXT, the file named by --file, or standard input for `-`, read
     within the message's cap and time bounds (`ReadLimitError` says which was hit)."""
+    from ..core.bounded_read import ReadLimitError, human_bytes, read_fd, read_path
+
     source = args.file if args.file is not None else (STDIN if args.text == STDIN else None)
     try:
         if source is None:
@@ -115,7 +144,9 @@ def _decode(data: bytes, where: str) -> str:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from .providers import llm
+    from ..providers import llm
+    from ..services.store_life.recovery import open_and_recover
+    from ..store.database import default_store_path
 
     normalize_send_args(args)
     text = message_text(args)
@@ -124,8 +155,6 @@ def cmd_send(args: argparse.Namespace) -> int:
     # committed, so the user sees the acknowledgment first and the reply sooner.
     llm.start_warmup()
     data_dir = paths.data_dir(args.data_dir)
-    from .services.store_life.recovery import open_and_recover
-
     store = open_and_recover(default_store_path(data_dir))
     try:
         session_id, user_id = asyncio.run(_commit(store, args, text, files))
@@ -136,8 +165,6 @@ def cmd_send(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        from .commands_beam import several_replies
-
         reply = several_replies if getattr(args, "models", None) else _reply
         code = reply(store, data_dir, args, session_id, user_id, text)
         if code != 130 and not store.released:
@@ -152,8 +179,8 @@ def _daily_backup(store: Store) -> None:
     command; the log says why when one could not be made."""
     import logging
 
-    from .store.backup import BackupError
-    from .store.database import StoreError
+    from ..store.backup import BackupError
+    from ..store.database import StoreError
 
     try:
         store.backup_if_due()
@@ -161,13 +188,13 @@ def _daily_backup(store: Store) -> None:
         logging.getLogger(__name__).warning("the daily backup was not made: %s", exc)
 
 
-def attached_files(args: argparse.Namespace) -> tuple[Any, ...]:
+def attached_files(args: argparse.Namespace) -> tuple[PreparedFile, ...]:
     """The `--attach` files, checked and prepared before anything is written: a file that
     cannot be sent stops the command with the reason, and nothing is committed."""
     names = list(getattr(args, "attach", None) or ())
     if not names:
         return ()
-    from .services.attachments import AttachmentError, linked_elsewhere, prepare_files
+    from ..services.attachments import AttachmentError, linked_elsewhere, prepare_files
 
     for note in linked_elsewhere(names):
         print(f"treechat: {note}", file=sys.stderr)
@@ -178,10 +205,9 @@ def attached_files(args: argparse.Namespace) -> tuple[Any, ...]:
 
 
 async def _commit(
-    store: Store, args: argparse.Namespace, text: str, files: tuple[Any, ...] = ()
+    store: Store, args: argparse.Namespace, text: str, files: tuple[PreparedFile, ...] = ()
 ) -> tuple[str, str]:
-    from .commands import find_session_id
-    from .services.turns.sessions import SessionService
+    from ..services.turns.sessions import SessionService
 
     sessions = SessionService(store)
     if args.new:
@@ -190,9 +216,9 @@ async def _commit(
         session_id = find_session_id(store, args.session)
     metadata = None
     if files:
-        from .core.attachments import with_attachments
-        from .providers.tokenizer import CachedTiktokenCounter
-        from .services.attachments import AttachmentService
+        from ..core.attachments import with_attachments
+        from ..providers.tokenizer import CachedTiktokenCounter
+        from ..services.attachments import AttachmentService
 
         attachments = AttachmentService(store, CachedTiktokenCounter())
         await attachments.save(files)  # the bytes before the node that names them
@@ -209,7 +235,7 @@ def _reply(
     user_id: str,
     text: str,
 ) -> int:
-    from .services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
+    from ..services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     services = turn_services(store, data_dir)
     failed: list[TurnFailed] = []
@@ -238,134 +264,7 @@ def _reply(
     return 0
 
 
-def run_turn(services: Any, session_id: str, work: Callable[[], Awaitable[object]]) -> int | None:
-    """Run `work` (a turn) until it ends or a signal stops it, then close the services: the
-    exit code when it was stopped or its reply could not be kept, None when it ran through."""
-    from .services.store_life.drafts import ReplyKeptError
-
-    stopped_by: list[str] = []
-    watchdog: list[threading.Timer] = []
-
-    async def run() -> None:
-        try:
-            with stop_on_signals(stopped_by, watchdog):
-                await work()
-        finally:
-            await services.close()
-
-    kept: ReplyKeptError | None = None
-    # Ctrl+C outside the stream does what it did before it (the command ends at once);
-    # the loop's handler, which stops the reply gracefully, replaces it while it runs.
-    before = signal.getsignal(signal.SIGINT)
-    try:
-        asyncio.run(run())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        stopped_by.append("Ctrl+C")
-    except ReplyKeptError as exc:
-        kept = exc
-    finally:
-        for timer in watchdog:
-            timer.cancel()
-        _restore_interrupt(before)
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    if kept is not None:
-        print(f"treechat: {kept}", file=sys.stderr)
-        return 1
-    if stopped_by:
-        print(
-            f"treechat: stopped by {stopped_by[0]}; the message and the reply so far are kept "
-            f"in session {session_id[:12]}",
-            file=sys.stderr,
-        )
-        return 130
-    return None
-
-
-def turn_services(store: Store, data_dir: Path) -> Any:
-    """The services a command-line turn runs on. A detected server is addressable
-    (`ollama/llama3.2:3b`): it is probed when asked for. The store is let go of while the
-    provider is awaited (the reply, a model's summary, a call to an MCP server over HTTP):
-    another `treechat` command or the window can open it meanwhile; the reply so far is
-    journaled beside it."""
-    from .services.bootstrap import build_services
-    from .services.store_life.drafts import StoreRelease
-
-    services = build_services(data_dir, store=store)
-    release = StoreRelease(
-        notify=lambda message: print(f"treechat: {message}…", file=sys.stderr, flush=True)
-    )
-    services.chat.config.release_store = release
-    if services.connections is not None:  # a local server probed for the model's address
-        services.connections.release_store = release
-    if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
-        from .commands_mcp import terminal_approver
-
-        services.mcp.set_approver(terminal_approver())
-        services.mcp.release_store = release
-    return services
-
-
-# A stop that the turn does not finish within this long (a peer or a library that does not
-# let go) ends the process: what streamed is in the journal and is recovered on the next open.
-STOP_GRACE_S = 20.0
-
-
-@contextlib.contextmanager
-def stop_on_signals(
-    stopped_by: list[str], watchdog: list[threading.Timer] | None = None
-) -> Iterator[None]:
-    """Ctrl+C, SIGTERM and SIGHUP stop the turn: the running task is cancelled, the chat
-    service writes the text so far as an interrupted reply, then the command ends. A stop
-    that has not ended the turn after `STOP_GRACE_S` ends the process (the timer goes in
-    `watchdog`, for the caller to cancel once the turn has ended)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is None or task is None:
-            continue
-
-        def stop(sig: signal.Signals = sig) -> None:
-            if stopped_by:  # a second signal while stopping: the first one is being obeyed
-                return
-            stopped_by.append(SIGNAL_NAMES.get(sig, sig.name))
-            timer = threading.Timer(STOP_GRACE_S, _stopped_too_slowly, args=(stopped_by[0],))
-            timer.daemon = True
-            timer.start()
-            if watchdog is not None:
-                watchdog.append(timer)
-            task.cancel()
-
-        try:
-            loop.add_signal_handler(sig, stop)
-        except (NotImplementedError, RuntimeError):  # Windows: no loop signal handlers
-            continue
-        installed.append(sig)
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-
-
-def _restore_interrupt(handler: Any) -> None:
-    if threading.current_thread() is threading.main_thread() and handler is not None:
-        signal.signal(signal.SIGINT, handler)
-
-
-def _stopped_too_slowly(by: str) -> None:
-    from .cli import leave_now
-
-    print(
-        f"treechat: stopped by {by}; the turn did not end within {STOP_GRACE_S:g} s, so the "
-        "command ends here (the reply so far is journaled and recovered on the next start)",
-        file=sys.stderr,
-    )
-    leave_now(130)
-
-
-def _print_summary(session_id: str, event: Any, text: str) -> None:
+def _print_summary(session_id: str, event: TurnFinished, text: str) -> None:
     node = event.node
     usage = node.metadata.get("usage") or {}
     parts = [f"session {session_id[:12]}"]

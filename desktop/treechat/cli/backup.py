@@ -1,62 +1,56 @@
-"""`treechat doctor --check` and `treechat backup list|create|restore`: is the store whole,
-and the rolling copies of it that a damaged or mistaken store can be put back from."""
+"""`treechat backup list|create|restore`: the rolling copies of the store that a damaged or
+mistaken store can be put back from."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 from datetime import datetime
 from pathlib import Path
 
-from . import paths
-from .store import backup as backups
-from .store.database import StoreCorruptError, StoreError, default_store_path
-from .store.integrity import check_store_file
+from ._common import Subcommands, add_command, fail, store_path
+
+# The store is imported inside the functions: this module is loaded with the parser (`--help`
+# builds it), and it would load DuckDB.
 
 
-def _store_path(args: argparse.Namespace) -> Path:
-    return default_store_path(paths.data_dir(args.data_dir))
-
-
-def cmd_doctor_check(args: argparse.Namespace) -> int:
-    path = _store_path(args)
-    print(f"store:          {path}")
-    try:
-        report = check_store_file(path)
-    except StoreCorruptError as exc:
-        print(f"treechat: {exc}", file=sys.stderr)
-        return 1
-    for table in report.tables:
-        state = f"{table.rows:,} rows" if table.ok else f"DAMAGED: {table.error}"
-        print(f"  {table.name:<16} {state}")
-    if report.ok:
-        print("integrity:      ok (every table read back, every block's checksum verified)")
-        return 0
-    from .store.database import damaged_message
-
-    print(f"integrity:      FAILED: {report.problem}")
-    print(f"treechat: {damaged_message(path, report.problem)}", file=sys.stderr)
-    return 1
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "backup", cmd_backup,
+                    help="list, make or restore backups of the conversation store")
+    actions = p.add_subparsers(dest="backup_action", metavar="ACTION", required=True)
+    q = actions.add_parser("list", help="the backups beside the store, newest first")
+    q.add_argument("--json", action="store_true")
+    q = actions.add_parser("create", help="write a backup now")
+    q.add_argument("--reason", default="manual", help="a word kept in the backup's name")
+    q = actions.add_parser(
+        "restore",
+        help="put a backup in the store's place (the current store is kept beside it); "
+        "Treechat's window and other commands must be closed first",
+    )
+    q.add_argument("name", help="the backup's file name, a unique prefix of it, or `latest`")
+    for action in actions.choices.values():
+        action.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    path = _store_path(args)
+    from ..store.backup import BackupError
+
+    path = store_path(args)
     try:
         if args.backup_action == "list":
             return _list(path, as_json=args.json)
         if args.backup_action == "create":
             return _create(path, args.reason)
         return _restore(path, args.name)
-    except backups.BackupError as exc:
-        print(f"treechat: {exc}", file=sys.stderr)
-        return 2
+    except BackupError as exc:
+        return fail(str(exc))
 
 
 def _list(path: Path, *, as_json: bool) -> int:
+    from ..store import backup as backups
+
     found = backups.list_backups(path)
     if as_json:
-        import json
-
         print(
             json.dumps(
                 [
@@ -83,7 +77,8 @@ def _list(path: Path, *, as_json: bool) -> int:
 
 
 def _create(path: Path, reason: str) -> int:
-    from .services.store_life.recovery import open_and_recover
+    from ..services.store_life.recovery import open_and_recover
+    from ..store import backup as backups
 
     if not path.exists():
         raise backups.BackupError(f"there is no store at {path} to back up")
@@ -94,6 +89,9 @@ def _create(path: Path, reason: str) -> int:
 
 
 def _restore(path: Path, name: str) -> int:
+    from ..store import backup as backups
+    from ..store.database import StoreError
+
     chosen = backups.find_backup(path, name)
     try:
         aside = backups.restore_backup(chosen.path, path)

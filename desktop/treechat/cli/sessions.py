@@ -1,6 +1,5 @@
-"""`treechat session show|set`, `treechat presets list|export|import` and `treechat usage`: a
-chat's instructions and parameters, presets and spend from the command line, through the
-same services as the window."""
+"""`treechat sessions` (every chat, newest first) and `treechat session show|set` (a chat's
+instructions, parameters and title), through the same services as the window."""
 
 from __future__ import annotations
 
@@ -8,17 +7,31 @@ import argparse
 import asyncio
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .core.chat_settings import SessionSettings, SettingsError
+from ..core.chat_settings import SessionSettings, SettingsError
+from ._common import Subcommands, add_command, find_session, open_store
+
+if TYPE_CHECKING:
+    from ..store.database import Store
+
+# The services are imported inside the commands: this module is loaded with the parser
+# (`--help` builds it), and they would load DuckDB and more.
 
 _UNSET = object()
 
 
-def add_parsers(sub: Any) -> None:
-    """Register the subcommands on `treechat`'s subparsers."""
-    p = sub.add_parser("session", help="show or set a chat's instructions and parameters")
+def add_list_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "sessions", cmd_sessions, help="list sessions, newest first")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--all", action="store_true", help="include deleted (hidden) sessions")
+
+
+def add_settings_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "session", cmd_session,
+                    help="show or set a chat's instructions and parameters")
     actions = p.add_subparsers(dest="session_action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="the chat's instructions, parameters and changes")
     show.add_argument("session", help="session id, unique id prefix, or exact title")
@@ -41,30 +54,46 @@ def add_parsers(sub: Any) -> None:
                      help="reasoning tokens (models with a thinking budget), or 'default'")
     put.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("presets", help="list, export or import presets")
-    actions = p.add_subparsers(dest="presets_action", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="shipped presets and your own")
-    listing.add_argument("--json", action="store_true")
-    out = actions.add_parser("export", help="write presets as JSON")
-    out.add_argument("names", nargs="*", help="presets to export (default: all)")
-    out.add_argument("-o", "--output", help="write to this file instead of standard output")
-    into = actions.add_parser("import", help="add the presets in a JSON file as your own")
-    into.add_argument("file")
-
-    p = sub.add_parser("usage", help="spend by day, model or chat (the same ledger as the window)")
-    p.add_argument("--by", choices=("day", "model", "session"), default="day")
-    p.add_argument("--json", action="store_true")
-
     # The actions parse everything after their name, so they take `--data-dir` there too.
-    for nested in (show, put, listing, out, into):
+    for nested in (show, put):
         nested.add_argument("--data-dir", default=argparse.SUPPRESS,
                             help="where the conversation store lives")
 
 
-def _store(args: argparse.Namespace) -> Any:
-    from .commands import open_store
-
-    return open_store(args)
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """Every session, newest first: a table, or JSON with `--json`."""
+    with open_store(args) as store:
+        sessions = store.call(lambda r: r.list_sessions(include_hidden=args.all))
+        counts = store.call(lambda r: r.node_counts_by_session())
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": s.id,
+                        "title": s.title,
+                        "head": s.head,
+                        "model": s.model,
+                        "created_at": s.created_at,
+                        "updated_at": s.updated_at,
+                        "forked_from": s.forked_from,
+                        "hidden": s.hidden,
+                        "nodes": counts.get(s.id, 0),
+                    }
+                    for s in sessions
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    if not sessions:
+        print("No sessions yet.")
+        return 0
+    for s in sessions:
+        when = datetime.fromtimestamp(s.updated_at).strftime("%Y-%m-%d %H:%M")
+        print(f"{s.id[:12]}  {when}  {counts.get(s.id, 0):>6} nodes  {s.title}")
+    return 0
 
 
 def _settings_record(s: SessionSettings) -> dict[str, Any]:
@@ -107,12 +136,11 @@ def _value(raw: str | None, kind: type) -> Any:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    from .commands import find_session_id
-    from .services.turns.chat_settings import ChatSettingsService
+    from ..services.turns.chat_settings import ChatSettingsService
 
-    with _store(args) as store:
-        session_id = find_session_id(store, args.session)
-        session = store.call(lambda r: r.get_session(session_id))
+    with open_store(args) as store:
+        session = find_session(store, args.session)
+        session_id = session.id
         service = ChatSettingsService(store)
         if args.session_action == "show":
             current = asyncio.run(service.current(session_id))
@@ -144,7 +172,7 @@ def cmd_session(args: argparse.Namespace) -> int:
                     return 2
             if args.title is not None:
                 asyncio.run(_rename(store, session_id, args.title))
-                session = store.call(lambda r: r.get_session(session_id))
+                session = store.call(lambda r: r.get_session(session_id)) or session
                 if instructions is None and not changes:
                     print(json.dumps({"session": session_id, "title": session.title},
                                      ensure_ascii=False) if args.json
@@ -169,88 +197,9 @@ def cmd_session(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _rename(store: Any, session_id: str, title: str) -> None:
-    from .services.turns.sessions import SessionService
+async def _rename(store: Store, session_id: str, title: str) -> None:
+    from ..services.turns.sessions import SessionService
 
     await SessionService(store).rename(session_id, title)
 
 
-def cmd_presets(args: argparse.Namespace) -> int:
-    from .services.turns.chat_settings import ChatSettingsService
-
-    with _store(args) as store:
-        service = ChatSettingsService(store)
-        try:
-            if args.presets_action == "list":
-                presets = asyncio.run(service.presets())
-                if args.json:
-                    print(json.dumps([{**p.as_dict(), "builtin": p.builtin} for p in presets],
-                                     indent=2, ensure_ascii=False))
-                    return 0
-                for p in presets:
-                    where = "shipped" if p.builtin else "yours"
-                    model = p.model or "default model"
-                    print(f"{p.name:<24} {where:<8} {model:<32} {p.description}")
-                return 0
-            if args.presets_action == "export":
-                text = asyncio.run(service.export_presets(args.names))
-                if args.output:
-                    Path(args.output).write_text(text, encoding="utf-8")
-                else:
-                    sys.stdout.write(text)
-                return 0
-            try:
-                raw = Path(args.file).read_bytes()
-            except OSError as exc:
-                print(f"treechat: cannot read {args.file}: {exc.strerror or exc}",
-                      file=sys.stderr)
-                return 2
-            added = asyncio.run(service.import_presets(raw))
-        except SettingsError as exc:
-            print(f"treechat: {exc}", file=sys.stderr)
-            return 2
-    print(f"Imported {len(added)} preset{'s' if len(added) != 1 else ''}: "
-          + ", ".join(p.name for p in added))
-    return 0
-
-
-def cmd_usage(args: argparse.Namespace) -> int:
-    from .services.turns.spending import SpendingService
-
-    with _store(args) as store:
-        rows = asyncio.run(SpendingService(store).spend(args.by))
-    if args.json:
-        print(json.dumps([
-            {
-                args.by: r.key,
-                **({"title": r.label} if args.by == "session" else {}),
-                "requests": r.requests,
-                "input_tokens": r.input_tokens,
-                "cache_read": r.cache_read,
-                "cache_write": r.cache_write,
-                "output_tokens": r.output_tokens,
-                "cost_usd": r.cost_usd,
-                "unpriced_requests": r.unpriced_requests,
-            }
-            for r in rows
-        ], indent=2, ensure_ascii=False))
-        return 0
-    if not rows:
-        print("No requests recorded yet.")
-        return 0
-    head = {"day": "day", "model": "model", "session": "chat"}[args.by]
-    print(f"{head:<36} {'requests':>8} {'input':>10} {'cached':>10} {'output':>9} {'cost':>11}")
-    for r in rows:
-        label = r.label if len(r.label) <= 36 else r.label[:35] + "…"
-        cost = f"${r.cost_usd:.4f}" + ("*" if r.unpriced_requests else "")
-        print(f"{label:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
-              f"{r.output_tokens:>9,} {cost:>11}")
-    total = sum(r.cost_usd for r in rows)
-    print(f"{'total':<36} {sum(r.requests for r in rows):>8} {'':>10} {'':>10} {'':>9} "
-          f"{'$' + format(total, '.4f'):>11}")
-    if any(r.unpriced_requests for r in rows):
-        print("* some requests were to models with no known price; they count as $0.")
-    return 0
-
-
-COMMANDS = {"session": cmd_session, "presets": cmd_presets, "usage": cmd_usage}

@@ -10,16 +10,24 @@ import json
 import os
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ._common import Subcommands, add_command, open_store
+
+if TYPE_CHECKING:
+    from ..services.sync.engine import SyncReport
+    from ..services.sync.service import Progress
+
+# The sync service is imported inside the command: this module is loaded with the parser
+# (`--help` builds it), and it would load DuckDB and more.
 
 PASSPHRASE_HELP = ("read the passphrase from this environment variable (default: ask); the "
                    "same passphrase on every computer")
 
 
-def add_parsers(sub: Any) -> None:
-    """Register `treechat sync` on `treechat`'s subparsers."""
-    p = sub.add_parser("sync", help="one encrypted history on every computer, through a "
-                       "folder or WebDAV")
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "sync", cmd_sync, help="one encrypted history on every computer, "
+                    "through a folder or WebDAV")
     actions = p.add_subparsers(dest="sync_action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="sync through a folder or a WebDAV server")
     kinds = add.add_subparsers(dest="sync_kind", metavar="KIND", required=True)
@@ -63,7 +71,7 @@ def _when(at: float) -> str:
     return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: SyncReport) -> None:
     print(f"Sent {report.sent_nodes} message{'s' if report.sent_nodes != 1 else ''} "
           f"({report.sent_files} file{'s' if report.sent_files != 1 else ''}); "
           f"received {report.received_nodes} from {report.received_files} file"
@@ -78,10 +86,9 @@ def _print_report(report: Any) -> None:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from .commands import open_store
-    from .core.clock import SYSTEM_CLOCK
-    from .providers.keys import KeyStore
-    from .services.sync.service import SyncError, SyncService, TargetConfig
+    from ..providers.keys import KeyStore
+    from ..core.clock import SYSTEM_CLOCK
+    from ..services.sync.service import SyncError, SyncService, TargetConfig
 
     with open_store(args) as store:
         service = SyncService(store, KeyStore(environ={}), clock=SYSTEM_CLOCK)
@@ -130,7 +137,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
-def _progress(args: argparse.Namespace) -> Any:
+def _progress(args: argparse.Namespace) -> Progress | None:
     if args.json or not sys.stderr.isatty():
         return None
 
@@ -140,5 +147,3 @@ def _progress(args: argparse.Namespace) -> Any:
 
     return show
 
-
-COMMANDS = {"sync": cmd_sync}

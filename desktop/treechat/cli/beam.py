@@ -7,16 +7,24 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._common import CliInputError, Subcommands, add_command, data_dir, find_session_id
+from ._turn import run_turn, turn_services
 
 if TYPE_CHECKING:
-    from .store.database import Store
+    from ..core.model import Node
+    from ..services.turns.beam import BeamResult
+    from ..store.database import Store
+
+# The services are imported inside the functions: this module is loaded with the parser
+# (`--help` builds it), and they would load DuckDB, the providers and more.
 
 
-def add_parsers(sub: Any) -> None:
-    """Register `fuse` on `treechat`'s subparsers (`send --models` is `send`'s own)."""
-    p = sub.add_parser(
-        "fuse",
+def add_parser(sub: Subcommands) -> None:
+    """`fuse` (`send --models` is `send`'s own option)."""
+    p = add_command(
+        sub, "fuse", cmd_fuse,
         help="one reply that reads every reply to the last message (from `send --models`) and "
         "combines them, written as a merge of them",
     )
@@ -29,8 +37,7 @@ def add_parsers(sub: Any) -> None:
 
 def check_models(args: argparse.Namespace) -> None:
     """`--models` as a tuple of distinct ids, or a one-line error."""
-    from .commands_send import CliInputError
-    from .services.turns.beam import parse_models
+    from ..services.turns.beam import parse_models
 
     if args.model:
         raise CliInputError("give --model or --models, not both")
@@ -49,14 +56,13 @@ def several_replies(
     """Answer the committed message `user_id` with every model of `args.models` at once;
     each reply goes to standard output under its model's name when it ends, its figures to
     standard error."""
-    from .commands_send import run_turn, turn_services
-    from .services.turns.beam import BeamEvent, BeamService
-    from .services.turns.events import TurnFinished
+    from ..services.turns.beam import BeamEvent, BeamService
+    from ..services.turns.events import TurnFinished
 
     services = turn_services(store, data_dir)
     beam = BeamService(services.chat)
     models: tuple[str, ...] = args.models
-    result: list[Any] = []
+    result: list[BeamResult] = []
     print("[" + ", ".join(services.models.display_name(m) for m in models) + "]",
           file=sys.stderr, flush=True)
 
@@ -83,7 +89,7 @@ def several_replies(
     return 1 if any(e is not None for e in outcome.errors) else 0
 
 
-def _print_reply(name: str, node: Any) -> None:
+def _print_reply(name: str, node: Node) -> None:
     usage = node.metadata.get("usage") or {}
     figures = [name]
     if usage:
@@ -100,24 +106,21 @@ def _print_reply(name: str, node: Any) -> None:
 
 def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse the replies to the message HEAD answers (or is) with `--model`."""
-    from . import paths
-    from .commands import find_session_id
-    from .commands_send import CliInputError, run_turn, turn_services
-    from .core.model import GraphError
-    from .services.store_life.recovery import open_and_recover
-    from .services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
-    from .services.turns.events import TextDelta, TurnFailed, TurnFinished
-    from .store.database import default_store_path
+    from ..core.model import GraphError
+    from ..services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
+    from ..services.turns.events import TextDelta, TurnFailed, TurnFinished
+    from ..services.store_life.recovery import open_and_recover
+    from ..store.database import default_store_path
 
-    data_dir = paths.data_dir(args.data_dir)
-    store = open_and_recover(default_store_path(data_dir))
+    folder = data_dir(args)
+    store = open_and_recover(default_store_path(folder))
     try:
         session_id = find_session_id(store, args.session)
         session = store.call(lambda r: r.get_session(session_id))
         if session is None or session.head is None:
             raise CliInputError("the chat has no messages to fuse")
         head: str = session.head
-        services = turn_services(store, data_dir)
+        services = turn_services(store, folder)
         beam = BeamService(services.chat)
         failed: list[TurnFailed] = []
         finished: list[TurnFinished] = []

@@ -1,5 +1,5 @@
 """`treechat mcp`: configure MCP servers from the command line (the same settings as the
-window's Settings → Tools), test one, and answer tool approvals on the terminal."""
+window's Settings → Tools) and test one. A turn's tool approvals are asked in `_turn`."""
 
 from __future__ import annotations
 
@@ -7,16 +7,22 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from typing import IO, Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-T = TypeVar("T")
+from ._common import Subcommands, add_command, find_session_id, open_store
+
+if TYPE_CHECKING:
+    from ..services.mcp.service import McpService
+
+# The MCP service and its configuration are imported inside the command: this module is
+# loaded with the parser (`--help` builds it), and they would load DuckDB and the MCP SDK.
 
 
-def add_parsers(sub: Any) -> None:
-    """Register `treechat mcp ...` on the top-level subparsers."""
-    mcp = sub.add_parser(
-        "mcp",
+def add_parser(sub: Subcommands) -> None:
+    mcp = add_command(
+        sub, "mcp", cmd_mcp,
         help="MCP servers: list, add, remove, test, import",
         description="Tools, prompts and resources from Model Context Protocol servers.",
     )
@@ -90,10 +96,9 @@ def split_command_tail(argv: Sequence[str]) -> tuple[list[str], list[str] | None
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from .commands import open_store
-    from .providers.keys import KeyStore
-    from .services.mcp.service import McpService
-    from .tools.mcp.config import ConfigError
+    from ..providers.keys import KeyStore
+    from ..services.mcp.service import McpService
+    from ..tools.mcp.config import ConfigError
 
     handler = _HANDLERS[args.mcp_command]
     with open_store(args) as store:
@@ -113,7 +118,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return 2
 
 
-async def _list(service: Any, args: argparse.Namespace) -> int:
+async def _list(service: McpService, args: argparse.Namespace) -> int:
     configs = service.configs()
     listings = {c.name: service._tools_of(c.name) for c in configs}
     if args.json:
@@ -139,7 +144,7 @@ async def _list(service: Any, args: argparse.Namespace) -> int:
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
-    from .tools.mcp.config import parse_header
+    from ..tools.mcp.config import parse_header
 
     out: dict[str, str] = {}
     for item in items:
@@ -148,8 +153,8 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
-async def _add(service: Any, args: argparse.Namespace) -> int:
-    from .tools.mcp.config import ConfigError, ServerConfig
+async def _add(service: McpService, args: argparse.Namespace) -> int:
+    from ..tools.mcp.config import ConfigError, ServerConfig
 
     command = list(args.server_command)
     if args.url and command:
@@ -193,13 +198,13 @@ async def _add(service: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _remove(service: Any, args: argparse.Namespace) -> int:
+async def _remove(service: McpService, args: argparse.Namespace) -> int:
     await service.remove(args.name)
     print(f"Removed {args.name}.")
     return 0
 
 
-async def _test(service: Any, args: argparse.Namespace) -> int:
+async def _test(service: McpService, args: argparse.Namespace) -> int:
     service.config(args.name)
     print(f"Starting {args.name}...", file=sys.stderr, flush=True)
     state = await service.restart(args.name)
@@ -241,9 +246,7 @@ async def _test(service: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _import(service: Any, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+async def _import(service: McpService, args: argparse.Namespace) -> int:
     if args.file == "-":
         result = await service.import_json(sys.stdin.read())
     else:
@@ -257,17 +260,15 @@ async def _import(service: Any, args: argparse.Namespace) -> int:
     return 0 if result.servers or not result.problems else 1
 
 
-async def _enable(service: Any, args: argparse.Namespace) -> int:
+async def _enable(service: McpService, args: argparse.Namespace) -> int:
     return await _switch(service, args, True)
 
 
-async def _disable(service: Any, args: argparse.Namespace) -> int:
+async def _disable(service: McpService, args: argparse.Namespace) -> int:
     return await _switch(service, args, False)
 
 
-async def _switch(service: Any, args: argparse.Namespace, on: bool) -> int:
-    from .commands import find_session_id
-
+async def _switch(service: McpService, args: argparse.Namespace, on: bool) -> int:
     word = "on" if on else "off"
     if args.session:
         session_id = find_session_id(service.store, args.session)
@@ -279,14 +280,14 @@ async def _switch(service: Any, args: argparse.Namespace, on: bool) -> int:
     return 0
 
 
-async def _protect(service: Any, args: argparse.Namespace) -> int:
+async def _protect(service: McpService, args: argparse.Namespace) -> int:
     await service.set_protected(args.name, args.tool, not args.off)
     state = "ages like other tools again" if args.off else "is protected from aging"
     print(f"{args.name} › {args.tool} {state}.")
     return 0
 
 
-_HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
+_HANDLERS: dict[str, Callable[[McpService, argparse.Namespace], Awaitable[int]]] = {
     "list": _list,
     "add": _add,
     "remove": _remove,
@@ -296,45 +297,3 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "disable": _disable,
     "protect": _protect,
 }
-
-
-def terminal_approver(
-    stdin: IO[str] | None = None, stderr: IO[str] | None = None
-) -> Callable[[Any], Coroutine[Any, Any, Any]]:
-    """Approvals for `treechat send`: asked on the terminal; with no terminal, denied."""
-    from .services.mcp.approval import ApprovalRequest, Decision
-
-    def streams() -> tuple[IO[str], IO[str]]:
-        return stdin or sys.stdin, stderr or sys.stderr
-
-    async def ask(request: ApprovalRequest) -> Decision:
-        source, out = streams()
-        if not (source.isatty() if hasattr(source, "isatty") else False):
-            print(
-                f"\ntreechat: {request.server} › {request.tool} needs approval and there is "
-                f"no terminal to ask; denied. (`treechat mcp add {request.server} --allow "
-                "--replace ...` lets its tools run without asking.)",
-                file=out,
-                flush=True,
-            )
-            return Decision.DENY
-
-        def read() -> str:
-            print(
-                f"\n{request.server} › {request.tool} wants to run with:\n"
-                f"{request.arguments_text()}\n"
-                "Allow? [y] once, [a] always in this chat, [N] deny: ",
-                end="",
-                file=out,
-                flush=True,
-            )
-            return source.readline()
-
-        answer = (await asyncio.to_thread(read)).strip().lower()
-        if answer in ("y", "yes"):
-            return Decision.ALLOW_ONCE
-        if answer in ("a", "always"):
-            return Decision.ALLOW_ALWAYS
-        return Decision.DENY
-
-    return ask

@@ -18,7 +18,7 @@ from treechat.core.dag import Graph
 from treechat.services.store_life.recovery import open_and_recover
 from treechat.store.database import default_store_path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NAMES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini")
 ADDRESSES = ",".join(f"{c}/{n}" for c, n in zip("abc", NAMES, strict=True))
 

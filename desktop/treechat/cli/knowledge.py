@@ -1,5 +1,5 @@
-"""`treechat search` (every chat and branch, by words and meaning) and `treechat knowledge`
-(folders and files searched the same way, cited by file, page and line)."""
+"""`treechat knowledge add|list|remove|reindex|use|search`: folders and files searched by
+words and meaning, cited by file, page and line."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ._common import Subcommands, add_command, open_store, result_limit
+
+if TYPE_CHECKING:
+    from ..services.retrieval.knowledge import KnowledgeService
+
+# The knowledge service is imported inside the command: this module is loaded with the
+# parser (`--help` builds it), and it would load DuckDB and the embedding model.
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("search", help="search every chat and branch by words and meaning")
-    p.add_argument("query")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--session", help="only this session (id or unique prefix)")
-    p = sub.add_parser("knowledge", help="folders and files searched by words and meaning")
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "knowledge", cmd_knowledge,
+                    help="folders and files searched by words and meaning")
     actions = p.add_subparsers(dest="knowledge_action", metavar="ACTION", required=True)
     q = actions.add_parser("add", help="add folders or files to a knowledge base and index them")
     q.add_argument("name")
@@ -39,44 +43,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def _limit(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise LookupError("--limit must be at least 1")
-    return int(args.limit)
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from .commands import open_store
-    from .services.retrieval.engine import RetrievalEngine
-    from .store.fulltext import QueryError
-
-    limit = _limit(args)
-    with open_store(args) as store:
-        session = None
-        if args.session:
-            found = store.call(lambda r: r.find_session(args.session))
-            if found is None:
-                raise LookupError(f"no session {args.session!r}")
-            session = found.id
-        engine = RetrievalEngine(store)
-        try:
-            hits = asyncio.run(engine.search(args.query, limit=limit, session_id=session))
-        except QueryError:
-            print("treechat: the query has no words to search for", file=sys.stderr)
-            return 2
-    rows = [{"session": h.session_id, "node": h.node_id, "role": h.role, "offset": h.offset,
-             "passage": h.text, "score": round(h.score, 6)} for h in hits]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("no match")
-    for r in rows:
-        text = " ".join(str(r["passage"]).split())
-        print(f"{r['session']}  {r['node']}  {r['role']:<9}  {text[:160]}")
-    return 0
-
-
 def _progress(p: Any) -> None:
     if sys.stderr.isatty() or p.done == p.total:
         print(f"\rindexed {p.done}/{p.total} files, {p.files_per_s:.1f} files/s, "
@@ -85,9 +51,8 @@ def _progress(p: Any) -> None:
 
 
 def cmd_knowledge(args: argparse.Namespace) -> int:
-    from .commands import open_store
-    from .services.retrieval.knowledge import KnowledgeError, KnowledgeService
-    from .store.fulltext import QueryError
+    from ..services.retrieval.knowledge import KnowledgeError, KnowledgeService
+    from ..store.fulltext import QueryError
 
     with open_store(args) as store:
         service = KnowledgeService(store)
@@ -99,8 +64,8 @@ def cmd_knowledge(args: argparse.Namespace) -> int:
             return 2
 
 
-async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int:
-    from .services.retrieval.knowledge import KnowledgeError
+async def _knowledge(service: KnowledgeService, action: str, args: argparse.Namespace) -> int:
+    from ..services.retrieval.knowledge import KnowledgeError
 
     if action == "add":
         paths = await service.add(args.name, args.paths)
@@ -137,7 +102,7 @@ async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int
             for p in paths:
                 print(f"  {p}")
         return 0
-    hits = await service.search([args.name], args.query, limit=_limit(args))
+    hits = await service.search([args.name], args.query, limit=result_limit(args))
     if args.json:
         print(json.dumps([{"file": h.path, "page": h.page, "line": h.line, "passage": h.text,
                            "score": round(h.score, 6)} for h in hits], indent=2))
@@ -147,6 +112,3 @@ async def _knowledge(service: Any, action: str, args: argparse.Namespace) -> int
     for h in hits:
         print(f"{h.citation}\n  {' '.join(h.text.split())[:200]}")
     return 0
-
-
-COMMANDS = {"search": cmd_search, "knowledge": cmd_knowledge}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LAB_KEY = "sk-lab-cli-secret-0123456789"
 
 

@@ -1,0 +1,102 @@
+"""`treechat ledger` (tokens, cache reads and writes and cost per model) and `treechat usage`
+(spend by day, model or chat): the same usage rows the window counts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from ._common import (
+    Subcommands,
+    add_command,
+    cost_cell,
+    find_session_id,
+    open_store,
+    print_unpriced_note,
+    usage_record,
+)
+
+# The store and the services are imported inside the commands: this module is loaded with
+# the parser (`--help` builds it), and they would load DuckDB and more.
+
+
+def add_ledger_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "ledger", cmd_ledger,
+                    help="tokens, cache reads/writes and cost per model")
+    p.add_argument("session", nargs="?", help="only this session")
+    p.add_argument("--json", action="store_true")
+
+
+def add_usage_parser(sub: Subcommands) -> None:
+    p = add_command(sub, "usage", cmd_usage,
+                    help="spend by day, model or chat (the same ledger as the window)")
+    p.add_argument("--by", choices=("day", "model", "session"), default="day")
+    p.add_argument("--json", action="store_true")
+
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from ..providers.connections import display_name
+    from ..store.usage import ledger
+
+    with open_store(args) as store:
+        session_id = find_session_id(store, args.session) if args.session else None
+        rows = store.call(lambda r: ledger(r, session_id))
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {"model": r.model, **usage_record(r)}
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    if not rows:
+        print("No requests recorded yet.")
+        return 0
+    print(
+        f"{'model':<36} {'requests':>8} {'input':>10} {'cache read':>10} "
+        f"{'cache write':>11} {'output':>9} {'cost':>11}"
+    )
+    for r in rows:
+        print(
+            f"{display_name(r.model):<36} {r.requests:>8} {r.input_tokens:>10,} "
+            f"{r.cache_read:>10,} "
+            f"{r.cache_write:>11,} {r.output_tokens:>9,} {cost_cell(r):>11}"
+        )
+    print_unpriced_note(rows)
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    from ..services.turns.spending import SpendingService
+
+    with open_store(args) as store:
+        rows = asyncio.run(SpendingService(store).spend(args.by))
+    if args.json:
+        print(json.dumps([
+            {
+                args.by: r.key,
+                **({"title": r.label} if args.by == "session" else {}),
+                **usage_record(r),
+            }
+            for r in rows
+        ], indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("No requests recorded yet.")
+        return 0
+    head = {"day": "day", "model": "model", "session": "chat"}[args.by]
+    print(f"{head:<36} {'requests':>8} {'input':>10} {'cached':>10} {'output':>9} {'cost':>11}")
+    for r in rows:
+        label = r.label if len(r.label) <= 36 else r.label[:35] + "…"
+        print(f"{label:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
+              f"{r.output_tokens:>9,} {cost_cell(r):>11}")
+    total = sum(r.cost_usd for r in rows)
+    print(f"{'total':<36} {sum(r.requests for r in rows):>8} {'':>10} {'':>10} {'':>9} "
+          f"{'$' + format(total, '.4f'):>11}")
+    print_unpriced_note(rows)
+    return 0
