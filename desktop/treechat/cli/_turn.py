@@ -18,7 +18,7 @@ from ._common import leave_now
 
 if TYPE_CHECKING:
     from ..services.bootstrap import Services
-    from ..services.mcp.service import ApprovalRequest, Decision
+    from ..services.mcp.approval import ApprovalRequest, Decision
     from ..store.database import Store
 
 # The services are imported inside the functions: this module is loaded with the parser
@@ -160,7 +160,7 @@ def terminal_approver(
 ) -> Callable[[ApprovalRequest], Awaitable[Decision]]:
     """Tool approvals for a command-line turn: asked on the terminal; with no terminal,
     denied."""
-    from ..services.mcp.service import Decision
+    from ..services.mcp.approval import Decision
 
     def streams() -> tuple[IO[str], IO[str]]:
         return stdin or sys.stdin, stderr or sys.stderr

@@ -107,9 +107,9 @@ def _print_reply(name: str, node: Node) -> None:
 def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse the replies to the message HEAD answers (or is) with `--model`."""
     from ..core.model import GraphError
+    from ..services.store_life.recovery import open_and_recover
     from ..services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamService
     from ..services.turns.events import TextDelta, TurnFailed, TurnFinished
-    from ..services.store_life.recovery import open_and_recover
     from ..store.database import default_store_path
 
     folder = data_dir(args)

@@ -115,7 +115,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..services.transfer.exporting import export_session, export_sessions, write_markdown_attachments
+    from ..services.transfer.exporting import (
+        export_session,
+        export_sessions,
+        write_markdown_attachments,
+    )
 
     if bool(args.session) == bool(getattr(args, "all_sessions", False)):
         print("treechat: give a SESSION or --all-sessions", file=sys.stderr)

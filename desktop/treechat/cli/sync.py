@@ -86,8 +86,8 @@ def _print_report(report: SyncReport) -> None:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from ..providers.keys import KeyStore
     from ..core.clock import SYSTEM_CLOCK
+    from ..providers.keys import KeyStore
     from ..services.sync.service import SyncError, SyncService, TargetConfig
 
     with open_store(args) as store:

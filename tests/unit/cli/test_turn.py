@@ -16,7 +16,7 @@ from tests.support.cli_runner import send_command, send_env, stored_path
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.cli._turn import terminal_approver
-from treechat.services.mcp.service import ApprovalRequest, Decision
+from treechat.services.mcp.approval import ApprovalRequest, Decision
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from tests.support.model_servers import OllamaModel, OllamaServer, OpenAIServer
-from tests.unit.providers.test_local_servers import OLLAMA_TAGS, FakeServer
+from tests.unit.providers.local.test_server_detection import OLLAMA_TAGS, FakeServer
 
 from treechat.providers.keys import KeyStore
 from treechat.providers.local.server_detection import LocalServers, ServerSpec
