@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from ...providers.local.bundled_model import LocalModel, LocalModelError
-from ...providers.local_server import default_threads
+from ...providers.local.bundled_server.main import default_threads
 from ...providers.model_library import (
     DownloadControl,
     DownloadStopped,
