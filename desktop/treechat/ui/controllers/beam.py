@@ -107,6 +107,11 @@ class BeamController:
         """The run of a send to `models`: a column each streams in the compare view, the
         chat view follows the first to start, the banner speaks only if none answered."""
         order = list(models)
+        if order and self._models.selected() not in order:
+            # the chat follows the first model asked: the picker and the header name it, never
+            # a model this message did not go to
+            self._composer.select_model(order[0])
+            self._models.set_model(order[0])
         view = self._ensure_view()
         view.set_message(text)
         view.show_columns([Column("", self._models.label_for(m), state="streaming") for m in order])
