@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from ...core.money import FREE, UNPRICED
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
@@ -69,9 +70,9 @@ def price_text(price_in: float | None, price_out: float | None, local: bool = Fa
     """The price per million tokens; "free" for a model on this machine, "unpriced" for a
     hosted one litellm has no price for."""
     if local:
-        return "free"
+        return FREE
     if price_in is None or price_out is None:
-        return "unpriced"
+        return UNPRICED
     return f"${price_in:.2f} / ${price_out:.2f} per M"
 
 
