@@ -380,17 +380,16 @@ def known_window(model: str) -> int | None:
 
 
 def price_per_million(model: str) -> tuple[float, float] | None:
-    """USD per million input and output tokens when litellm prices the model, else None."""
+    """USD per million input and output tokens when litellm prices the model, else None.
+    A model its table prices at nothing is priced ($0), as its requests' cost says
+    (`reservation_cost`, `request_cost`), not unpriced."""
     info = _model_info(model)
     if not info:
         return None
     per_input, per_output = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if not (isinstance(per_input, int | float) and isinstance(per_output, int | float)):
         return None
-    prompt, output = float(per_input) * 1_000_000, float(per_output) * 1_000_000
-    if prompt <= 0 and output <= 0:
-        return None
-    return prompt, output
+    return max(float(per_input), 0.0) * 1_000_000, max(float(per_output), 0.0) * 1_000_000
 
 
 def count_message_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -16,6 +16,7 @@ from tests.support.beam_servers import LABELS, MODELS, three_servers
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.app import connect_services, create_window
+from treechat.core.money import money
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
 from treechat.services.models.catalog import ModelChoice
@@ -23,6 +24,7 @@ from treechat.services.turns.beam import DEFAULT_FUSE_INSTRUCTION
 from treechat.ui.controllers.beam import BeamController
 
 from ..conftest import Aio, Desk, close_desk
+from .controls_desk import controls
 
 
 @pytest.fixture
@@ -34,15 +36,38 @@ def servers() -> Iterator[list[LoopbackProvider]]:
 @pytest.fixture
 def desk3(qapp: QApplication, aio: Aio, tmp_path: Path,
           servers: list[LoopbackProvider]) -> Iterator[Desk]:
+    choices = tuple(ModelChoice(m, label, "openai", api_base=s.openai_base)
+                    for m, label, s in zip(MODELS, LABELS, servers, strict=True))
+    yield from beam_desk(qapp, aio, tmp_path, servers, choices)
+
+
+# a priced model, one with no known price and one on this computer, each on its own
+# server; the picker starts on a fourth that the message does not go to
+MIXED = ("openai/gpt-4o-mini", "openai/beam-unpriced", "openai/beam-local")
+PICKED = "openai/gpt-4o"
+
+
+@pytest.fixture
+def desk_mixed(qapp: QApplication, aio: Aio, tmp_path: Path,
+               servers: list[LoopbackProvider]) -> Iterator[Desk]:
+    choices = (
+        ModelChoice(MIXED[0], "Mini", "openai", api_base=servers[0].openai_base),
+        ModelChoice(MIXED[1], "Odd", "openai", api_base=servers[1].openai_base),
+        ModelChoice(MIXED[2], "Home", "openai", api_base=servers[2].openai_base, local=True),
+        ModelChoice(PICKED, "Omni", "openai", api_base=servers[0].openai_base),
+    )
+    yield from beam_desk(qapp, aio, tmp_path, servers, choices, default=PICKED)
+
+
+def beam_desk(qapp: QApplication, aio: Aio, tmp_path: Path, servers: list[LoopbackProvider],
+              choices: tuple[ModelChoice, ...], default: str = MODELS[0]) -> Iterator[Desk]:
     from treechat.providers import llm
 
     aio.run(llm.ensure_loaded(), timeout=300)
-    choices = tuple(ModelChoice(m, label, "openai", api_base=s.openai_base)
-                    for m, label, s in zip(MODELS, LABELS, servers, strict=True))
     data_dir = tmp_path / "data"
     services = build_services(data_dir, bundled=False, detect_local_servers=False,
                               extra_models=choices, keys=KeyStore(environ={}))
-    services.models.default_model = MODELS[0]
+    services.models.default_model = default
     window, prefs, theme = create_window(qapp, data_dir)
     controller = connect_services(window, services, prefs, theme)
     window.show()
@@ -219,3 +244,56 @@ def test_a_set_of_models_is_saved_under_a_name(desk3: Desk, aio: Aio) -> None:
         assert button.chosen() == [] and button.isHidden()
 
     aio.run(scenario(), timeout=60)
+
+
+def test_each_column_and_the_next_send_price_every_model_asked(
+    desk_mixed: Desk, aio: Aio, servers: list[LoopbackProvider]
+) -> None:
+    """Three models asked (priced, unpriced, on this computer): the unpriced column says so
+    as soon as its reply ends, the estimate by Send prices all three, and the header names
+    a model the message went to."""
+    desk = desk_mixed
+    beam = beam_of(desk)
+    c = controls(desk)
+    gates = [threading.Event() for _ in servers]
+    for server, gate, word in zip(servers, gates, ("MAPLE", "BIRCH", "CEDAR"), strict=True):
+        server.queue(Reply(text=f"Use {word}.", hold=gate))
+
+    async def scenario() -> None:
+        await aio.until(lambda: PICKED in desk.composer.model_ids(), what="the models")
+        assert desk.composer.current_model() == PICKED
+        desk.composer.several.set_chosen(list(MIXED))
+        desk.composer.set_text("Which wood?")
+        desk.composer.submit()
+        await aio.until(lambda: beam.view is not None and len(beam.view.columns) == 3,
+                        what="the columns")
+        view = beam.view
+        assert view is not None
+        for server in servers:
+            await aio.until(lambda s=server: len(s.requests) == 1, what="three requests")
+        gates[1].set()  # the unpriced model answers first
+        odd = view.columns[1]
+        await aio.until(lambda: bool(odd.column.key), what="the unpriced reply's end")
+        assert odd.column.facts == "unpriced" == odd.facts.text()
+        gates[0].set()
+        gates[2].set()
+        await aio.until(lambda: not desk.controller.turns.is_running(), what="the replies")
+        await aio.until(lambda: all(col.column.key for col in view.columns), what="filled")
+        await desk.controller.tasks.idle()
+        facts = [col.facts.text().split(" · ")[0] for col in view.columns]
+        assert facts[0].startswith("$") and facts[1:] == ["unpriced", "free"]
+
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        assert desk.composer.several.chosen() == list(MIXED)
+        assert "Omni" not in desk.window.subtitle.text()  # the picker's model was not asked
+        assert desk.composer.current_model() == MIXED[0]
+        mini = await desk.services.chat.estimate_next_cost(sid, "", model=MIXED[0])
+        assert mini.priced and mini.prompt_usd > 0
+        shown = await c.costs.estimate(sid)
+        assert shown == f"next ≈ {money(mini.prompt_usd)} + 1 unpriced"
+        assert c.costs.estimate_label.text() == shown
+        tip = c.costs.estimate_label.toolTip()
+        assert all(name in tip for name in ("Mini", "Odd", "Home")) and "Omni" not in tip
+
+    aio.run(scenario(), timeout=120)

@@ -10,7 +10,7 @@ from treechat.ui.dialogs.chat_controls import (
     UsageDialog,
 )
 
-from ..conftest import BIG_MODEL, Aio, Desk
+from ..conftest import BIG_MODEL, MODEL, Aio, Desk
 from .controls_desk import cell, controls, send, shoot, turn_done
 
 
@@ -153,3 +153,40 @@ def test_a_local_model_litellm_prices_is_free_in_every_label(desk: Desk, aio: Ai
     assert "free (runs on this computer)" in c.costs.reply_text(reply.id)
     assert c.costs.cost_label.text() == "free"
     assert c.costs.estimate_label.text() == "next: free"
+
+
+def test_a_free_reply_beside_unpriced_ones_is_free_not_zero_dollars(desk: Desk, aio: Aio) -> None:
+    """One reply from a model on this computer and two from a model with no known price:
+    the header and the Usage day say "free + 2 unpriced", never "$0 + 2 unpriced"."""
+    from treechat.services.models.catalog import ModelChoice
+
+    local = "openai/loopback-local"
+    catalog = desk.services.models
+    catalog.extra = (*catalog.extra, ModelChoice(local, "Loopback local", "openai",
+                                                 api_base=desk.provider.openai_base,
+                                                 local=True))
+    c = controls(desk)
+    desk.provider.queue(Reply(text="free"), Reply(text="unpriced one"), Reply(text="two"))
+
+    async def scenario() -> None:
+        await desk.controller.models.refresh()
+        desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(local))
+        send(desk, "Hello")
+        await turn_done(desk, aio, 1)
+        desk.composer.picker.setCurrentIndex(desk.composer.model_ids().index(MODEL))
+        for n, text in ((2, "And again"), (3, "Once more")):
+            send(desk, text)
+            await turn_done(desk, aio, n)
+        sid = desk.controller.current_session_id
+        assert sid is not None
+        await c.costs.refresh_costs(sid)
+
+    aio.run(scenario())
+    assert c.costs.cost_label.text() == "free + 2 unpriced"
+    usage = c.costs.open_usage()
+    aio.run(desk.controller.tasks.idle())
+    assert cell(usage.tables["day"], 0, 5) == "free + 2 unpriced"
+    assert cell(usage.tables["session"], 0, 5) == "free + 2 unpriced"
+    by_model = {cell(usage.tables["model"], i, 0): cell(usage.tables["model"], i, 5)
+                for i in range(usage.tables["model"].rowCount())}
+    assert by_model == {"Loopback local": "free", "Loopback": "unpriced"}

@@ -153,3 +153,13 @@ def test_stepwise_json_parse_matches_json_loads() -> None:
         loads(pad + '{"a": 1,}')
     with pytest.raises(json.JSONDecodeError):
         loads(pad + '{"a": 1} extra')
+
+
+def test_a_model_priced_at_nothing_is_priced_at_zero_as_its_requests_are() -> None:
+    """litellm's table prices codestral-latest at $0: the per-million price (what the
+    picker shows) and a request's cost agree that it is priced, at nothing."""
+    model = "codestral/codestral-latest"
+    assert llm.price_per_million(model) == (0.0, 0.0)
+    for cost in (llm.reservation_cost(model, 1000, 100), llm.request_cost(model, 1000, 100)):
+        assert cost.priced and cost.usd == 0
+    assert llm.price_per_million("openai/no-such-model-anywhere") is None

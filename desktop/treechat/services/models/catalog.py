@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...providers import llm
 from ...providers.connections import (
@@ -166,7 +166,7 @@ class ModelCatalog:
         out: list[ModelGroup] = []
         if self.extra:
             out.append(ModelGroup("", "Configured", "openai-compatible", "ready", "", False,
-                                  self.extra))
+                                  tuple(self._priced_extra(c) for c in self.extra)))
         for status in self.connections.statuses():
             conn = status.connection
             choices = tuple(self._choice(status, m, labels) for m in conn.offered())
@@ -217,7 +217,7 @@ class ModelCatalog:
         conn = status.connection
         address = conn.address(model.name)
         window, estimated = self._window(conn, model)
-        price = self._price(conn, model)
+        price = self.price(conn.litellm_model(model.name), local=conn.kind in _LOCAL_KINDS)
         return ModelChoice(
             id=address,
             label=f"{conn.display_label} · {model.label or model.name}"
@@ -257,12 +257,24 @@ class ModelCatalog:
             return known, False
         return llm.FALLBACK_WINDOW, True
 
-    def _price(self, conn: Connection, model: ConnectionModel) -> tuple[float, float] | None:
-        # Models on local servers cost nothing litellm could know; a price would be a
-        # guess from a same-named hosted model.
-        if conn.kind != "hosted":
+    def price(self, litellm_id: str, *, local: bool = False) -> tuple[float, float] | None:
+        """USD per million input / output tokens of the model a request names `litellm_id`,
+        None when it has none: the price its requests are billed at (the reply's cost, the
+        estimate by Send and the ledger all ask litellm of that same id), so the picker and
+        the command line say what the chat will cost. A model on this computer has none:
+        it is free, whatever a same-named hosted model costs (`is_local`)."""
+        if local:
             return None
-        return self._litellm_facts(conn.litellm_model(model.name))[1]
+        return self._litellm_facts(litellm_id)[1]
+
+    def _priced_extra(self, choice: ModelChoice) -> ModelChoice:
+        """A configured model with the price its requests are billed at."""
+        if choice.price_in is not None:
+            return choice
+        price = self.price(choice.id, local=choice.local)
+        if price is None:
+            return choice
+        return replace(choice, price_in=price[0], price_out=price[1])
 
     # --- names ------------------------------------------------------------------------
 

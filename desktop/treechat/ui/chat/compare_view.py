@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.compare import only_here
+from ...core.money import cost_text
 from ..common.elided_label import ElidedLabel
 from ..common.theme import colors_of
 
@@ -49,12 +50,11 @@ class Column:
 
 def facts_text(cost_usd: float | None, priced: bool, first_token_s: float | None,
                local: bool = False) -> str:
-    """A reply's cost and time to first token, as its column says them."""
+    """A reply's cost and time to first token, as its column says them ("free", "unpriced"
+    or its sum, in the words of every other place); no cost when none was measured."""
     parts = []
-    if local:
-        parts.append("free")
-    elif cost_usd is not None:
-        parts.append(f"${cost_usd:.4f}" if priced else "unpriced")
+    if local or not priced or cost_usd is not None:
+        parts.append(cost_text(cost_usd, priced=priced, free=local))
     if first_token_s is not None:
         parts.append(f"first token {first_token_s:.1f} s")
     return " · ".join(parts)

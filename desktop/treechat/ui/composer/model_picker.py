@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -29,7 +30,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
+from ...core.money import FREE, UNPRICED
 from ..common.icons import draw_icon
 from ..common.theme import colors_of
 
@@ -67,9 +70,9 @@ def price_text(price_in: float | None, price_out: float | None, local: bool = Fa
     """The price per million tokens; "free" for a model on this machine, "unpriced" for a
     hosted one litellm has no price for."""
     if local:
-        return "free"
+        return FREE
     if price_in is None or price_out is None:
-        return "unpriced"
+        return UNPRICED
     return f"${price_in:.2f} / ${price_out:.2f} per M"
 
 
@@ -94,6 +97,7 @@ class ModelPickerPopup(QFrame):
     chosen = Signal(int)  # a row of the combo's model
     refreshRequested = Signal()
     severalRequested = Signal()
+    dismissed = Signal()  # closed with nothing chosen (Esc, a click elsewhere)
 
     def __init__(self, picker: ModelPicker) -> None:
         super().__init__(picker, Qt.WindowType.Popup)
@@ -102,6 +106,7 @@ class ModelPickerPopup(QFrame):
         self.setAccessibleName("Models")
         self._picker = picker
         self.groups = 0
+        self._leaving = False  # hidden because a model or "Several…" was chosen
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search models")
         self.search.setAccessibleName("Search models")
@@ -215,6 +220,7 @@ class ModelPickerPopup(QFrame):
         return check, QIcon(picture(None))
 
     def _several(self) -> None:
+        self._leaving = True
         self.hide()
         self.severalRequested.emit()
 
@@ -275,12 +281,16 @@ class ModelPickerPopup(QFrame):
         row = item.data(0, ROW_ROLE)
         if row is None or item.isDisabled():
             return
+        self._leaving = True
         self.hide()
         self.chosen.emit(int(row))
 
     def hideEvent(self, event: QHideEvent) -> None:
         super().hideEvent(event)
         self.search.clear()  # the next opening starts with every model shown
+        if not self._leaving:
+            self.dismissed.emit()
+        self._leaving = False
 
     def eventFilter(self, watched: object, event: object) -> bool:
         from PySide6.QtCore import QEvent
@@ -318,6 +328,41 @@ class ModelPicker(QComboBox):
         self.popup.chosen.connect(self._chosen)
         self.popup.refreshRequested.connect(self.refreshRequested)
         self.popup.severalRequested.connect(self.severalRequested)
+        self.popup.dismissed.connect(self._give_back_keyboard)
+        # where the person was typing before the picker took the keyboard (the message box)
+        self._typing_in: QWidget | None = None
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._focus_moved)
+
+    def _focus_moved(self, old: QWidget | None, now: QWidget | None) -> None:
+        popup = self.popup
+        if now is self and old is not None and old is not popup and not popup.isAncestorOf(old):
+            self._typing_in = old
+        elif now is not None and not popup.isVisible() and popup.isAncestorOf(now):
+            # the closed popup's window activated again after it hid (the window system's
+            # late word): a field nobody sees must not take what is typed
+            self._give_back_keyboard()
+
+    def _give_back_keyboard(self) -> None:
+        """After a choice, or the popup closed with none, the keyboard goes back to where
+        the person was typing before the picker took it, so what they type next is not a
+        search in a popup that reopens. Deferred: Qt hands the focus back to the picker as
+        its popup closes."""
+        QTimer.singleShot(0, self._refocus)
+
+    def _refocus(self) -> None:
+        if not isValid(self):
+            return
+        target = self._typing_in
+        if target is None or not isValid(target) or not target.isVisible() \
+                or not target.isEnabled() or target.window() is not self.window():
+            target = self if self.isVisible() else None
+        if target is None or self.popup.isVisible():
+            return
+        if QApplication.activeWindow() is not target.window():
+            target.window().activateWindow()
+        target.setFocus(Qt.FocusReason.PopupFocusReason)
 
     def sizeHint(self) -> QSize:
         # room for the current name whole (Qt's own hint can lag behind the style's font)
@@ -401,4 +446,4 @@ class ModelPicker(QComboBox):
 
     def _chosen(self, row: int) -> None:
         self.setCurrentIndex(row)  # currentIndexChanged tells the composer
-        self.setFocus(Qt.FocusReason.PopupFocusReason)
+        self._give_back_keyboard()

@@ -107,6 +107,11 @@ class BeamController:
         """The run of a send to `models`: a column each streams in the compare view, the
         chat view follows the first to start, the banner speaks only if none answered."""
         order = list(models)
+        if order and self._models.selected() not in order:
+            # the chat follows the first model asked: the picker and the header name it, never
+            # a model this message did not go to
+            self._composer.select_model(order[0])
+            self._models.set_model(order[0])
         view = self._ensure_view()
         view.set_message(text)
         view.show_columns([Column("", self._models.label_for(m), state="streaming") for m in order])
@@ -156,13 +161,24 @@ class BeamController:
             node = event.node
             usage = node.metadata.get("usage") or {}
             state = "stopped" if node.interrupted else ""
-            facts = facts_text(usage.get("cost_usd"), usage.get("cost_usd") is not None,
-                               None, self._models.is_local(str(node.metadata.get("model"))))
+            model = str(node.metadata.get("model") or "")
+            cost = usage.get("cost_usd")
+            facts = facts_text(cost, self._priced(model, cost), None,
+                               self._models.is_local(model))
             view.columns[index].show_column(Column(node.id, column.label, column.text or
                                                    node.text, facts, state))
         elif isinstance(event, TurnFailed):
             view.columns[index].show_column(Column("", column.label, column.text, "",
                                                    event.error.message))
+
+    def _priced(self, model: str, cost_usd: object) -> bool:
+        """Whether a reply just finished has a known price: its model's, as the picker says
+        it (the catalog prices a model the way its requests are billed); a reply's metadata
+        writes 0 for an unpriced one too, so its sum alone cannot tell."""
+        choice = next((c for c in self._models.choices if c.id == model), None)
+        if choice is not None:
+            return choice.priced
+        return isinstance(cost_usd, int | float) and cost_usd > 0
 
     # --- comparing -----------------------------------------------------------------
 

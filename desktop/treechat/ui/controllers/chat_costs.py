@@ -10,13 +10,14 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QTimer, Signal
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolTip, QWidget
 
+from ...core.money import FREE, UNPRICED, estimate_text, money, spend_text
 from ...core.reply import can_continue, reasoning_of
 from ...services.turns.chat_service import ChatService
 from ...services.turns.sessions import SessionView
 from ...services.turns.spending import ReplyCost
 from ..chat.view import ChatView
 from ..composer.composer import Composer
-from ..dialogs.chat_controls import UsageDialog, money, spend_text
+from ..dialogs.chat_controls import UsageDialog
 from .ports import ModelPicker, OpenChat, Spawner
 
 ESTIMATE_DELAY_MS = 700
@@ -28,9 +29,9 @@ def reply_cost_text(cost: ReplyCost, name: str = "", local: bool = False) -> str
     cached = f", {cost.cache_read:,} of them cached" if cost.cache_read else ""
     price = money(cost.cost_usd, cost.priced)
     if local:  # whatever litellm thinks of the name, a model on this computer is free
-        price = "free (runs on this computer)"
+        price = f"{FREE} (runs on this computer)"
     elif not cost.priced:
-        price = "unpriced (no known price for this model)"
+        price = f"{UNPRICED} (no known price for this model)"
     return (f"{cost.input_tokens:,} tokens in{cached} · {cost.output_tokens:,} out · {price}"
             f"\n{name or cost.model}")
 
@@ -91,6 +92,8 @@ class ChatCosts(QObject):
         self._estimate_timer.setInterval(ESTIMATE_DELAY_MS)
         self._estimate_timer.timeout.connect(self._estimate)
         composer.input.textChanged.connect(self._estimate_timer.start)
+        # asking other models changes what the next send costs
+        composer.several.chosenChanged.connect(lambda _models: self._estimate_timer.start())
 
     # --- following the open chat ----------------------------------------------------
 
@@ -146,25 +149,50 @@ class ChatCosts(QObject):
         if sid is not None and not self._chat.is_running(sid):
             self._tasks.spawn(self.estimate(sid), name="estimate")
 
+    def asked(self) -> list[str]:
+        """The models the next send goes to: those ticked under "Several…" when a set is
+        chosen, else the picker's."""
+        several = self._composer.several.chosen()
+        if several:
+            return list(several)
+        selected = self._models.selected()
+        return [selected] if selected else []
+
     async def estimate(self, session_id: str) -> str:
+        """The next send's cost by Send: one request per model asked, summed, those with no
+        known price counted apart and those on this computer free."""
         draft = self._composer.text()
-        est = await self._chat.estimate_next_cost(session_id, draft,
-                                                  model=self._models.selected())
-        local = self._models.is_local(self._models.selected())
-        if est.priced and not local:
-            text = f"next ≈ {money(est.prompt_usd)}"
-            tip = (f"The next request: {est.prompt_tokens:,} tokens at the uncached price "
-                   f"{money(est.prompt_usd)}; up to {money(est.ceiling_usd)} with a reply of "
-                   f"{est.max_reply_tokens:,} tokens. A cache hit is never assumed.")
-        elif local:
-            text = "next: free"
-            tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
-                   f"{self._models.selected_label()} runs on this computer and costs "
-                   "nothing.")
+        asked = self.asked()
+        usd = 0.0
+        unpriced: list[str] = []
+        free: list[str] = []
+        lines = []
+        pending: list[str | None] = list(asked) or [None]
+        for model in pending:
+            est = await self._chat.estimate_next_cost(session_id, draft, model=model)
+            name = self._models.label_for(model) if model else self._models.selected_label()
+            if self._models.is_local(model):
+                free.append(name)
+                lines.append(f"{name}: {est.prompt_tokens:,} tokens, {FREE} (runs on this "
+                             "computer)")
+            elif not est.priced:
+                unpriced.append(name)
+                lines.append(f"{name}: {est.prompt_tokens:,} tokens, {UNPRICED} (no known "
+                             "price)")
+            else:
+                usd += est.prompt_usd
+                lines.append(f"{name}: {est.prompt_tokens:,} tokens at the uncached price "
+                             f"{money(est.prompt_usd)}; up to {money(est.ceiling_usd)} with a "
+                             f"reply of {est.max_reply_tokens:,} tokens")
+        requests = max(len(asked), 1)
+        text = estimate_text(usd, requests, len(unpriced), len(free))
+        if requests == 1:
+            tip = f"The next request: {lines[0]}."
         else:
-            text = "next: unpriced"
-            tip = (f"The next request carries about {est.prompt_tokens:,} tokens; "
-                   f"{self._models.selected_label()} has no known price.")
+            tip = (f"The next send asks {requests} models, one request each "
+                   f"({spend_text(usd, requests, len(unpriced), len(free))}):\n"
+                   + "\n".join(lines))
+        tip += "\nA cache hit is never assumed."
         if self._open.current_session_id == session_id:
             self.estimate_label.setText(text)
             self.estimate_label.setToolTip(tip)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.chat_settings import REASONING_EFFORTS, ChatParameters
+from ...core.money import spend_text
 from ..common.safe_controls import guard_wheel
 
 PREFIX_NOTE = (
@@ -216,31 +217,6 @@ class ParametersDialog(QDialog):
 
     def _save(self) -> None:
         self.saved.emit(self.values())
-
-
-def money(usd: float, priced: bool = True) -> str:
-    """A cost as people read it: cents for small sums, "unpriced" when no price is known."""
-    if not priced:
-        return "unpriced"
-    if usd == 0:
-        return "$0"
-    if usd < 0.01:
-        return f"${usd:.4f}"
-    return f"${usd:.2f}"
-
-
-def spend_text(cost_usd: float, requests: int, unpriced: int, free: int = 0) -> str:
-    """A group of requests' cost in the one wording every place uses: "free" when all ran on
-    this computer, "unpriced" when none had a known price, else the known sum and how many
-    had none ("$0.12 + 4 unpriced"); free requests add $0."""
-    if requests <= 0:
-        return ""
-    if free >= requests:
-        return "free"
-    if unpriced >= requests - free and cost_usd == 0 and free == 0:
-        return "unpriced"
-    text = money(cost_usd)
-    return f"{text} + {unpriced} unpriced" if unpriced else text
 
 
 def spend_note(free: int, unpriced: int, any_rows: bool) -> str:

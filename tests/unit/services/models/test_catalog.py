@@ -146,3 +146,35 @@ async def test_an_unknown_model_gets_the_fallback_window_marked_estimated() -> N
         assert choice.window_estimated and choice.price_in is None
     finally:
         lab.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_connections_model_is_priced_as_its_requests_are_billed() -> None:
+    """gpt-4o-mini through an OpenAI-compatible connection is billed at litellm's price for
+    the id its requests name (openai/gpt-4o-mini): the picker and `treechat models` say that
+    price. The same name on Ollama runs on this computer: no price (free)."""
+    from treechat.providers import llm
+
+    lab = OpenAIServer([{"id": "gpt-4o-mini", "object": "model"}])
+    ollama = OllamaServer([OllamaModel("gpt-4o-mini", context_length=8192)])
+    try:
+        connections = ConnectionService(None, keys({}))
+        await connections.add("openai-compatible", "lab", base_url=lab.openai_base)
+        await connections.add("ollama", "home", base_url=ollama.url)
+        catalog = ModelCatalog(keys=keys({}), connections=connections,
+                               extra=(ModelChoice("openai/gpt-4o", "Configured 4o", "openai"),))
+        choices = {c.id: c for c in catalog.choices_now()}
+        endpoint = await catalog.resolve("lab/gpt-4o-mini")
+        billed = llm.reservation_cost(endpoint.model, 1_000_000, 1_000_000)
+        lab_mini = choices["lab/gpt-4o-mini"]
+        assert lab_mini.priced and not lab_mini.local
+        assert (lab_mini.price_in, lab_mini.price_out) == (pytest.approx(0.15),
+                                                           pytest.approx(0.6))
+        assert billed.priced and billed.usd == pytest.approx(0.15 + 0.6)
+        home_mini = choices["home/gpt-4o-mini"]
+        assert home_mini.local and not home_mini.priced and catalog.is_local(home_mini.id)
+        # a configured model too: priced at what its requests cost
+        assert choices["openai/gpt-4o"].priced
+    finally:
+        lab.stop()
+        ollama.stop()
