@@ -5,13 +5,13 @@ list)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from ...services.models.catalog import CLOUD_PROVIDERS
+from ...services.models.catalog import BUNDLED_WINDOW_HINT, CLOUD_PROVIDERS
 from ...services.preferences import ChatPreferences
 from ...services.problem_report import (
     AppInfo,
@@ -25,6 +25,7 @@ from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
 if TYPE_CHECKING:
+    from ...services.models.model_library import BundledModel
     from ..dialogs.import_chats import ImportDialog
     from ..dialogs.model_library import ModelLibraryDialog
     from .collaborators import ModelPicker, Refreshes, ShownChats
@@ -191,16 +192,26 @@ class DialogsController:
         if dialog is None:
             from ..dialogs.model_library import ModelLibraryDialog
 
+            catalog = self._services.models
+
+            def bundled() -> Awaitable[BundledModel | None]:
+                return library.bundled(catalog.bundled, BUNDLED_WINDOW_HINT)
+
             dialog = ModelLibraryDialog(library, self._tasks, ollama_url=self._ollama_url(),
-                                        parent=self._window)
+                                        bundled=bundled, parent=self._window)
             dialog.modelsChanged.connect(
                 lambda: self._spawn(self._models.refresh(), name="models"))
-            dialog.useRequested.connect(lambda name: self._models.set_model(f"library/{name}"))
+            dialog.useRequested.connect(self._use_model)
             self._library = dialog
         dialog.refresh()
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
+
+    def _use_model(self, address: str) -> None:
+        """The library's Use in this chat: the picker shows it, the chat takes it."""
+        self._models.set_model(address)
+        self._spawn(self._models.refresh(), name="models")
 
     def _ollama_url(self) -> str | None:
         connections = self._services.connections
