@@ -316,7 +316,8 @@ def _ollama_error(body: str) -> str:
 
 
 __all__ = [
-    "BundledModel", "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel", "LibraryEndpoint",
+    "BundledModel", "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel",
+    "LibraryEndpoint",
     "LibraryError", "ModelLibrary", "ModelLibraryService", "PartialDownload", "Progress",
     "Recommendation", "choose_context", "machine_ram_bytes", "size_text",
 ]
