@@ -18,9 +18,8 @@ from ...services.problem_report import (
     problem_report,
     report_place,
     save_report,
-    where_to_report,
 )
-from ..dialogs.help import AboutDialog, ShortcutsDialog
+from ..dialogs.help import AboutDialog, ReportDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
@@ -54,6 +53,7 @@ class DialogsController:
         self._settings: SettingsDialog | None = None
         self._import: ImportDialog | None = None
         self._library: ModelLibraryDialog | None = None
+        self._report: ReportDialog | None = None
         self._imports = c.services.imports
         self._export_drop = ExportDropFilter(c)
         self._export_drop.fileDropped.connect(self.open_import_dialog)
@@ -168,7 +168,8 @@ class DialogsController:
         return dialog
 
     def copy_problem_report(self) -> None:
-        """Help → Report a problem: the report goes to the clipboard, nothing is sent."""
+        """Help → Report a problem: the report goes to the clipboard and beside the log, and
+        a dialog shows it whole with where to send it; nothing is sent."""
 
         async def work() -> None:
             info = self.app_info()
@@ -176,9 +177,23 @@ class DialogsController:
             QGuiApplication.clipboard().setText(text)
             saved = await asyncio.to_thread(save_report, info, text)
             place = await asyncio.to_thread(report_place)
-            self._status(where_to_report(saved, place))
+            if self._report is not None:
+                self._report.close()
+            dialog = ReportDialog(text, saved, place, self._window)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.destroyed.connect(lambda: self._forget_report(dialog))
+            self._report = dialog
+            dialog.show()
 
         self._spawn(work(), name="problem-report")
+
+    def _forget_report(self, dialog: ReportDialog) -> None:
+        if self._report is dialog:
+            self._report = None
+
+    @property
+    def report_dialog(self) -> ReportDialog | None:
+        return self._report
 
     # --- local models --------------------------------------------------------------
 
