@@ -542,3 +542,30 @@ def test_every_state_is_read_whole_at_the_default_size(open_window: Opener, aio:
         assert any(s.startswith("Ready · works offline") for s in states)
 
     aio.run(scenario())
+
+
+def test_a_reply_through_an_unchecked_server_shows_it_reachable(
+    open_window: Opener, aio: Aio, tmp_path: Path
+) -> None:
+    lab = OpenAIServer([{"id": "lab-model", "object": "model"}])
+    before = build_services(tmp_path / "data", bundled=False, detect_local_servers=False,
+                            keys=KeyStore(environ={}))
+    aio.run(before.connections.add("openai-compatible", "lab",  # type: ignore[union-attr]
+                                   base_url=lab.openai_base))
+    aio.run(before.close())
+    before.close_store()
+    desk = open_window()  # the next start: nothing has checked it yet
+
+    async def scenario() -> None:
+        await aio.until(lambda: any(c.id == "lab/lab-model" for c in
+                                    desk.controller.models.choices), what="lab in the picker")
+        assert choice(desk, "lab/lab-model").state == "unchecked"
+        await pick(desk, "lab-model")
+        await send(desk, "Hello lab")
+        assert lab.chat_hits(), "the reply came from the lab server"
+        await aio.until(lambda: choice(desk, "lab/lab-model").state == "ready",
+                        what="the picker to call it reachable")
+        page = settings_page(desk)
+        assert page.row_text("lab").endswith("Ready · 1 model")
+
+    aio.run(scenario())
