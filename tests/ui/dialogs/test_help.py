@@ -68,6 +68,7 @@ def test_a_problem_report_before_anything_was_logged_says_so(
     assert "whoever supports" not in dialog.where.text()
     assert (dialog.tracker_button is not None) == (place is not None)
     assert dialog.open_button.isEnabled()
+    assert not dialog.open_button.autoDefault() and not dialog.copy_button.autoDefault()
     qapp.clipboard().clear()
     dialog.copy_button.click()
     assert qapp.clipboard().text() == saved.read_text(encoding="utf-8")

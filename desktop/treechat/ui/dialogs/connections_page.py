@@ -43,6 +43,11 @@ STATE_ROOM = 24  # the State column's padding around its text
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
+def where(conn: Connection) -> str:
+    """A connection by its name and its address (the list's Kind column may cut it)."""
+    return f"{conn.display_label} · {conn.base_url}" if conn.base_url else conn.display_label
+
+
 class ConnectionsPage(QWidget):
     """The Connections tab of Settings."""
 
@@ -166,7 +171,7 @@ class ConnectionsPage(QWidget):
         status = self._connections.status(self.current_id() or "")
         if status is not None and not self._reloading:
             self.status.setText(BUNDLED_TIP if status.connection.kind == "bundled"
-                                else f"{status.connection.display_label}: {state_line(status)}")
+                                else f"{where(status.connection)}: {state_line(status)}")
         self._update_buttons()
 
     def current_id(self) -> str | None:

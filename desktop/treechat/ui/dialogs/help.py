@@ -174,12 +174,18 @@ class ReportDialog(QDialog):
         self.preview.setAccessibleName("The report")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
+        # Enter closes the dialog; it never opens a file manager or a browser
+        self.open_button.setAutoDefault(False)
+        close = buttons.button(QDialogButtonBox.StandardButton.Close)
+        close.setDefault(True)
         self.copy_button = buttons.addButton("Copy again", QDialogButtonBox.ButtonRole.ActionRole)
+        self.copy_button.setAutoDefault(False)
         self.copy_button.clicked.connect(self.copy)
         self.tracker_button: QPushButton | None = None
         if place:
             self.tracker_button = buttons.addButton("Open the issue tracker",
                                                     QDialogButtonBox.ButtonRole.ActionRole)
+            self.tracker_button.setAutoDefault(False)
             self.tracker_button.clicked.connect(lambda: QDesktopServices.openUrl(QUrl(place)))
         layout = QVBoxLayout(self)
         layout.addWidget(made)
