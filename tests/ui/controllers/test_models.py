@@ -29,5 +29,8 @@ def test_a_reply_of_no_connection_changes_nothing(desk: Desk) -> None:
         desk.controller.models.reply_finished(session.id)  # a chat with no reply yet
         await desk.controller.tasks.idle()
         assert desk.services.models.connections.statuses() == before
+        desk.controller.models.reply_finished("a-chat-deleted-meanwhile")  # said nowhere
+        await desk.controller.tasks.idle()
+        assert "went wrong" not in desk.window.statusBar().currentMessage()
 
     desk.aio.run(scenario())

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+from ...core.model import GraphError
 from ...services.models.catalog import Endpoint, ModelCatalog, ModelChoice, ModelUnavailable
 from ...services.turns.sessions import SessionService
 from ..composer.composer import Composer
@@ -74,7 +75,10 @@ class ModelsController:
         came through answered, and the picker and Settings say it is reachable."""
 
         async def work() -> None:
-            view = await self._sessions.view(session_id)
+            try:
+                view = await self._sessions.view(session_id)
+            except GraphError:  # deleted meanwhile: nothing to learn from it
+                return
             replies = [n for n in view.graph.nodes.values()
                        if n.role == "assistant" and n.output]
             newest = max(replies, key=lambda n: n.seq, default=None)
