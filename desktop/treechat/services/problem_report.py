@@ -61,18 +61,19 @@ REPORT_FILENAME = "problem-report.txt"
 _TRACKER_LABELS = ("issues", "bug tracker", "bugs", "tracker", "support")
 
 
-def report_place(distribution: str = "treechat") -> str | None:
+def report_place(distribution: str = "treechat", path: list[str] | None = None) -> str | None:
     """Where problems are reported, as the installed package names it (its `Project-URL`
-    labelled Issues, Bug Tracker or Support); None when it names none."""
+    labelled Issues, Bug Tracker or Support, from `[project.urls]`); None when it names
+    none. `path` is where to look for the package's metadata (default: `sys.path`)."""
     import importlib.metadata
 
-    try:
-        urls = importlib.metadata.metadata(distribution).get_all("Project-URL") or []
-    except importlib.metadata.PackageNotFoundError:
+    found = next(iter(importlib.metadata.distributions(
+        name=distribution, path=path if path is not None else sys.path)), None)
+    if found is None:
         return None
-    for entry in urls:
+    for entry in found.metadata.get_all("Project-URL") or []:
         label, _, url = str(entry).partition(",")
-        if label.strip().lower() in _TRACKER_LABELS and url.strip():
+        if label.strip().lower() in _TRACKER_LABELS and url.strip().startswith("https://"):
             return url.strip()
     return None
 
@@ -85,11 +86,20 @@ def save_report(info: AppInfo, text: str) -> Path:
     return path
 
 
-def where_to_report(saved: Path, place: str | None) -> str:
-    """What the window says after Report a problem: what was made, and where it goes."""
-    made = f"A problem report (version, platform, the last log lines, keys removed) is on the " \
-           f"clipboard and saved as {saved}"
+NO_PLACE = ("This copy of Treechat names no place to report problems: its package has no "
+            "issue tracker address. Nothing is sent by Treechat itself; keep the file for "
+            "whoever gave you this copy.")
+
+
+def where_to_send(place: str | None) -> str:
+    """Where the report goes, in words: the tracker's address, or plainly that there is none."""
     if place:
-        return f"{made}: paste it into a new issue at {place}"
-    return (f"{made}: paste it, or attach the file, in a message to whoever supports your copy "
-            "of Treechat; nothing is sent by Treechat itself")
+        return f"Open a new issue at {place} and paste the report into it, or attach the file. " \
+               "Nothing is sent by Treechat itself."
+    return NO_PLACE
+
+
+def where_to_report(saved: Path, place: str | None) -> str:
+    """What was made and where it goes, in one message."""
+    return (f"A problem report (version, platform, the last log lines, keys removed) is on the "
+            f"clipboard and saved as {saved}. {where_to_send(place)}")

@@ -490,3 +490,82 @@ def test_bad_input_is_refused_in_words_and_nothing_blocks(open_window: Opener, a
     finally:
         html.stop()
         silent.close()
+
+
+def test_the_bundled_model_has_a_read_only_row_named_as_the_picker_names_it(
+    open_window: Opener, aio: Aio
+) -> None:
+    desk = open_window()
+    desk.services.models.connections.bundled = True  # a build that ships it
+
+    async def scenario() -> None:
+        page = settings_page(desk)
+        row = page.row_text("local")
+        assert row, "the bundled model is listed"
+        name, kind, state = row.split(" | ")
+        assert name == desk.controller.models.label_for("local/smollm2-135m-instruct")
+        assert name == "Bundled · SmolLM2 135M"
+        assert kind == "Bundled with Treechat" and "works offline" in state
+        page.select("local")
+        assert not page.edit_button.isEnabled() and not page.test_button.isEnabled()
+        assert not page.remove_button.isEnabled()
+        assert "no network" in page.status.text()
+
+    aio.run(scenario())
+
+
+def test_every_state_is_read_whole_at_the_default_size(open_window: Opener, aio: Aio) -> None:
+    lab = OpenAIServer([{"id": "qwen2.5-7b-instruct", "object": "model"}])
+    desk = open_window((ServerSpec("lmstudio", "LM Studio", lab.url),))
+    desk.services.models.connections.bundled = True
+
+    async def scenario() -> None:
+        desk.window.resize(1366, 768)
+        desk.services.models.connections.start_detection(interval=None)
+        await aio.until(lambda: "lmstudio/qwen2.5-7b-instruct" in desk.composer.model_ids(),
+                        what="the detected server")
+        page = await add_through_dialog(desk, "openai-compatible", lab.url)
+        dialog = desk.controller.dialogs.settings_dialog
+        assert dialog is not None and dialog.size().width() <= 1366  # as it opens
+        await aio.settle(0.1)
+        tree = page.list
+        metrics = tree.fontMetrics()
+        states = []
+        for i in range(tree.topLevelItemCount()):
+            item = tree.topLevelItem(i)
+            assert item is not None
+            states.append(item.text(2))
+            # the whole text fits its column, and the column fits the list
+            assert metrics.horizontalAdvance(item.text(2)) < tree.columnWidth(2) - 8, item.text(2)
+        assert tree.columnViewportPosition(2) + tree.columnWidth(2) <= tree.viewport().width()
+        assert any(s.startswith("Detected on this machine") for s in states)
+        assert any(s.startswith("Ready · works offline") for s in states)
+
+    aio.run(scenario())
+
+
+def test_a_reply_through_an_unchecked_server_shows_it_reachable(
+    open_window: Opener, aio: Aio, tmp_path: Path
+) -> None:
+    lab = OpenAIServer([{"id": "lab-model", "object": "model"}])
+    before = build_services(tmp_path / "data", bundled=False, detect_local_servers=False,
+                            keys=KeyStore(environ={}))
+    aio.run(before.connections.add("openai-compatible", "lab",  # type: ignore[union-attr]
+                                   base_url=lab.openai_base))
+    aio.run(before.close())
+    before.close_store()
+    desk = open_window()  # the next start: nothing has checked it yet
+
+    async def scenario() -> None:
+        await aio.until(lambda: any(c.id == "lab/lab-model" for c in
+                                    desk.controller.models.choices), what="lab in the picker")
+        assert choice(desk, "lab/lab-model").state == "unchecked"
+        await pick(desk, "lab-model")
+        await send(desk, "Hello lab")
+        assert lab.chat_hits(), "the reply came from the lab server"
+        await aio.until(lambda: choice(desk, "lab/lab-model").state == "ready",
+                        what="the picker to call it reachable")
+        page = settings_page(desk)
+        assert page.row_text("lab").endswith("Ready · 1 model")
+
+    aio.run(scenario())

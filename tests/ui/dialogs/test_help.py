@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
+from treechat.services.problem_report import report_place, where_to_send
 from treechat.ui.shell.empty_state import SHORTCUTS_HELP
 
 from ..conftest import Aio, Desk
@@ -51,14 +52,29 @@ def test_a_problem_report_before_anything_was_logged_says_so(
     async def report() -> None:
         desk.window.report_action.trigger()
         await aio.until(lambda: "Platform: " in qapp.clipboard().text(), what="the report")
-        await aio.until(lambda: "saved as" in desk.window.statusBar().currentMessage(),
-                        what="where the report goes")
+        await aio.until(lambda: desk.controller.dialogs.report_dialog is not None,
+                        what="the report's dialog")
 
     aio.run(report())
-    said = desk.window.statusBar().currentMessage()
+    dialog = desk.controller.dialogs.report_dialog
+    assert dialog is not None and dialog.isVisible()
     saved = desk.data_dir / "logs" / "problem-report.txt"
-    assert str(saved) in said and "paste it" in said  # a place to send it, named
+    assert dialog.path.text() == str(saved)  # the whole path, in a dialog, not a status bar
     assert saved.read_text(encoding="utf-8") == qapp.clipboard().text()
+    assert dialog.preview.toPlainText() == qapp.clipboard().text()
+    # a real place to send it, or plainly none: never "whoever supports your copy"
+    place = report_place()
+    assert dialog.where.text() == where_to_send(place)
+    assert "whoever supports" not in dialog.where.text()
+    assert (dialog.tracker_button is not None) == (place is not None)
+    assert dialog.open_button.isEnabled()
+    assert not dialog.open_button.autoDefault() and not dialog.copy_button.autoDefault()
+    qapp.clipboard().clear()
+    dialog.copy_button.click()
+    assert qapp.clipboard().text() == saved.read_text(encoding="utf-8")
+    assert desk.window.statusBar().currentMessage() == ""  # nothing cut short down there
+    shoot(dialog, "help-report")
+    dialog.close()
     copied = qapp.clipboard().text()
     assert "No log lines yet." in copied
     assert "could not be read" not in copied and "No such file" not in copied

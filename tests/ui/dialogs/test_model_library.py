@@ -11,8 +11,12 @@ from PySide6.QtWidgets import QPushButton
 from tests.support.hub_server import Hub, HubServer, sha256_of
 from tests.ui.conftest import Aio, Desk
 
-from treechat.providers.local.bundled_model import find_gguf
-from treechat.services.models.model_library import ModelLibrary, ModelLibraryService
+from treechat.providers.local.bundled_model import LocalModel, find_gguf
+from treechat.services.models.model_library import (
+    ModelLibrary,
+    ModelLibraryService,
+    size_text,
+)
 from treechat.ui.common.tasks import BackgroundTasks
 from treechat.ui.dialogs.model_library import ModelLibraryDialog
 
@@ -168,3 +172,80 @@ def test_an_unreachable_hub_is_said_at_once_and_what_is_on_disk_is_listed(
         assert "Errno" not in dialog.status.text()
 
     aio.run(scenario())
+
+
+def test_the_bundled_model_is_listed_on_this_computer_and_cannot_be_removed(
+        qtbot: object, aio: Aio, tmp_path: Path) -> None:
+    tasks = BackgroundTasks()
+    service = ModelLibraryService(ModelLibrary(tmp_path / "m", endpoint="http://127.0.0.1:9"))
+    dialog = ModelLibraryDialog(service, tasks,
+                                bundled=lambda: service.bundled(LocalModel(), 8192))
+    qtbot.addWidget(dialog)  # type: ignore[attr-defined]
+    used: list[str] = []
+    dialog.useRequested.connect(used.append)
+
+    async def scenario() -> None:
+        await service.add_file(find_gguf())
+        dialog.show()
+        await dialog.refresh()
+        section = next(dialog.tree.topLevelItem(i) for i in range(dialog.tree.topLevelItemCount())
+                       if dialog.tree.topLevelItem(i).text(0) == "On this computer")
+        assert section is not None and not section.isHidden()
+        texts = [section.child(i).text(0) for i in range(section.childCount())]
+        assert texts[0].startswith("Bundled · SmolLM2 135M") and "shipped with Treechat" in texts[0]
+        bundled = next(r for r in dialog.rows() if r.bundled)
+        assert bundled.window == 8192 and not bundled.running
+        first = section.child(0)
+        assert first.text(1) == size_text(find_gguf().stat().st_size)
+        assert first.text(2) == "window 8,192"
+        assert len(texts) == 2  # the downloaded model beside it
+
+        dialog.select(bundled.repo, bundled.file)
+        assert dialog.use_button.isEnabled()
+        assert not dialog.remove_button.isEnabled()
+        assert "cannot be removed" in dialog.remove_button.toolTip()
+        assert not dialog.download_button.isEnabled()
+        dialog.use()
+        assert used == ["local/smollm2-135m-instruct"]
+
+    aio.run(scenario())
+
+
+def test_no_window_box_until_a_downloaded_model_is_selected(
+        qtbot: object, aio: Aio, tmp_path: Path) -> None:
+    tasks = BackgroundTasks()
+    service = ModelLibraryService(ModelLibrary(tmp_path / "m", endpoint="http://127.0.0.1:9"))
+    dialog = ModelLibraryDialog(service, tasks)
+    qtbot.addWidget(dialog)  # type: ignore[attr-defined]
+
+    async def scenario() -> None:
+        model = await service.add_file(find_gguf())
+        dialog.show()
+        await dialog.refresh()
+        assert dialog.current_row() is None
+        assert not dialog.window_spin.isVisible() and not dialog.window_label.isVisible()
+        assert dialog.hint.isVisible() and "Select a model" in dialog.hint.text()
+
+        dialog.select(model.repo, model.file)
+        assert dialog.window_spin.isVisible() and dialog.window_spin.isEnabled()
+        assert not dialog.hint.isVisible()
+        recommended = next(r for r in dialog.rows() if r.installed_name is None)
+        dialog.select(recommended.repo, recommended.file)  # not downloaded: no window to set
+        assert not dialog.window_spin.isVisible()
+
+    aio.run(scenario())
+
+
+def test_the_window_lists_the_bundled_model_in_the_library(desk: Desk) -> None:
+    desk.services.models.bundled = LocalModel()  # this build ships it (never started here)
+
+    async def scenario() -> None:
+        desk.window.local_models_action.trigger()
+        dialog = desk.controller.dialogs.model_library_dialog
+        assert dialog is not None
+        await desk.aio.until(lambda: any(r.bundled for r in dialog.rows()),
+                             what="the bundled model is listed")
+        row = next(r for r in dialog.rows() if r.bundled)
+        assert row.title == desk.controller.models.label_for("local/smollm2-135m-instruct")
+
+    desk.aio.run(scenario())

@@ -36,4 +36,27 @@ def test_the_report_is_kept_beside_the_log_and_says_where_it_goes(tmp_path: Path
     tracker = where_to_report(saved, "https://tracker.example/treechat/issues")
     assert str(saved) in tracker and "new issue at https://tracker.example" in tracker
     nowhere = where_to_report(saved, None)
-    assert str(saved) in nowhere and "whoever supports your copy" in nowhere
+    assert str(saved) in nowhere and "names no place to report problems" in nowhere
+    assert "whoever supports" not in nowhere
+
+
+def _package(root: Path, name: str, *urls: str) -> str:
+    """An installed package's metadata, as pip leaves it in site-packages."""
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0",
+             *(f"Project-URL: {u}" for u in urls)]
+    (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(root)
+
+
+def test_the_place_to_report_is_the_packages_issue_tracker(tmp_path: Path) -> None:
+    from treechat.services.problem_report import report_place
+
+    with_tracker = _package(tmp_path / "a", "demo", "Homepage, https://demo.example",
+                            "Issues, https://demo.example/issues")
+    assert report_place("demo", [with_tracker]) == "https://demo.example/issues"
+    without = _package(tmp_path / "b", "demo", "Homepage, https://demo.example")
+    assert report_place("demo", [without]) is None
+    assert report_place("not-installed-anywhere", [without]) is None
+

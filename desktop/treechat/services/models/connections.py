@@ -24,6 +24,7 @@ from ...providers.connections import (
     BUNDLED_MODEL,
     KIND_LABELS,
     KINDS,
+    LEGACY_PREFIXES,
     PROVIDER_LABELS,
     SERVER_KINDS,
     Connection,
@@ -38,9 +39,9 @@ from ...providers.connections import (
 from ...providers.keys import KeyStore
 from ...providers.local.server_detection import LocalServers
 from ...providers.provider import LiteLLMProvider, Provider
-from ...providers.stream import TurnRequest
 from ...store.database import Store
 from ..store_life.drafts import StoreRelease, reopen_within
+from .trial_call import TestOutcome, trial_call
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,8 @@ __all__ = [
 ]
 
 SETTINGS_CONNECTIONS = "connections"
-TEST_PROMPT = "Reply with the single word: ok"
+# The most the start-up check of one added server may take before it counts as not answering
+START_CHECK_SECONDS = 15.0
 
 ConnectionState = Literal["ready", "detected", "unreachable", "unchecked", "needs-key"]
 
@@ -84,18 +86,6 @@ class ConnectionStatus:
     @property
     def usable(self) -> bool:
         return self.state in ("ready", "detected", "unchecked")
-
-
-@dataclass(frozen=True, slots=True)
-class TestOutcome:
-    """What a one-token test call found. `detail` is the provider's own words on failure."""
-
-    ok: bool
-    connection: str
-    model: str
-    message: str
-    detail: str = ""
-    reply: str = ""
 
 
 class ConnectionService:
@@ -123,6 +113,7 @@ class ConnectionService:
         self._keyed: frozenset[str] = frozenset()
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
+        self._checking: asyncio.Task[None] | None = None
         # A command-line turn lets go of the store while this machine's ports are probed.
         self.release_store: StoreRelease | None = None
         if detector is not None:
@@ -412,11 +403,46 @@ class ConnectionService:
 
     # --- listing and probing ----------------------------------------------------------
 
-    def start_detection(self, interval: float | None = 30.0) -> None:
-        """Probe the usual local ports in the background (call it after the first paint,
-        from the window's event loop); with an interval, keep probing."""
+    def start_detection(self, interval: float | None = 30.0,
+                        check_within: float = START_CHECK_SECONDS) -> None:
+        """Probe the usual local ports, and list the models of the servers the user added,
+        in the background (call it after the first paint, from the window's event loop);
+        with an interval, keep probing. Each added server gets `check_within` seconds."""
         if self.detector is not None:
             self.detector.start(interval)
+        if self._checking is None:
+            self._checking = asyncio.get_running_loop().create_task(
+                self._check_saved(check_within), name="check connections")
+
+    async def _check_saved(self, within: float) -> None:
+        """The added servers' states as they are now, not "not checked yet" after a restart:
+        all at once, each bounded in time (the requests wait on the loop, never block it)."""
+        async def one(ident: str) -> None:
+            try:
+                await asyncio.wait_for(self.refresh_one(ident), within)
+            except TimeoutError:
+                self._note(ident, f"no answer within {within:g} s")
+            except ConnectionProblem:
+                pass  # removed meanwhile
+        saved = [c.id for c in self._saved.values() if c.kind in SERVER_KINDS]
+        await asyncio.gather(*(one(i) for i in saved))
+
+    def note_answered(self, address: str, at: float) -> None:
+        """A reply came through the connection `address` names at `at`: it is reachable,
+        whatever a check of its model list before then said."""
+        head = address.partition("/")[0]
+        ident = LEGACY_PREFIXES.get(head, head)
+        status = self._state.get(ident)
+        if status is not None and status.state in ("unchecked", "unreachable") and (
+                at >= status.checked_at):
+            self._note(ident, "", "ready")
+
+    def _note(self, ident: str, reason: str, state: ConnectionState | None = None) -> None:
+        status = self._state.get(ident)
+        if status is not None:
+            self._state[ident] = replace(status, state=state or status.state, reason=reason,
+                                         checked_at=self.clock.now())
+            self._changed()
 
     async def refresh_one(self, ident: str) -> ConnectionStatus:
         """List one saved connection's models from its server, and save them."""
@@ -499,50 +525,7 @@ class ConnectionService:
     async def test(self, ident: str, model: str | None = None) -> TestOutcome:
         """List the connection's models, then make a one-token call to `model` (else its
         first model). On failure the outcome carries the provider's own words."""
-        conn = self.find(ident)
-        if conn is None:
-            raise ConnectionProblem(f"no connection is named {ident!r}")
-        if conn.kind == "bundled":
-            raise ConnectionProblem(
-                "the bundled model starts on demand; `treechat --smoke` runs a turn on it"
-            )
-        if conn.id in self._saved and conn.kind in SERVER_KINDS:
-            status = await self.refresh_one(conn.id)
-            conn = status.connection
-            if status.state != "ready":
-                return TestOutcome(False, conn.id, model or "", f"{conn.display_label}: "
-                                   f"the model list could not be read", status.reason)
-        elif conn.detected and self.detector is not None:
-            await self.detector.refresh()
-            conn = self.find(ident) or conn
-            reason = self.detector.last_error(ident)
-            if reason:
-                return TestOutcome(False, conn.id, model or "", f"{conn.display_label} did "
-                                   "not answer", reason)
-        name = model or next((m.name for m in conn.offered()), "")
-        if not name:
-            return TestOutcome(False, conn.id, "", f"{conn.display_label} offers no model to test")
-        key = await self.key_for(conn)
-        if conn.kind == "hosted" and not key and not conn.base_url:
-            return TestOutcome(False, conn.id, name, f"{conn.display_label} has no API key",
-                               "store one with `treechat connections add ... --key-from-env VAR`")
-        request = TurnRequest(
-            model=conn.litellm_model(name),
-            messages=[{"role": "user", "content": TEST_PROMPT}],
-            api_base=conn.api_base,
-            api_key=key,
-            max_tokens=1,
-            timeout=conn.timeout or 60.0,
-            phase="test",
-            extra={"extra_headers": dict(conn.headers)} if conn.headers else {},
-        )
-        result = await self.provider.stream_turn(request)
-        if result.error is not None:
-            failure = result.error
-            return TestOutcome(
-                False, conn.id, name, failure.message, failure.detail or failure.message
-            )
-        return TestOutcome(True, conn.id, name, f"{conn.display_label} answered", reply=result.text)
+        return await trial_call(self, ident, model)
 
 
 def _first_state(conn: Connection) -> ConnectionState:

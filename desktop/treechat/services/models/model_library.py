@@ -19,7 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from ...providers.local.bundled_model import LocalModel, LocalModelError
+from ...providers.connections import BUNDLED_CONNECTION_LABEL, BUNDLED_LABEL
+from ...providers.local.bundled_model import LocalModel, LocalModelError, find_gguf
 from ...providers.local.bundled_server.main import default_threads
 from ...providers.model_library import (
     DownloadControl,
@@ -71,6 +72,19 @@ class Recommendation:
     model: RecommendedModel
     installed: bool
     fits_ram: bool  # the machine has the RAM the model needs
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """The model shipped with Treechat, as the library lists it beside the downloaded ones:
+    it is always there and cannot be removed."""
+
+    title: str  # the picker's name for it
+    file: str
+    size: int
+    window: int  # the window it runs with (the trained one until its server has started)
+    running: bool
+    license: str = "Apache-2.0"
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,20 @@ class ModelLibraryService:
 
     async def add_file(self, path: Path) -> InstalledModel:
         return await asyncio.to_thread(self.library.add_file, path)
+
+    async def bundled(self, server: LocalModel | None, window_hint: int) -> BundledModel | None:
+        """The bundled model (None when this build has none): its file's size, the window
+        it runs with (`window_hint` before its server started) and whether it runs now."""
+        if server is None:
+            return None
+        try:
+            gguf = await asyncio.to_thread(find_gguf)
+            size = await asyncio.to_thread(lambda: gguf.stat().st_size)
+        except (LocalModelError, OSError):
+            return None
+        running = server.running
+        return BundledModel(f"{BUNDLED_CONNECTION_LABEL} · {BUNDLED_LABEL}", gguf.name, size,
+                            server.window if running else window_hint, running)
 
     # --- downloads ------------------------------------------------------------------------
 
@@ -288,7 +316,8 @@ def _ollama_error(body: str) -> str:
 
 
 __all__ = [
-    "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel", "LibraryEndpoint",
+    "BundledModel", "DownloadJob", "DownloadStopped", "HubFile", "HubRepo", "InstalledModel",
+    "LibraryEndpoint",
     "LibraryError", "ModelLibrary", "ModelLibraryService", "PartialDownload", "Progress",
     "Recommendation", "choose_context", "machine_ram_bytes", "size_text",
 ]

@@ -5,26 +5,26 @@ list)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from ...services.models.catalog import CLOUD_PROVIDERS
+from ...services.models.catalog import BUNDLED_WINDOW_HINT, CLOUD_PROVIDERS
 from ...services.preferences import ChatPreferences
 from ...services.problem_report import (
     AppInfo,
     problem_report,
     report_place,
     save_report,
-    where_to_report,
 )
-from ..dialogs.help import AboutDialog, ShortcutsDialog
+from ..dialogs.help import AboutDialog, ReportDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
 if TYPE_CHECKING:
+    from ...services.models.model_library import BundledModel
     from ..dialogs.import_chats import ImportDialog
     from ..dialogs.model_library import ModelLibraryDialog
     from .collaborators import ModelPicker, Refreshes, ShownChats
@@ -53,11 +53,14 @@ class DialogsController:
         self._settings: SettingsDialog | None = None
         self._import: ImportDialog | None = None
         self._library: ModelLibraryDialog | None = None
+        self._report: ReportDialog | None = None
         self._imports = c.services.imports
         self._export_drop = ExportDropFilter(c)
         self._export_drop.fileDropped.connect(self.open_import_dialog)
         self._export_drop.install(c.parts.sessions)
         c.parts.chat.settingsRequested.connect(self.open_settings)
+        # a reply that came through an added server shows it reachable in the picker and here
+        c.turnFinished.connect(c.models.reply_finished)
 
     # --- settings ------------------------------------------------------------------
 
@@ -167,7 +170,8 @@ class DialogsController:
         return dialog
 
     def copy_problem_report(self) -> None:
-        """Help → Report a problem: the report goes to the clipboard, nothing is sent."""
+        """Help → Report a problem: the report goes to the clipboard and beside the log, and
+        a dialog shows it whole with where to send it; nothing is sent."""
 
         async def work() -> None:
             info = self.app_info()
@@ -175,9 +179,23 @@ class DialogsController:
             QGuiApplication.clipboard().setText(text)
             saved = await asyncio.to_thread(save_report, info, text)
             place = await asyncio.to_thread(report_place)
-            self._status(where_to_report(saved, place))
+            if self._report is not None:
+                self._report.close()
+            dialog = ReportDialog(text, saved, place, self._window)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.destroyed.connect(lambda: self._forget_report(dialog))
+            self._report = dialog
+            dialog.show()
 
         self._spawn(work(), name="problem-report")
+
+    def _forget_report(self, dialog: ReportDialog) -> None:
+        if self._report is dialog:
+            self._report = None
+
+    @property
+    def report_dialog(self) -> ReportDialog | None:
+        return self._report
 
     # --- local models --------------------------------------------------------------
 
@@ -191,16 +209,26 @@ class DialogsController:
         if dialog is None:
             from ..dialogs.model_library import ModelLibraryDialog
 
+            catalog = self._services.models
+
+            def bundled() -> Awaitable[BundledModel | None]:
+                return library.bundled(catalog.bundled, BUNDLED_WINDOW_HINT)
+
             dialog = ModelLibraryDialog(library, self._tasks, ollama_url=self._ollama_url(),
-                                        parent=self._window)
+                                        bundled=bundled, parent=self._window)
             dialog.modelsChanged.connect(
                 lambda: self._spawn(self._models.refresh(), name="models"))
-            dialog.useRequested.connect(lambda name: self._models.set_model(f"library/{name}"))
+            dialog.useRequested.connect(self._use_model)
             self._library = dialog
         dialog.refresh()
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
+
+    def _use_model(self, address: str) -> None:
+        """The library's Use in this chat: the picker shows it, the chat takes it."""
+        self._models.set_model(address)
+        self._spawn(self._models.refresh(), name="models")
 
     def _ollama_url(self) -> str | None:
         connections = self._services.connections

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+from ...core.model import GraphError
 from ...services.models.catalog import Endpoint, ModelCatalog, ModelChoice, ModelUnavailable
 from ...services.turns.sessions import SessionService
 from ..composer.composer import Composer
@@ -37,6 +38,7 @@ class ModelsController:
         self._refreshing: asyncio.Task[None] | None = None
         self._again = False  # a change came while the list was being read
         self._closed = False
+        self._since = catalog.connections.clock.now()  # replies before it say nothing now
         composer.modelChanged.connect(self.set_model)
         composer.picker.refreshRequested.connect(self.refresh_servers)
         # Connections added, edited or removed, and local servers found or gone (the
@@ -67,6 +69,24 @@ class ModelsController:
             await self.refresh()
             if not self._again or self._closed:
                 return
+
+    def reply_finished(self, session_id: str) -> None:
+        """A turn of `session_id` ended: when its newest reply has text, the connection it
+        came through answered, and the picker and Settings say it is reachable."""
+
+        async def work() -> None:
+            try:
+                view = await self._sessions.view(session_id)
+            except GraphError:  # deleted meanwhile: nothing to learn from it
+                return
+            replies = [n for n in view.graph.nodes.values()
+                       if n.role == "assistant" and n.output]
+            newest = max(replies, key=lambda n: n.seq, default=None)
+            if newest is not None and newest.created_at >= self._since:  # not an old reply
+                self._catalog.connections.note_answered(str(newest.metadata.get("model", "")),
+                                                        newest.created_at)
+
+        self._tasks.spawn(work(), name="reply-reached")
 
     def refresh_servers(self) -> None:
         """The picker's Refresh: every server connection listed again, the local ports

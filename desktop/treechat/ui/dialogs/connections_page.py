@@ -1,8 +1,6 @@
 """Settings → Connections: every connection with its state (ready, detected, unreachable, not
-checked yet, needs a key) and its models; Add, Edit, Test and Remove. Adding an
-OpenAI-compatible server asks only for its URL; Ollama, LM Studio and llama.cpp come with
-their usual local address filled in; a hosted provider asks for its API key, which goes to
-the keychain only (`set_key`), never into Treechat's files.
+checked yet, needs a key) and its models, the bundled model among them (read-only); Add,
+Edit (`connection_editor`), Test and Remove.
 
 Everything that talks to a server, the keychain or the store runs as a task on the window's
 loop (the services do their blocking parts on worker threads); the page and the editor stay
@@ -12,17 +10,12 @@ service's own words, a failed test in the provider's."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
-    QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMessageBox,
     QPushButton,
     QTreeWidget,
@@ -31,253 +24,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.models.connections import (
-    KIND_LABELS,
-    PROVIDER_LABELS,
-    SERVER_KINDS,
-    Connection,
-    ConnectionKind,
-    ConnectionProblem,
-    ConnectionStatus,
-)
+from ...services.models.connections import KIND_LABELS, Connection, ConnectionProblem
 from ..common.safe_controls import ask_before, never_default
+from .connection_editor import ConnectionEditor
+from .connection_states import (
+    BUNDLED_KIND,
+    BUNDLED_TIP,
+    SHORT_KINDS,
+    state_line,
+    state_text,
+)
 
 if TYPE_CHECKING:
     from ...services.models.connections import ConnectionService
     from ..common.tasks import BackgroundTasks
 
-# The kinds a user adds, in the order the editor offers them.
-ADDABLE_KINDS: tuple[ConnectionKind, ...] = (
-    "openai-compatible", "ollama", "lmstudio", "llamacpp", "hosted",
-)
-DEFAULT_URLS = {
-    "openai-compatible": "",
-    "ollama": "http://127.0.0.1:11434",
-    "lmstudio": "http://127.0.0.1:1234",
-    "llamacpp": "http://127.0.0.1:8080",
-}
-STATE_TEXT = {
-    "ready": "Ready",
-    "detected": "Detected on this machine",
-    "unreachable": "Unreachable",
-    "unchecked": "Not checked yet",
-    "needs-key": "Needs an API key",
-}
+STATE_ROOM = 24  # the State column's padding around its text
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-def name_from_url(url: str) -> str:
-    """A connection name for a server known only by its URL: "localhost-1234"."""
-    try:
-        parts = urlsplit(url.strip() if "://" in url else f"http://{url.strip()}")
-        host = parts.hostname or "server"
-        port = parts.port
-    except ValueError:
-        return "server"
-    return f"{host}-{port}" if port else host
-
-
-def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
-    """ "X-Team: blue; X-Other: 1" as header pairs (raises `ConnectionProblem`)."""
-    out = []
-    for part in text.split(";"):
-        if not part.strip():
-            continue
-        name, sep, value = part.partition(":")
-        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
-            raise ConnectionProblem(
-                f"{part.strip()!r} is not a header: write Name: value, separated by ';'"
-            )
-        out.append((name.strip(), value.strip()))
-    return tuple(out)
-
-
-def state_line(status: ConnectionStatus) -> str:
-    conn = status.connection
-    count = len(conn.offered())
-    models = f"{count} model{'s' if count != 1 else ''}" if count else "no models listed"
-    text = f"{STATE_TEXT.get(status.state, status.state)} · {models}"
-    return f"{text} · {status.reason}" if status.reason else text
-
-
-class ConnectionEditor(QDialog):
-    """Adds a connection, or edits a saved one. Opened with `open()`."""
-
-    saved = Signal(str)  # what happened, for the page's status line
-
-    def __init__(
-        self,
-        connections: ConnectionService,
-        tasks: BackgroundTasks,
-        editing: Connection | None = None,
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._connections = connections
-        self._tasks = tasks
-        self._editing = editing
-        self.setWindowTitle("Edit connection" if editing else "Add a connection")
-        self.setAccessibleName(self.windowTitle())
-        self.resize(480, 0)
-
-        self.kind = QComboBox()
-        self.kind.setAccessibleName("Kind")
-        for kind in ADDABLE_KINDS:
-            self.kind.addItem(KIND_LABELS[kind], kind)
-        self.url = QLineEdit()
-        self.url.setAccessibleName("Server URL")
-        self.url.setPlaceholderText("http://127.0.0.1:1234/v1")
-        self.name = QLineEdit()
-        self.name.setAccessibleName("Name")
-        self.name.setPlaceholderText("From the URL")
-        self.provider = QComboBox()
-        self.provider.setAccessibleName("Provider")
-        self.provider.setEditable(True)  # any litellm provider, not only the known ones
-        for provider, label in PROVIDER_LABELS.items():
-            self.provider.addItem(label, provider)
-        self.key = QLineEdit()
-        self.key.setAccessibleName("API key")
-        self.key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.key.setClearButtonEnabled(True)
-        self.key.setPlaceholderText("Optional; kept in the system keychain")
-        self.headers = QLineEdit()
-        self.headers.setAccessibleName("Extra headers")
-        self.headers.setPlaceholderText("Optional: X-Team: blue; X-Other: 1")
-        self.error = QLabel("")
-        self.error.setAccessibleName("Problem")
-        self.error.setObjectName("DialogError")
-        self.error.setWordWrap(True)
-        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-
-        self.form = QFormLayout()
-        self.form.addRow("Kind", self.kind)
-        self.form.addRow("URL", self.url)
-        self.form.addRow("Provider", self.provider)
-        self.form.addRow("Name", self.name)
-        self.form.addRow("API key", self.key)
-        self.form.addRow("Headers", self.headers)
-
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
-        self.save_button.setText("Save" if editing else "Add")
-        self.buttons.accepted.connect(self.save)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(self.form)
-        layout.addWidget(self.error)
-        layout.addWidget(self.buttons)
-
-        self.kind.currentIndexChanged.connect(self._kind_changed)
-        if editing is not None:
-            self._fill(editing)
-        self._kind_changed()
-
-    def _fill(self, conn: Connection) -> None:
-        self.kind.setCurrentIndex(max(0, self.kind.findData(conn.kind)))
-        self.kind.setEnabled(False)
-        self.name.setText(conn.display_label)
-        self.name.setEnabled(False)
-        self.url.setText(conn.base_url)
-        self.headers.setText("; ".join(f"{k}: {v}" for k, v in conn.headers))
-        if conn.kind == "hosted":
-            found = self.provider.findData(conn.provider)
-            if found >= 0:
-                self.provider.setCurrentIndex(found)
-            else:
-                self.provider.setEditText(conn.provider)
-            self.provider.setEnabled(False)
-        if conn.has_key:
-            self.key.setPlaceholderText("Saved in the keychain (type to replace)")
-
-    def selected_kind(self) -> str:
-        return str(self.kind.currentData())
-
-    def _kind_changed(self) -> None:
-        kind = self.selected_kind()
-        server = kind in SERVER_KINDS
-        self.form.setRowVisible(self.url, server)
-        self.form.setRowVisible(self.provider, kind == "hosted")
-        # An OpenAI-compatible server needs nothing but its URL; the rest is optional.
-        if self._editing is None and server:
-            current = self.url.text().strip()
-            if not current or current in DEFAULT_URLS.values():
-                self.url.setText(DEFAULT_URLS[kind])
-        self.key.setPlaceholderText(
-            "Required; kept in the system keychain" if kind == "hosted"
-            else "Optional; kept in the system keychain"
-        )
-
-    def _provider_id(self) -> str:
-        text = self.provider.currentText().strip()
-        index = self.provider.findText(text)
-        return str(self.provider.itemData(index)) if index >= 0 else text.lower()
-
-    def save(self) -> None:
-        self.error.setText("")
-        kind = self.selected_kind()
-        url = self.url.text().strip() if kind in SERVER_KINDS else ""
-        provider = self._provider_id() if kind == "hosted" else ""
-        name = self.name.text().strip() or (
-            provider if kind == "hosted" else name_from_url(url) if kind == "openai-compatible"
-            else kind
-        )
-        # A hosted provider named after itself shares the keychain entry its key had before
-        # connections existed, under the provider's own label.
-        label = ""
-        if not self.name.text().strip():
-            if kind == "hosted":
-                label = PROVIDER_LABELS.get(provider, "")
-            elif kind != "openai-compatible":
-                # "Ollama", addressed as ollama/llama3.2:3b
-                label = next((v for k, v in KIND_LABELS.items() if k == kind), "")
-        key = self.key.text().strip() or None
-        if kind == "hosted" and self._editing is None and not key:
-            self.error.setText("A hosted provider needs its API key.")
-            return
-        try:  # input errors at once, before anything is saved or sent
-            headers = parse_headers(self.headers.text())
-            if self._editing is None:
-                self._connections.check_new(
-                    kind, name, base_url=url, provider=provider, label=label, headers=headers
-                )
-        except ConnectionProblem as exc:
-            self.error.setText(str(exc))
-            return
-        self.save_button.setEnabled(False)
-        self.error.setText("Listing its models…" if kind in SERVER_KINDS else "Saving…")
-        self._tasks.spawn(self._save(kind, name, url, provider, key, label, headers),
-                          name="connection-save")
-
-    async def _save(
-        self, kind: str, name: str, url: str, provider: str, key: str | None, label: str,
-        headers: tuple[tuple[str, str], ...],
-    ) -> None:
-        try:
-            if self._editing is None:
-                status = await self._connections.add(
-                    kind, name, base_url=url, api_key=key, provider=provider, label=label,
-                    headers=headers,
-                )
-            else:
-                ident = self._editing.id
-                if key:
-                    await self._connections.set_key(ident, key)
-                status = await self._connections.update(
-                    ident, base_url=url or None, headers=headers
-                )
-        except ConnectionProblem as exc:
-            self.error.setText(str(exc))
-            self.save_button.setEnabled(True)
-            return
-        label = status.connection.display_label
-        if status.state == "ready":
-            self.saved.emit(f"{label} saved · {state_line(status)}")
-        else:
-            self.saved.emit(f"{label} saved, but its models could not be listed: "
-                           f"{status.reason or STATE_TEXT.get(status.state, status.state)}")
-        self.accept()
+def where(conn: Connection) -> str:
+    """A connection by its name and its address (the list's Kind column may cut it)."""
+    return f"{conn.display_label} · {conn.base_url}" if conn.base_url else conn.display_label
 
 
 class ConnectionsPage(QWidget):
@@ -296,6 +64,7 @@ class ConnectionsPage(QWidget):
         self._tasks = tasks
         self.editor: ConnectionEditor | None = None
         self.confirmation: QMessageBox | None = None
+        self._reloading = False
         intro = QLabel(
             "Servers on this machine (Ollama, LM Studio, llama.cpp) are found on their usual "
             "ports. Add any OpenAI-compatible server by its URL, or a hosted provider with "
@@ -309,7 +78,7 @@ class ConnectionsPage(QWidget):
         self.list.setHeaderLabels(["Connection", "Kind", "State"])
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
-        self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.list.currentItemChanged.connect(lambda *_: self._selected())
         self.list.itemDoubleClicked.connect(lambda *_: self.edit())
         header = self.list.header()
         header.setStretchLastSection(True)
@@ -357,21 +126,52 @@ class ConnectionsPage(QWidget):
     def reload(self) -> None:
         """Fill the list from the connections' statuses (no I/O)."""
         current = self.current_id()
+        self._reloading = True  # what the status line says stays while the list is refilled
         self.list.clear()
         for status in self._connections.statuses():
             conn = status.connection
-            if conn.kind == "bundled":
-                continue
-            kind = KIND_LABELS.get(conn.kind, conn.kind)
+            bundled = conn.kind == "bundled"
+            kind = BUNDLED_KIND if bundled else SHORT_KINDS.get(
+                conn.kind, KIND_LABELS.get(conn.kind, conn.kind))
             if conn.base_url:
                 kind = f"{kind} · {conn.base_url}"
-            item = QTreeWidgetItem(self.list, [conn.display_label, kind, state_line(status)])
+            # the bundled model by the picker's name for it, "Bundled · SmolLM2 135M"
+            name = " · ".join([conn.display_label, *(m.label or m.name for m in conn.offered())]
+                              ) if bundled else conn.display_label
+            item = QTreeWidgetItem(self.list, [name, kind, state_text(status)])
             item.setData(0, ID_ROLE, conn.id)
-            item.setToolTip(2, status.reason or state_line(status))
+            tip = BUNDLED_TIP if bundled else state_line(status)
+            for column in range(3):
+                item.setToolTip(column, tip if column == 2 else item.text(column))
             if conn.id == current:
                 self.list.setCurrentItem(item)
+        self._reloading = False
+        self._fit_columns()
+        self._update_buttons()
+
+    def _fit_columns(self) -> None:
+        """Name and kind as wide as their text, but the State column always wide enough to
+        be read whole: a long address in Kind gives way (its tooltip keeps it)."""
         for column in (0, 1):
             self.list.resizeColumnToContents(column)
+        metrics = self.list.fontMetrics()
+        items = [self.list.topLevelItem(i) for i in range(self.list.topLevelItemCount())]
+        state = max((metrics.horizontalAdvance(it.text(2)) for it in items if it is not None),
+                    default=0) + STATE_ROOM
+        room = self.list.viewport().width() - self.list.columnWidth(0) - state
+        if self.list.columnWidth(1) > room:
+            self.list.setColumnWidth(1, max(room, metrics.horizontalAdvance("OpenAI-compatible")))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_columns()
+
+    def _selected(self) -> None:
+        """The selected connection's whole state in the status line (the column is short)."""
+        status = self._connections.status(self.current_id() or "")
+        if status is not None and not self._reloading:
+            self.status.setText(BUNDLED_TIP if status.connection.kind == "bundled"
+                                else f"{where(status.connection)}: {state_line(status)}")
         self._update_buttons()
 
     def current_id(self) -> str | None:
@@ -398,8 +198,9 @@ class ConnectionsPage(QWidget):
     def _update_buttons(self) -> None:
         ident = self.current_id()
         conn = self._connections.find(ident) if ident else None
-        self.edit_button.setEnabled(conn is not None and not conn.detected)
-        self.test_button.setEnabled(conn is not None)
+        read_only = conn is None or conn.kind == "bundled"  # the bundled model is just there
+        self.edit_button.setEnabled(not read_only and conn is not None and not conn.detected)
+        self.test_button.setEnabled(not read_only)
         self.remove_button.setEnabled(self._saved(ident) is not None)
 
     # --- actions -------------------------------------------------------------------

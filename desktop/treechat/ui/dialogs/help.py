@@ -1,5 +1,6 @@
-"""The Help menu's dialogs: every keyboard shortcut (searchable) and About (version, data
-folder, log folder, with buttons to open them)."""
+"""The Help menu's dialogs: every keyboard shortcut (searchable), About (version, data
+folder, log folder, with buttons to open them) and Report a problem (the report, where it was
+saved and where to send it)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -23,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.problem_report import AppInfo
+from ...services.problem_report import AppInfo, where_to_send
 
 # Key names as the window's hints write them (Qt's native text says "Return" and "Left").
 _KEY_WORDS = (("Return", "Enter"), ("Left", "←"), ("Right", "→"), ("Up", "↑"), ("Down", "↓"))
@@ -136,6 +138,64 @@ class AboutDialog(QDialog):
         layout.addWidget(blurb)
         layout.addLayout(form)
         layout.addWidget(buttons)
+
+
+class ReportDialog(QDialog):
+    """Help → Report a problem: the report, already on the clipboard and saved as a file,
+    shown whole, with where to send it (the issue tracker the package names, or plainly
+    none), and buttons to copy it again, open its folder and open the tracker."""
+
+    def __init__(self, text: str, saved: Path, place: str | None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Report a problem")
+        self.setObjectName("ReportDialog")
+        self.setAccessibleName("Report a problem")
+        self.resize(620, 460)
+        self._text = text
+        made = QLabel("A problem report is on the clipboard: the version, the platform and the "
+                      "last log lines, with every key removed. It is saved as well:")
+        made.setWordWrap(True)
+        self.path = QLabel(str(saved))
+        self.path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.path.setAccessibleName("Saved as")
+        self.open_button = QPushButton("Open folder")
+        self.open_button.setAccessibleName("Open the folder of the report")
+        self.open_button.clicked.connect(lambda: open_folder(saved.parent))
+        path_row = QHBoxLayout()
+        path_row.addWidget(self.path, 1)
+        path_row.addWidget(self.open_button)
+        self.where = QLabel(where_to_send(place))
+        self.where.setWordWrap(True)
+        self.where.setAccessibleName("Where to send it")
+        self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.preview = QPlainTextEdit(text)
+        self.preview.setReadOnly(True)
+        self.preview.setAccessibleName("The report")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        # Enter closes the dialog; it never opens a file manager or a browser
+        self.open_button.setAutoDefault(False)
+        close = buttons.button(QDialogButtonBox.StandardButton.Close)
+        close.setDefault(True)
+        self.copy_button = buttons.addButton("Copy again", QDialogButtonBox.ButtonRole.ActionRole)
+        self.copy_button.setAutoDefault(False)
+        self.copy_button.clicked.connect(self.copy)
+        self.tracker_button: QPushButton | None = None
+        if place:
+            self.tracker_button = buttons.addButton("Open the issue tracker",
+                                                    QDialogButtonBox.ButtonRole.ActionRole)
+            self.tracker_button.setAutoDefault(False)
+            self.tracker_button.clicked.connect(lambda: QDesktopServices.openUrl(QUrl(place)))
+        layout = QVBoxLayout(self)
+        layout.addWidget(made)
+        layout.addLayout(path_row)
+        layout.addWidget(self.where)
+        layout.addWidget(self.preview, 1)
+        layout.addWidget(buttons)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self._text)
 
 
 def open_folder(folder: Path) -> bool:

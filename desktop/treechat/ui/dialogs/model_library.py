@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -28,11 +27,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...services.models.model_library import DownloadStopped, LibraryError, Progress, size_text
+from ...services.models.catalog import BUNDLED_ID
+from ...services.models.model_library import (
+    LIBRARY_CONNECTION,
+    DownloadStopped,
+    LibraryError,
+    Progress,
+    size_text,
+)
 from ..common.safe_controls import guard_wheel, never_default
+from .model_library_rows import Row, bundled_row, installed_row, progress_text
 
 if TYPE_CHECKING:
-    from ...services.models.model_library import DownloadJob, ModelLibraryService
+    from ...services.models.model_library import BundledModel, DownloadJob, ModelLibraryService
     from ..common.tasks import BackgroundTasks
 
 log = logging.getLogger(__name__)
@@ -43,37 +50,22 @@ INTRO = (
 )
 
 
-@dataclass(frozen=True)
-class Row:
-    """What one line of the list stands for."""
-
-    repo: str
-    file: str
-    title: str
-    installed_name: str | None = None  # set when the model is on disk
-    partial: bool = False
-    window: int = 0  # the window it would run with (on disk only)
-    trained: int = 0  # its trained context length, the most the window can be
-
-
-def progress_text(p: Progress) -> str:
-    left = ""
-    if p.seconds_left is not None:
-        secs = int(p.seconds_left)
-        left = f" · {secs // 60} min {secs % 60:02d} s left" if secs >= 60 else f" · {secs} s left"
-    speed = f"{p.bytes_per_second / 1e6:.1f} MB/s"
-    return f"{size_text(p.done)} of {size_text(p.total)} · {speed}{left}"
+NOTHING_SELECTED = "Select a model to download it, use it in this chat or remove it."
+BundledLookup = Callable[[], Awaitable["BundledModel | None"]]
 
 
 class ModelLibraryDialog(QDialog):
     """`modelsChanged` fires when a model was downloaded, removed or started (the picker
-    refreshes); `useRequested` carries the name of the model the user started."""
+    refreshes); `useRequested` carries the address of the model the user picked
+    (`library/NAME`, or the bundled model's). `bundled` looks up the model shipped with the
+    app, listed under "On this computer" with the downloaded ones."""
 
     modelsChanged = Signal()
     useRequested = Signal(str)
 
     def __init__(self, library: ModelLibraryService, tasks: BackgroundTasks, *,
-                 ollama_url: str | None = None, parent: QWidget | None = None) -> None:
+                 ollama_url: str | None = None, bundled: BundledLookup | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Local models")
         self.setAccessibleName("Local models")
@@ -82,6 +74,7 @@ class ModelLibraryDialog(QDialog):
         self._library = library
         self._tasks = tasks
         self._ollama_url = ollama_url
+        self._bundled = bundled
         self._job: DownloadJob | None = None
         self._confirm_remove: str | None = None
         self._shown_window: Row | None = None
@@ -132,6 +125,9 @@ class ModelLibraryDialog(QDialog):
         self.window_spin.setToolTip("The context window to load the model with: chosen from its "
                                     "trained length and this computer's memory")
         self.window_label = QLabel("Window")
+        # until a model is picked, what to do rather than a window for no model
+        self.hint = QLabel(NOTHING_SELECTED)
+        self.hint.setObjectName("DialogMuted")
         self.use_button = QPushButton("Use in this chat")
         self.use_button.clicked.connect(self.use)
         self.remove_button = QPushButton("Remove")
@@ -139,6 +135,7 @@ class ModelLibraryDialog(QDialog):
         buttons = QHBoxLayout()
         for button in (self.download_button, self.pause_button, self.cancel_button):
             buttons.addWidget(button)
+        buttons.addWidget(self.hint)
         buttons.addStretch(1)
         buttons.addWidget(self.remove_button)
         buttons.addWidget(self.window_label)
@@ -189,6 +186,8 @@ class ModelLibraryDialog(QDialog):
         recommended = await self._library.recommended()
         installed = await self._library.installed()
         partial = await self._library.partial()
+        bundled = await self._bundled() if self._bundled is not None else None
+        running = self._library.running
         selected = self.current_row()
         self.tree.clear()
         on_disk = {(m.repo, m.file): m for m in installed}
@@ -210,16 +209,13 @@ class ModelLibraryDialog(QDialog):
                       [f"{m.title}{note}\n{m.summary}", size_text(m.size_bytes), memory, m.license])
 
         mine = self._section("On this computer")
+        if bundled is not None:
+            self._add(mine, *bundled_row(bundled))
         for model in installed:
             if any(model.repo == r.model.repo and model.file == r.model.file for r in recommended):
                 continue
-            where = model.repo or "added from disk"
-            window, trained = windows[model.name]
-            self._add(mine, Row(model.repo, model.file, model.name, model.name, False, window,
-                                trained),
-                      [f"{model.name}\n{where}", size_text(model.size),
-                       f"window {model.context_length or '?':,}"
-                       if isinstance(model.context_length, int) else "", ""])
+            self._add(mine, *installed_row(model, windows[model.name][0],
+                                           running is not None and running.name == model.name))
         for stop in partial:
             if any(stop.repo == r.model.repo and stop.file == r.model.file for r in recommended):
                 continue
@@ -283,14 +279,20 @@ class ModelLibraryDialog(QDialog):
         this_job = busy and row is not None and self._job is not None and (
             self._job.repo, self._job.file) == (row.repo, row.file)
         installed = row is not None and row.installed_name is not None
-        self.download_button.setEnabled(row is not None and not installed and not busy)
+        self.download_button.setEnabled(row is not None and not row.on_disk and not busy)
         self.download_button.setText("Resume" if row is not None and row.partial else "Download")
         self.pause_button.setEnabled(bool(this_job))
         self.cancel_button.setEnabled(bool(this_job) or (row is not None and row.partial
                                                          and not busy))
-        self.use_button.setEnabled(installed)
+        self.use_button.setEnabled(row is not None and row.on_disk)
         self.remove_button.setEnabled(installed)
+        self.remove_button.setToolTip("Shipped with Treechat: it cannot be removed"
+                                      if row is not None and row.bundled else "")
+        # the window is chosen for a downloaded model only; with none selected, a hint
+        self.window_label.setVisible(installed)
+        self.window_spin.setVisible(installed)
         self.window_spin.setEnabled(installed)
+        self.hint.setVisible(row is None)
         if row is not None and installed and row.window and self._shown_window != row:
             self._shown_window = row
             self.window_spin.setMaximum(max(row.trained, row.window, 512))
@@ -391,6 +393,11 @@ class ModelLibraryDialog(QDialog):
 
     def use(self) -> None:
         row = self.current_row()
+        if row is not None and row.bundled:  # it starts with the chat's next message
+            self.status.setText(f"{row.title} is this chat's model; it starts when a message "
+                                "is sent.")
+            self.useRequested.emit(BUNDLED_ID)
+            return
         if row is not None and row.installed_name is not None:
             self._tasks.spawn(self._use(row.installed_name, self.window_spin.value()),
                               name="run local model")
@@ -405,7 +412,8 @@ class ModelLibraryDialog(QDialog):
         else:
             self.status.setText(f"{name} is running with a window of {endpoint.window:,} tokens.")
             self.modelsChanged.emit()
-            self.useRequested.emit(name)
+            self.useRequested.emit(f"{LIBRARY_CONNECTION}/{name}")
+            await self._refresh()  # it is marked in use
         finally:
             self._update_buttons()
 
@@ -467,8 +475,10 @@ class ModelLibraryDialog(QDialog):
 def open_model_library(
     parent: QWidget, library: ModelLibraryService, tasks: BackgroundTasks,
     ollama_url: str | None = None, on_changed: Callable[[], None] | None = None,
+    bundled: BundledLookup | None = None,
 ) -> ModelLibraryDialog:
-    dialog = ModelLibraryDialog(library, tasks, ollama_url=ollama_url, parent=parent)
+    dialog = ModelLibraryDialog(library, tasks, ollama_url=ollama_url, bundled=bundled,
+                                parent=parent)
     if on_changed is not None:
         dialog.modelsChanged.connect(on_changed)
     dialog.refresh()

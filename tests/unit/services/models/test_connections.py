@@ -409,3 +409,78 @@ async def test_an_edit_changes_only_what_it_names_and_refuses_the_rest() -> None
     with pytest.raises(ConnectionProblem, match="cannot change kind"):
         await service.update("lab", kind="ollama")
     assert service.saved() == (saved,)
+
+
+# --- checked at start, and by replies -----------------------------------------------------
+
+
+def _reopened(tmp_path: Path) -> Services:
+    return build_services(tmp_path, bundled=False, detect_local_servers=False,
+                          keys=memory_keys())
+
+
+@pytest.mark.asyncio
+async def test_added_servers_are_checked_in_the_background_at_start(tmp_path: Path) -> None:
+    lab = OpenAIServer([{"id": "m1"}])
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts; nobody ever answers
+        quiet_url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        try:
+            first = _reopened(tmp_path)
+            await connections(first).add("openai-compatible", "lab", base_url=lab.openai_base,
+                                         list_models=False)
+            await connections(first).add("openai-compatible", "quiet", base_url=quiet_url,
+                                         list_models=False)
+            await first.close()
+            first.close_store()
+
+            again = _reopened(tmp_path)
+            conns = connections(again)
+            heard: list[None] = []
+            conns.add_listener(lambda: heard.append(None))
+            try:
+                assert conns.status("lab").state == "unchecked"  # type: ignore[union-attr]
+                conns.start_detection(interval=None, check_within=1.0)
+                # it returned at once: nothing was awaited, the check runs behind
+                assert conns.status("lab").state == "unchecked"  # type: ignore[union-attr]
+                for _ in range(3000):
+                    quiet = conns.status("quiet")
+                    if quiet is not None and quiet.reason:
+                        break
+                    await asyncio.sleep(0.01)
+                lab_now, quiet_now = conns.status("lab"), conns.status("quiet")
+                assert lab_now is not None and lab_now.state == "ready"
+                assert [m.name for m in lab_now.connection.models] == ["m1"]
+                assert quiet_now is not None and quiet_now.state == "unchecked"
+                assert "1 s" in quiet_now.reason  # bounded, and it says so
+                assert heard, "the picker and Settings hear of the new states"
+            finally:
+                await again.close()
+                again.close_store()
+        finally:
+            lab.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_reply_through_a_server_marks_it_reachable(tmp_path: Path) -> None:
+    from tests.support.loopback_server import LoopbackProvider
+
+    server = LoopbackProvider()  # answers chats, has no model list
+    services = _reopened(tmp_path)
+    conns = connections(services)
+    try:
+        status = await conns.add("openai-compatible", "lab", base_url=server.openai_base)
+        assert status.state == "unchecked" and status.reason  # the list could not be read
+        conns.note_answered("lab/loopback-model", status.checked_at - 60)  # an old reply
+        assert conns.status("lab").state == "unchecked"  # type: ignore[union-attr]
+        events, _ = await send(services, "lab/loopback-model")
+        assert events.of(TurnFinished)
+        conns.note_answered("lab/loopback-model", conns.clock.now())
+        now = conns.status("lab")
+        assert now is not None and now.state == "ready" and now.reason == ""
+        conns.note_answered("nobody/model", conns.clock.now())  # no such connection: nothing
+    finally:
+        await services.close()
+        services.close_store()
+        server.stop()
