@@ -20,6 +20,7 @@ from ...services.turns.sessions import SessionView
 from ..composer.composer import Composer
 from ..dialogs.context_breakdown import ContextBreakdownDialog
 from ..occupancy.format import CompactionState, compaction_report
+from .turn_views import is_pending
 from .wiring import PickedModel, ShownChat, Spawner, StatusLine
 
 
@@ -75,6 +76,8 @@ class OccupancyController(QObject):
         if view is None:
             self.set(None)
             return
+        if view.head is not None and is_pending(view.head):
+            return  # a message not stored yet: its turn brings the record when it is
         self._token += 1
         token = self._token
         occ = await self._chat_service.occupancy(view.session.id,
