@@ -144,9 +144,10 @@ Loader = Callable[[str], Awaitable[bytes | None]]
 Spawner = Callable[[Coroutine[Any, Any, Any]], object]
 
 
-def decode_thumbnail(data: bytes, side: int) -> QImage:
-    """`data` decoded straight to at most `side` pixels on its long edge (a JPEG decodes at
-    the reduced size; nothing full size is kept). A null image when it does not decode."""
+def read_scaled(data: bytes, side: int) -> QImage:
+    """`data` decoded straight to at most `side` pixels on its long edge when the format
+    says its size up front (a JPEG decodes at the reduced size; nothing full size is kept).
+    A null image when it does not decode."""
     array = QByteArray(data)
     buffer = QBuffer(array)
     buffer.open(QIODevice.OpenModeFlag.ReadOnly)
@@ -157,6 +158,13 @@ def decode_thumbnail(data: bytes, side: int) -> QImage:
         reader.setScaledSize(size.scaled(QSize(side, side), Qt.AspectRatioMode.KeepAspectRatio))
     image = reader.read()
     buffer.close()
+    return image
+
+
+def decode_thumbnail(data: bytes, side: int) -> QImage:
+    """`data` as a thumbnail of at most `side` pixels on its long edge, ready to paint. A null
+    image when it does not decode."""
+    image = read_scaled(data, side)
     if image.isNull():
         return image
     if max(image.width(), image.height()) > side:

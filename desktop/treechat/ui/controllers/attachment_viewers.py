@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, Qt
-from PySide6.QtGui import QImage, QImageReader
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QWidget
 
 from ...core.attachments import AttachmentError
 from ...services.attachments import AttachmentService, pdf_pages_text
 from ...tools.text_decoding import decode_text
-from ..chat.attachment_views import ShownAttachment, shown_attachments
+from ..chat.attachment_views import ShownAttachment, read_scaled, shown_attachments
 from ..dialogs.attachment_viewer import AttachmentViewer
 from .ports import OpenChat, Spawner
 
@@ -25,18 +25,7 @@ VIEWER_MAX_SIDE = 4096
 
 def decode_full(data: bytes, max_side: int = VIEWER_MAX_SIDE) -> QImage:
     """An image for the viewer, at most `max_side` on its long edge (decoded scaled)."""
-    array = QByteArray(data)
-    buffer = QBuffer(array)
-    buffer.open(QIODevice.OpenModeFlag.ReadOnly)
-    reader = QImageReader(buffer)
-    reader.setAutoTransform(True)
-    size = reader.size()
-    if size.isValid() and max(size.width(), size.height()) > max_side:
-        reader.setScaledSize(size.scaled(QSize(max_side, max_side),
-                                         Qt.AspectRatioMode.KeepAspectRatio))
-    image = reader.read()
-    buffer.close()
-    return image
+    return read_scaled(data, max_side)
 
 
 def readable_text(item: ShownAttachment, data: bytes) -> str:
