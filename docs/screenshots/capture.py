@@ -21,8 +21,8 @@ from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
-from treechat.services.turns.events import TurnError
 from treechat.services.models.catalog import ModelChoice
+from treechat.services.turns.events import TurnError
 from treechat.store.database import Store, default_store_path
 from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 

@@ -14,7 +14,6 @@ from ..store.repository import Repository
 from .context import ContextEngine
 
 if TYPE_CHECKING:
-    from .bootstrap import Services
     from .models.catalog import ModelCatalog
     from .turns.chat_service import ChatService
 
@@ -51,10 +50,6 @@ class Preferences:
         self._engine = engine
         self._chat = chat
         self._models = models
-
-    @classmethod
-    def of(cls, services: Services) -> Preferences:
-        return services.preferences
 
     def current(self) -> ChatPreferences:
         """What is in effect now (the default model as configured, maybe None)."""

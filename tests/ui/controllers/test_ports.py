@@ -9,7 +9,6 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMenu
 
-from treechat.services.transfer.export_jobs import ChatExports
 from treechat.services.turns.sessions import SessionView
 from treechat.store.database import Store
 from treechat.ui.controllers.chat_export import ChatExport
@@ -46,7 +45,7 @@ def test_export_writes_the_chat_it_is_shown_and_says_so_where_it_was_told(
     chat: OpenChat = HandMadeChat(aio.run(desk.services.chat.sessions.view("a")))
     said = Said()
     status: StatusLine = said
-    export = ChatExport(desk.window, ChatExports.of(desk.services), chat=chat,
+    export = ChatExport(desk.window, desk.services.exports, chat=chat,
                         tasks=desk.controller.tasks, status=status, window=desk.window)
     dialog = export.export_chat()
     assert dialog is not None and dialog.parent() is desk.window

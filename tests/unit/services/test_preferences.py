@@ -13,7 +13,6 @@ from treechat.services.bootstrap import Services, build_services
 from treechat.services.preferences import (
     SETTINGS_COMPOSER_DRAFTS,
     ChatPreferences,
-    Preferences,
 )
 
 
@@ -26,7 +25,7 @@ def services_in(data_dir: Path) -> Services:
 async def test_saved_preferences_apply_now_and_in_the_next_run(tmp_path: Path) -> None:
     services = services_in(tmp_path)
     try:
-        prefs = Preferences.of(services)
+        prefs = services.preferences
         wanted = ChatPreferences(default_model="openai/gpt-4o", workspace=str(tmp_path),
                                  summarize_trigger=0.6, emergency_trigger=0.9)
         prefs.apply(wanted)
@@ -40,7 +39,7 @@ async def test_saved_preferences_apply_now_and_in_the_next_run(tmp_path: Path) -
 
     services = services_in(tmp_path)
     try:
-        prefs = Preferences.of(services)
+        prefs = services.preferences
         before = services.engine.config.rules
         assert (before.summarize_trigger, before.emergency_trigger) != (0.6, 0.9)
         await prefs.load_compaction()
@@ -54,7 +53,7 @@ async def test_saved_preferences_apply_now_and_in_the_next_run(tmp_path: Path) -
 async def test_unsent_text_is_kept_per_chat_and_blank_text_is_dropped(tmp_path: Path) -> None:
     services = services_in(tmp_path)
     try:
-        prefs = Preferences.of(services)
+        prefs = services.preferences
         assert await prefs.load_drafts() == {}
         await prefs.save_drafts({"a": "half a thought", "b": "   ", "": "new chat text"})
         assert await prefs.load_drafts() == {"a": "half a thought", "": "new chat text"}

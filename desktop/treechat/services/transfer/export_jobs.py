@@ -11,7 +11,6 @@ from ...core.clock import Clock
 
 if TYPE_CHECKING:
     from ...store.database import Store
-    from ..bootstrap import Services
     from .exporting import ExportScope
 
 # `exporting` (and the importers' formats it writes) loads at the first export, not with the
@@ -26,10 +25,6 @@ class ChatExports:
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
         self._clock = clock
-
-    @classmethod
-    def of(cls, services: Services) -> ChatExports:
-        return services.exports
 
     async def chat(self, session_id: str, fmt: str, scope: ExportScope) -> str:
         """One chat as Markdown or JSON, HEAD's branch or every branch."""

@@ -14,7 +14,6 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QMenu
 
-from ...services.transfer.export_jobs import ChatExports
 from ...services.turns.sessions import SessionView
 from .chat_costs import ChatCosts, reply_cost_text
 from .chat_export import ChatExport
@@ -132,7 +131,7 @@ def add_chat_controls(window: MainWindow, conversation: ConversationController) 
     list's marks once."""
     parts, chat, models = conversation.parts, conversation.chat_service, conversation.models
     status, services = parts.status, conversation.services
-    exports = ChatExports.of(services)
+    exports = services.exports
     costs = ChatCosts(window, chat_service=chat, chat=conversation, models=models,
                       tasks=conversation, composer=parts.composer, chat_view=parts.chat,
                       window=window)

@@ -15,7 +15,6 @@ from PySide6.QtCore import QSettings, Signal
 
 from ...core.clock import Clock
 from ...services.bootstrap import Services
-from ...services.preferences import Preferences
 from ...services.search import SearchService
 from ..common.tasks import BackgroundTasks
 from ..common.theme import ThemeManager
@@ -73,7 +72,7 @@ class ConversationController(OpenSession):
         self.tasks = tasks
         self.services = services
         self.chat_service = chat
-        self.preferences = Preferences.of(services)
+        self.preferences = services.preferences
         self.prefs = prefs
         self.theme = theme
         self.clock: Clock = clock if clock is not None else services.clock
@@ -105,6 +104,8 @@ class ConversationController(OpenSession):
             self, chat=parts.chat, listed=parts.sessions, sessions=sessions,
             occupancy=self.occupancy, status=status, tasks=tasks, clock=self.clock)
         self.dialogs = DialogsController(self)
+        # a reply that came through an added server shows it reachable in the picker
+        self.turnFinished.connect(self.models.reply_finished)
         self.history = HistoryPanels(
             self, parts=parts, chat_service=chat, sessions=sessions, engine=services.engine,
             tasks=tasks, clock=self.clock, pending_changed=self.occupancy.pending_changed,

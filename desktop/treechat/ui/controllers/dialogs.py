@@ -59,8 +59,6 @@ class DialogsController:
         self._export_drop.fileDropped.connect(self.open_import_dialog)
         self._export_drop.install(c.parts.sessions)
         c.parts.chat.settingsRequested.connect(self.open_settings)
-        # a reply that came through an added server shows it reachable in the picker and here
-        c.turnFinished.connect(c.models.reply_finished)
 
     # --- settings ------------------------------------------------------------------
 
