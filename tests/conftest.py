@@ -21,6 +21,20 @@ if TYPE_CHECKING:
     from tests.support.loopback_server import LoopbackProvider
 
 
+@pytest.fixture(autouse=True)
+def forget_remembered_secrets() -> Iterator[None]:
+    """Keys a test's process read are redacted from every log line after it (a process-wide
+    set); a test's keys must not redact the words of the next test a worker runs."""
+    from treechat.providers import keys
+
+    with keys._secrets_lock:
+        before = set(keys._secrets)
+    yield
+    with keys._secrets_lock:
+        keys._secrets.clear()
+        keys._secrets.update(before)
+
+
 @pytest.fixture(scope="session")
 def qapp_args() -> list[str]:
     """Under the offscreen platform the screen is a 1366×768 laptop's, the smallest the window
