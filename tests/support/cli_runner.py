@@ -48,9 +48,10 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     return lines[-1]
 
 
-def seed_chats(data_dir: Path, *titles: str, model: str = "openai/gpt-4o") -> list[str]:
+def seed_chats(data_dir: Path, *titles: str, model: str = "openai/gpt-4o",
+               priced: bool = True) -> list[str]:
     """One chat per title (the last the newest), each a question and its reply, and one
-    priced request of usage recorded for it."""
+    request of usage recorded for it (priced at $0.0125, or with no known price)."""
     from treechat.core.dag import Change
     from treechat.core.model import Node, Session
     from treechat.store.database import Store, default_store_path
@@ -64,7 +65,8 @@ def seed_chats(data_dir: Path, *titles: str, model: str = "openai/gpt-4o") -> li
         reply = Node(f"{sid}-a", 0, at, sid, "assistant", predecessor=question.id,
                      output=f"the reply in {title}")
         usage = UsageRecord(f"{sid}-u", sid, model, at, input_tokens=1000, cache_read=400,
-                            output_tokens=50, cost_usd=0.0125)
+                            output_tokens=50, cost_usd=0.0125 if priced else 0.0,
+                            priced=priced)
         chats.append((Session(sid, title, None, model, at, updated_at=at),
                       Change((question, reply), reply.id), usage))
 

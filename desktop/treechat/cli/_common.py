@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import paths
@@ -142,16 +142,6 @@ def usage_record(row: UsageFigures) -> dict[str, float]:
         "cost_usd": row.cost_usd,
         "unpriced_requests": row.unpriced_requests,
     }
-
-
-def cost_cell(row: UsageFigures) -> str:
-    """The cost as the tables show it, starred when some requests had no known price."""
-    return f"${row.cost_usd:.4f}" + ("*" if row.unpriced_requests else "")
-
-
-def print_unpriced_note(rows: Iterable[UsageFigures]) -> None:
-    if any(r.unpriced_requests for r in rows):
-        print("* some requests were to models with no known price; they count as $0.")
 
 
 def leave_now(code: int) -> None:

@@ -6,16 +6,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
+from ..core.money import UNPRICED, spend_text
 from ._common import (
     Subcommands,
     add_command,
-    cost_cell,
     find_session_id,
     open_store,
-    print_unpriced_note,
     usage_record,
 )
+
+if TYPE_CHECKING:
+    from ._common import UsageFigures
 
 # The store and the services are imported inside the commands: this module is loaded with
 # the parser (`--help` builds it), and they would load DuckDB and more.
@@ -35,24 +39,22 @@ def add_usage_parser(sub: Subcommands) -> None:
     p.add_argument("--json", action="store_true")
 
 
-
 def cmd_ledger(args: argparse.Namespace) -> int:
     from ..providers.connections import display_name
+    from ..services.models.catalog import runs_here
     from ..store.usage import ledger
 
     with open_store(args) as store:
         session_id = find_session_id(store, args.session) if args.session else None
         rows = store.call(lambda r: ledger(r, session_id))
+        local = runs_here(store)
+
+    def free_of(row: UsageFigures) -> int:
+        return row.requests if local(getattr(row, "model", "")) else 0
+
     if args.json:
-        print(
-            json.dumps(
-                [
-                    {"model": r.model, **usage_record(r)}
-                    for r in rows
-                ],
-                indent=2,
-            )
-        )
+        print(json.dumps([{"model": r.model, **usage_record(r), "free_requests": free_of(r)}
+                          for r in rows], indent=2))
         return 0
     if not rows:
         print("No requests recorded yet.")
@@ -65,23 +67,26 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         print(
             f"{display_name(r.model):<36} {r.requests:>8} {r.input_tokens:>10,} "
             f"{r.cache_read:>10,} "
-            f"{r.cache_write:>11,} {r.output_tokens:>9,} {cost_cell(r):>11}"
+            f"{r.cache_write:>11,} {r.output_tokens:>9,} "
+            f"{cost_cell(r, free_of(r)):>11}"
         )
-    print_unpriced_note(rows)
+    print_unpriced_note(rows, free_of)
     return 0
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
+    from ..services.models.catalog import runs_here
     from ..services.turns.spending import SpendingService
 
     with open_store(args) as store:
-        rows = asyncio.run(SpendingService(store).spend(args.by))
+        rows = asyncio.run(SpendingService(store).spend(args.by, local=runs_here(store)))
     if args.json:
         print(json.dumps([
             {
                 args.by: r.key,
                 **({"title": r.label} if args.by == "session" else {}),
                 **usage_record(r),
+                "free_requests": r.free_requests,
             }
             for r in rows
         ], indent=2, ensure_ascii=False))
@@ -94,9 +99,25 @@ def cmd_usage(args: argparse.Namespace) -> int:
     for r in rows:
         label = r.label if len(r.label) <= 36 else r.label[:35] + "…"
         print(f"{label:<36} {r.requests:>8} {r.input_tokens:>10,} {r.cache_read:>10,} "
-              f"{r.output_tokens:>9,} {cost_cell(r):>11}")
-    total = sum(r.cost_usd for r in rows)
+              f"{r.output_tokens:>9,} {cost_cell(r, r.free_requests):>11}")
+    total = spend_text(sum(r.cost_usd for r in rows), sum(r.requests for r in rows),
+                       sum(r.unpriced_requests for r in rows),
+                       sum(r.free_requests for r in rows))
     print(f"{'total':<36} {sum(r.requests for r in rows):>8} {'':>10} {'':>10} {'':>9} "
-          f"{'$' + format(total, '.4f'):>11}")
-    print_unpriced_note(rows)
+          f"{total:>11}")
+    print_unpriced_note(rows, lambda r: getattr(r, "free_requests", 0))
     return 0
+
+
+def cost_cell(row: UsageFigures, free: int = 0) -> str:
+    """A row's cost in the window's words: "$0.0125", "free" for requests that ran on this
+    computer, "unpriced" for models with no known price, "$0.01 + 2 unpriced" for a mix."""
+    return spend_text(row.cost_usd, row.requests, row.unpriced_requests, free) or "$0"
+
+
+def print_unpriced_note(rows: Iterable[UsageFigures],
+                        free: Callable[[UsageFigures], int] = lambda r: 0) -> None:
+    """Under a table with unpriced requests: what the word means (their cost is not known, so
+    no sum includes it). Requests that ran on this computer (`free`) are not unpriced."""
+    if any(min(r.unpriced_requests, r.requests - free(r)) > 0 for r in rows):
+        print(f"{UNPRICED}: requests to a model with no known price; no sum above counts them.")

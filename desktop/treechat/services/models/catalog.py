@@ -10,7 +10,7 @@ shown for it, in the picker, the reply header, the chat header and the command l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ...providers import llm
@@ -30,7 +30,8 @@ from ...providers.connections import (
 from ...providers.connections import display_name as _display_name
 from ...providers.keys import KeyStore
 from ...providers.local.bundled_model import LocalModel
-from ...providers.local.server_detection import LocalServers
+from ...providers.local.server_detection import DEFAULT_SERVERS, LocalServers
+from ...store.database import Store
 from .connections import ConnectionService, ConnectionState, ConnectionStatus
 from .model_library import LIBRARY_CONNECTION, LibraryError, ModelLibraryService
 
@@ -505,3 +506,23 @@ class ModelCatalog:
             await self.bundled.stop()
         if self.local_servers is not None:
             await self.local_servers.close()
+
+
+def runs_here(store: Store) -> Callable[[str], bool]:
+    """Whether a model named in a usage row ran on this computer, as the window's catalog
+    says of it (the bundled model, a downloaded one, a saved connection of a local kind), and
+    for the local servers found by the probe (Ollama, LM Studio, llama.cpp, never saved) by
+    their address. For the command line, which prices the ledger as the window does without
+    probing this machine's ports. No I/O after the saved connections are read."""
+    catalog = ModelCatalog(connections=ConnectionService(store, bundled=True))
+    probed = {server.kind for server in DEFAULT_SERVERS}
+
+    def local(model: str) -> bool:
+        head = model.strip().partition("/")[0]
+        head = LEGACY_PREFIXES.get(head, head)
+        if catalog.connections.find(head) is not None or head in (BUNDLED_CONNECTION,
+                                                                  LIBRARY_CONNECTION):
+            return catalog.is_local(model)
+        return head in probed
+
+    return local
