@@ -37,7 +37,7 @@ def treechat(data_dir: Path, *args: str, check: bool = True) -> subprocess.Compl
 
 
 def test_sessions_and_doctor_on_an_empty_store(tmp_path: Path) -> None:
-    assert treechat(tmp_path, "sessions").stdout.strip() == "No sessions yet."
+    assert treechat(tmp_path, "sessions").stdout.strip() == "No chats yet."
     assert json.loads(treechat(tmp_path, "sessions", "--json").stdout) == []
     doctor = treechat(tmp_path, "doctor").stdout
     assert str(default_store_path(tmp_path)) in doctor
@@ -123,7 +123,7 @@ def test_send_reports_provider_errors_and_keeps_the_message(
 
 def test_unknown_session_is_a_clear_error(tmp_path: Path) -> None:
     out = treechat(tmp_path, "export", "nope", check=False)
-    assert out.returncode == 2 and "no session matches 'nope'" in out.stderr
+    assert out.returncode == 2 and "no chat matches 'nope'" in out.stderr
 
 
 def test_export_shows_every_branch_built_through_the_operations(tmp_path: Path) -> None:

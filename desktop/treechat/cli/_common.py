@@ -107,10 +107,10 @@ _damage_said: set[Path] = set()
 def find_session(store: Store, ref: str) -> Session:
     """The session a user named by id, unique id prefix or exact title."""
     if not ref.strip():
-        raise LookupError("the session is empty; give its id, a unique id prefix or its title")
+        raise LookupError("no chat named: give its id, a unique id prefix or its title")
     session = store.call(lambda r: r.find_session(ref))
     if session is None:
-        raise LookupError(f"no session matches {ref!r} (see `treechat sessions`)")
+        raise LookupError(f"no chat matches {ref!r} (see `treechat sessions`)")
     return session
 
 

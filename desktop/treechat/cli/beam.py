@@ -28,7 +28,7 @@ def add_parser(sub: Subcommands) -> None:
         help="one reply that reads every reply to the last message (from `send --models`) and "
         "combines them, written as a merge of them",
     )
-    p.add_argument("session", help="session id, unique id prefix, or exact title")
+    p.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
     p.add_argument("--model", required=True, help="the model that writes the fused reply")
     p.add_argument("--prompt", metavar="TEXT",
                    help="the instruction (default: the best combined answer, with the "
@@ -84,7 +84,7 @@ def several_replies(
             print(f"treechat: {name}: {error.message}", file=sys.stderr)
         elif first is not None:
             print(f"[{name}: first token after {first:.2f} s]", file=sys.stderr)
-    print(f"[session {session_id[:12]} · {len(models)} replies; "
+    print(f"[chat {session_id[:12]} · {len(models)} replies; "
           f"`treechat fuse {session_id[:12]} --model M` combines them]", file=sys.stderr)
     return 1 if any(e is not None for e in outcome.errors) else 0
 
@@ -155,7 +155,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             print(f"treechat: {failed[0].error.message}", file=sys.stderr)
             return 1
         if finished:
-            print(f"[session {session_id[:12]} · fused reply {finished[0].node.id[:12]}]",
+            print(f"[chat {session_id[:12]} · fused reply {finished[0].node.id[:12]}]",
                   file=sys.stderr)
         return 0
     finally:

@@ -38,7 +38,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         nodes = store.call(lambda r: r.node_count())
         sessions = store.call(lambda r: len(r.list_sessions(include_hidden=True)))
     print(f"schema version: {version}")
-    print(f"sessions:       {sessions}")
+    print(f"chats:          {sessions}")
     print(f"nodes:          {nodes}")
     print(f"opened in:      {(time.perf_counter() - started) * 1000:.0f} ms")
     return 0

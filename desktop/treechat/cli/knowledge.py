@@ -87,7 +87,7 @@ async def _knowledge(service: KnowledgeService, action: str, args: argparse.Name
     if action == "use":
         found = await service.store.run(lambda r: r.find_session(args.session))
         if found is None:
-            raise KnowledgeError(f"no session {args.session!r}")
+            raise KnowledgeError(f"no chat matches {args.session!r}")
         await service.use_in_session(found.id, args.names)
         print(f"{found.id}: " + (", ".join(args.names) or "no knowledge"))
         return 0

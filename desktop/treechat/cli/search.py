@@ -20,7 +20,7 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("query")
     p.add_argument("--json", action="store_true")
     p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--session", help="only this session (id or unique prefix)")
+    p.add_argument("--session", help="only this chat (id or unique prefix)")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.session:
             found = store.call(lambda r: r.find_session(args.session))
             if found is None:
-                raise LookupError(f"no session {args.session!r}")
+                raise LookupError(f"no chat matches {args.session!r}")
             session = found.id
         engine = RetrievalEngine(store)
         try:

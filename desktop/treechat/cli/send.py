@@ -32,7 +32,7 @@ STDIN = "-"
 def add_parser(sub: Subcommands) -> None:
     p = add_command(sub, "send", cmd_send,
                     help="send one message and stream the reply to standard output")
-    p.add_argument("session", nargs="?", help="session id, unique id prefix, or exact title")
+    p.add_argument("session", nargs="?", help="the chat: its id, a unique id prefix, or its exact title")
     p.add_argument("text", nargs="?", help="the message; `-` reads it from standard input")
     p.add_argument(
         "--file",
@@ -40,7 +40,7 @@ def add_parser(sub: Subcommands) -> None:
         help="read the message from FILE (`-` for standard input): long text need not go "
         "through the command line",
     )
-    p.add_argument("--new", action="store_true", help="start a new session for this message")
+    p.add_argument("--new", action="store_true", help="start a new chat for this message")
     p.add_argument(
         "--model",
         help="litellm model id, e.g. openai/gpt-4o (default: the "

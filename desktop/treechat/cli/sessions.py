@@ -24,9 +24,9 @@ _UNSET = object()
 
 
 def add_list_parser(sub: Subcommands) -> None:
-    p = add_command(sub, "sessions", cmd_sessions, help="list sessions, newest first")
+    p = add_command(sub, "sessions", cmd_sessions, help="list chats, newest first")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--all", action="store_true", help="include deleted (hidden) sessions")
+    p.add_argument("--all", action="store_true", help="include deleted (hidden) chats")
 
 
 def add_settings_parser(sub: Subcommands) -> None:
@@ -34,12 +34,12 @@ def add_settings_parser(sub: Subcommands) -> None:
                     help="show or set a chat's instructions and parameters")
     actions = p.add_subparsers(dest="session_action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="the chat's instructions, parameters and changes")
-    show.add_argument("session", help="session id, unique id prefix, or exact title")
+    show.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
     show.add_argument("--json", action="store_true")
     put = actions.add_parser(
         "set", help="change the chat's instructions or parameters (from its next request on)"
     )
-    put.add_argument("session", help="session id, unique id prefix, or exact title")
+    put.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
     put.add_argument("--title", metavar="T", help="rename the chat")
     prompt = put.add_mutually_exclusive_group()
     prompt.add_argument("--system-prompt", metavar="TEXT", help="the chat's own instructions "
@@ -88,7 +88,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
         return 0
     if not sessions:
-        print("No sessions yet.")
+        print("No chats yet.")
         return 0
     for s in sessions:
         when = datetime.fromtimestamp(s.updated_at).strftime("%Y-%m-%d %H:%M")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def add_ledger_parser(sub: Subcommands) -> None:
     p = add_command(sub, "ledger", cmd_ledger,
                     help="tokens, cache reads/writes and cost per model")
-    p.add_argument("session", nargs="?", help="only this session")
+    p.add_argument("session", nargs="?", help="only this chat")
     p.add_argument("--json", action="store_true")
 
 

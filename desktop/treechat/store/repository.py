@@ -371,7 +371,7 @@ class Repository:
         if len(rows) == 1:
             return session_from_row(rows[0])
         if len(rows) > 1:
-            raise GraphError(f"{prefix!r} matches more than one session; give more of the id")
+            raise GraphError(f"{prefix!r} matches more than one chat; give more of the id")
         return None
 
     def list_sessions(self, include_hidden: bool = False) -> tuple[Session, ...]:

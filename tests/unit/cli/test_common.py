@@ -41,18 +41,18 @@ def test_a_session_by_id_prefix_or_title(data_dir: Path) -> None:
         assert find_session_id(store, "One") == "abc111"
         with pytest.raises(LookupError, match="treechat sessions"):
             find_session_id(store, "zzz")
-        with pytest.raises(LookupError, match="the session is empty"):
+        with pytest.raises(LookupError, match="no chat named"):
             find_session_id(store, "  ")
 
 
 def test_an_ambiguous_session_prefix(data_dir: Path) -> None:
-    assert "more than one session" in one_line_error(treechat(data_dir, "export", "abc"))
+    assert "more than one chat" in one_line_error(treechat(data_dir, "export", "abc"))
 
 
 def test_an_empty_session(data_dir: Path) -> None:
     line = one_line_error(treechat(data_dir, "export", ""))
-    assert "SESSION" in line or "session is empty" in line
-    assert "the session is empty" in one_line_error(treechat(data_dir, "send", "", "hello"))
+    assert "give a chat" in line or "no chat named" in line
+    assert "no chat named" in one_line_error(treechat(data_dir, "send", "", "hello"))
 
 
 def test_export_into_a_missing_folder(data_dir: Path, tmp_path: Path) -> None:

@@ -29,4 +29,4 @@ def test_another_models_window_and_an_unknown_chat(tmp_path: Path) -> None:
     small = json.loads(treechat(tmp_path, "context", chat, "--model",
                                 "local/smollm2-135m-instruct", "--json").stdout)
     assert small["window"] == 8192
-    assert "no session matches 'nope'" in one_line_error(treechat(tmp_path, "context", "nope"))
+    assert "no chat matches 'nope'" in one_line_error(treechat(tmp_path, "context", "nope"))

@@ -34,4 +34,4 @@ def test_search_by_meaning_in_every_chat_or_one(tmp_path: Path) -> None:
     assert run_cli("search", "?!", *d).returncode == 2
     assert "--limit must be at least 1" in run_cli("search", "x", "--limit", "0", *d).stderr
     none = run_cli("search", "zebra crossing", "--session", "nope", *d)
-    assert none.returncode == 2 and "no session 'nope'" in none.stderr
+    assert none.returncode == 2 and "no chat matches 'nope'" in none.stderr

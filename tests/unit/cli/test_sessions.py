@@ -56,7 +56,7 @@ def test_session_set_refuses_bad_values_and_changes_nothing(
 def test_sessions_lists_the_chats_newest_first_and_all_shows_deleted_ones(
     tmp_path: Path,
 ) -> None:
-    assert treechat(tmp_path, "sessions").stdout.strip() == "No sessions yet."
+    assert treechat(tmp_path, "sessions").stdout.strip() == "No chats yet."
     older, newer = seed_chats(tmp_path, "older chat", "newer chat")
     listed = json.loads(treechat(tmp_path, "sessions", "--json").stdout)
     assert [s["id"] for s in listed] == [newer, older]

@@ -168,7 +168,7 @@ def test_sessions_are_found_by_id_unique_prefix_or_exact_title(store: Store) -> 
     assert store.call(lambda r: r.find_session("abd")).id == "abd456"  # type: ignore[union-attr]
     assert store.call(lambda r: r.find_session("Garden")).id == "abd456"  # type: ignore[union-attr]
     assert store.call(lambda r: r.find_session("zzz")) is None
-    with pytest.raises(GraphError, match="more than one session"):
+    with pytest.raises(GraphError, match="more than one chat"):
         store.call(lambda r: r.find_session("ab"))
 
 

@@ -1,4 +1,4 @@
-"""A session as readable Markdown: the active path (what the user sees at HEAD), optionally
+"""A chat as readable Markdown: the active path (what the user sees at HEAD), optionally
 followed by every other branch from the point where it leaves what was already written."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def render_markdown(
     if session.model:
         facts.append(f"Model: `{session.model}`")
     facts.append(f"Started: {_when(session.created_at)}")
-    facts.append(f"Session: `{session.id}`")
+    facts.append(f"Chat: `{session.id}`")
     lines.extend([" · ".join(facts), ""])
 
     path = active_path(graph, head)
@@ -38,7 +38,7 @@ def render_markdown(
         lines.extend(_node(graph, node))
         written.add(node.id)
     if not path:
-        lines.extend(["_This session has no messages yet._", ""])
+        lines.extend(["_This chat has no messages yet._", ""])
 
     if all_branches:
         blocked: set[str] = set()

@@ -61,8 +61,8 @@ def test_hidden_branches_are_left_out() -> None:
 
 def test_empty_session() -> None:
     text = render_markdown(Session("e", "", None, "", 0.0), Graph([]))
-    assert text == ("# Untitled\n\nStarted: 1970-01-01 00:00 UTC · Session: `e`\n\n"
-                    "_This session has no messages yet._\n")
+    assert text == ("# Untitled\n\nStarted: 1970-01-01 00:00 UTC · Chat: `e`\n\n"
+                    "_This chat has no messages yet._\n")
 
 
 def test_a_messages_files_are_named_once_and_a_placeholder_says_it_was_not_in_the_export(
