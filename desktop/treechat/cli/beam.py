@@ -28,7 +28,7 @@ def add_parser(sub: Subcommands) -> None:
         help="one reply that reads every reply to the last message (from `send --models`) and "
         "combines them, written as a merge of them",
     )
-    p.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
+    p.add_argument("session", help="the chat: id, unique id prefix or exact title")
     p.add_argument("--model", required=True, help="the model that writes the fused reply")
     p.add_argument("--prompt", metavar="TEXT",
                    help="the instruction (default: the best combined answer, with the "

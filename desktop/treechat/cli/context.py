@@ -17,7 +17,7 @@ from ._common import Subcommands, add_command, data_dir, find_session_id
 def add_parser(sub: Subcommands) -> None:
     p = add_command(sub, "context", cmd_context,
                     help="what the next request would carry: occupancy and breakdown")
-    p.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
+    p.add_argument("session", help="the chat: id, unique id prefix or exact title")
     p.add_argument("--model", help="estimate for this model instead of the chat's")
     p.add_argument("--json", action="store_true")
 

@@ -27,7 +27,7 @@ def add_import_parser(sub: Subcommands) -> None:
 def add_export_parser(sub: Subcommands) -> None:
     p = add_command(sub, "export", cmd_export,
                     help="write a chat as JSON (whole graph) or Markdown")
-    p.add_argument("session", nargs="?", help="the chat: its id, a unique id prefix, or its exact title")
+    p.add_argument("session", nargs="?", help="the chat: id, unique id prefix or exact title")
     p.add_argument("--all-sessions", action="store_true", help="every chat, one after another "
                    "(JSON: a list that `treechat import` reads back)")
     p.add_argument("--format", choices=("json", "md"), default="md")
@@ -122,7 +122,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
 
     if bool(args.session) == bool(getattr(args, "all_sessions", False)):
-        print("treechat: give a chat (its id, an id prefix or its title) or --all-sessions", file=sys.stderr)
+        print("treechat: give a chat (id, id prefix or title) or --all-sessions",
+              file=sys.stderr)
         return 2
     with open_store(args) as store:
         if args.session:

@@ -32,7 +32,7 @@ STDIN = "-"
 def add_parser(sub: Subcommands) -> None:
     p = add_command(sub, "send", cmd_send,
                     help="send one message and stream the reply to standard output")
-    p.add_argument("session", nargs="?", help="the chat: its id, a unique id prefix, or its exact title")
+    p.add_argument("session", nargs="?", help="the chat: id, unique id prefix or exact title")
     p.add_argument("text", nargs="?", help="the message; `-` reads it from standard input")
     p.add_argument(
         "--file",

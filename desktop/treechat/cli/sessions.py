@@ -34,12 +34,12 @@ def add_settings_parser(sub: Subcommands) -> None:
                     help="show or set a chat's instructions and parameters")
     actions = p.add_subparsers(dest="session_action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="the chat's instructions, parameters and changes")
-    show.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
+    show.add_argument("session", help="the chat: id, unique id prefix or exact title")
     show.add_argument("--json", action="store_true")
     put = actions.add_parser(
         "set", help="change the chat's instructions or parameters (from its next request on)"
     )
-    put.add_argument("session", help="the chat: its id, a unique id prefix, or its exact title")
+    put.add_argument("session", help="the chat: id, unique id prefix or exact title")
     put.add_argument("--title", metavar="T", help="rename the chat")
     prompt = put.add_mutually_exclusive_group()
     prompt.add_argument("--system-prompt", metavar="TEXT", help="the chat's own instructions "
