@@ -34,3 +34,18 @@ def test_it_asks_for_its_whole_width_but_may_shrink_to_a_few_characters(
     label.setText("Short")
     label.resize(200, 30)
     assert label.shown_text() == "Short" and label.toolTip() == ""
+
+
+def test_a_shorter_wording_is_shown_whole_before_any_is_cut(qtbot: QtBot) -> None:
+    label = ElidedLabel()
+    qtbot.addWidget(label)
+    label.show()
+    label.set_texts("1,200 nodes · 7 branches", "1,200 · 7 branches", "7 branches")
+    metrics = label.fontMetrics()
+    label.resize(metrics.horizontalAdvance("1,200 · 7 branches") + 4, 30)
+    assert label.shown_text() == "1,200 · 7 branches"
+    assert label.toolTip() == "1,200 nodes · 7 branches" == label.text()
+    label.resize(metrics.horizontalAdvance("7 branches") + 2, 30)
+    assert label.shown_text() == "7 branches"
+    label.resize(metrics.horizontalAdvance("7 b…"), 30)
+    assert label.shown_text().endswith("…") and label.shown_text().startswith("7")

@@ -31,3 +31,19 @@ def test_a_click_on_the_minimap_moves_the_view_there(qtbot: QtBot) -> None:
     QApplication.sendEvent(minimap, press)
     after = view.mapToScene(view.viewport().rect().center())
     assert after.y() < before.y()  # towards the chat's first messages
+
+
+def test_the_last_rows_scroll_clear_of_the_minimap(qtbot: QtBot) -> None:
+    view = HistoryGraphView()
+    qtbot.addWidget(view)
+    view.resize(420, 640)
+    view.show()
+    view.show_view(session_view(chain(60, "a message long enough to run under the corner")))
+    view.center_on_node("n59", 1.0)
+    assert view.minimap.isVisible()
+    bar = view.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    label = view.mapFromScene(view.graph_scene.label_rect("n59")).boundingRect()
+    node = view.mapFromScene(view.graph_scene.point_of("n59"))
+    assert view.viewport().rect().contains(node)
+    assert not label.intersects(view.minimap.geometry())  # the newest label is readable

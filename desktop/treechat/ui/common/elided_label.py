@@ -11,11 +11,14 @@ MIN_CHARS = 8  # how little of the text it may shrink to, in average characters
 
 
 class ElidedLabel(QLabel):
-    """`text()` is the whole text; the label shows as much as fits, the rest in a tooltip."""
+    """`text()` is the whole text; the label shows as much as fits, the rest in a tooltip.
+    With shorter ways of saying the same (`set_texts`), the longest that fits is shown whole
+    before the shortest is cut."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._full = ""
+        self._shorter: tuple[str, ...] = ()
         self.setText(text)
 
     def text(self) -> str:  # the whole text, not what is shown
@@ -25,7 +28,12 @@ class ElidedLabel(QLabel):
         return super().text()
 
     def setText(self, text: str) -> None:
+        self.set_texts(text)
+
+    def set_texts(self, text: str, *shorter: str) -> None:
+        """Show `text`, or where it does not fit the first of `shorter` that does."""
         self._full = text
+        self._shorter = shorter
         self._elide()
 
     def minimumSizeHint(self) -> QSize:
@@ -43,6 +51,10 @@ class ElidedLabel(QLabel):
 
     def _elide(self) -> None:
         metrics = self.fontMetrics()
-        shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
+        room = max(0, self.width())
+        candidates = (self._full, *self._shorter)
+        fitting = next((c for c in candidates if metrics.horizontalAdvance(c) <= room), None)
+        shown = fitting if fitting is not None else metrics.elidedText(
+            candidates[-1], Qt.TextElideMode.ElideRight, room)
         super().setText(shown)
         self.setToolTip(self._full if shown != self._full else "")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 if TYPE_CHECKING:
     from .view import HistoryGraphView
 
+MINIMAP_MARGIN = 8  # pixels between the minimap and the view's edges
 
 
 class GraphMinimap(QFrame):

@@ -44,7 +44,7 @@ class HistoryGraphPanel(QWidget):
         self.zoom_in_button = button("+", "Zoom in (+)", lambda: self.view.zoom_by(1.25))
         self.fit_button = button("Fit", "Fit the whole graph (0)", self.view.fit_all)
         self.head_button = button("HEAD", "Go to HEAD (H)", self._go_head)
-        self.summary: QLabel = ElidedLabel("")  # elides: the dock never widens for it
+        self.summary = ElidedLabel("")  # elides: the dock never widens for it
         self.summary.setObjectName("EmptyHint")
         bar.addWidget(self.summary, 1)
         self.merge_button = button("Merge…", "Merge the selected branch heads", self._merge)
@@ -73,8 +73,11 @@ class HistoryGraphPanel(QWidget):
         continued = {n.predecessor for n in scene.nodes.values()}
         leaves = sum(1 for n in scene.nodes.values()
                      if n.role != "tool" and n.id not in continued)
-        self.summary.setText(f"{nodes} node{'s' if nodes != 1 else ''} · "
-                             f"{leaves} branch{'es' if leaves != 1 else ''}")
+        nodes_text = f"{nodes:,} node{'s' if nodes != 1 else ''}"
+        branches_text = f"{leaves:,} branch{'es' if leaves != 1 else ''}"
+        # a narrow dock shows the counts in fewer words before it cuts any
+        self.summary.set_texts(f"{nodes_text} · {branches_text}",
+                               f"{nodes:,} · {branches_text}", branches_text)
         self._selection(self.view.selected_nodes())
 
     def clear(self) -> None:

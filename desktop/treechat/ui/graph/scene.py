@@ -80,6 +80,7 @@ class HistoryScene(QGraphicsScene):
         self._detail = True
         self.label_limit: float | None = None  # labels end before this x (set by a fit)
         self._reach = QRectF()  # what a fit showed: the scene rect keeps room for it
+        self._bottom_room = 0.0  # scene units below the last row kept clear of the minimap
         self._chunk_timer = QTimer(self)
         self._chunk_timer.setSingleShot(True)
         self._chunk_timer.timeout.connect(self._create_chunk)
@@ -265,8 +266,16 @@ class HistoryScene(QGraphicsScene):
         self._reach = rect
         self._update_scene_rect()
 
+    def set_bottom_room(self, room: float) -> None:
+        """Room below the last row, in scene units, so the rows at the bottom can be scrolled
+        above what covers the view's bottom corner (the minimap)."""
+        room = max(0.0, round(room, 1))
+        if room != self._bottom_room:
+            self._bottom_room = room
+            self._update_scene_rect()
+
     def _update_scene_rect(self) -> None:
-        rect = self.graph_rect().adjusted(-DX * 3, -DY * 2, DX * 3, DY * 3)
+        rect = self.graph_rect().adjusted(-DX * 3, -DY * 2, DX * 3, max(DY * 3, self._bottom_room))
         self.setSceneRect(rect.united(self._reach) if not self._reach.isEmpty() else rect)
 
     def _materialize(self, bands: Iterable[int]) -> None:

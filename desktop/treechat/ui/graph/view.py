@@ -39,7 +39,7 @@ from .items import (
     LABEL_LOD,
     GraphStyle,
 )
-from .minimap import GraphMinimap
+from .minimap import MINIMAP_MARGIN, GraphMinimap
 from .scene import HistoryScene
 
 MIN_SCALE = 0.004
@@ -275,14 +275,25 @@ class HistoryGraphView(QGraphicsView):
         """The minimap only when part of the graph is out of sight."""
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
         everything = self.graph_scene.graph_rect()
-        self.minimap.setVisible(bool(self.graph_scene.nodes)
-                                and not visible.contains(everything))
+        shown = bool(self.graph_scene.nodes) and not visible.contains(everything)
+        self.minimap.setVisible(shown)
+        # the last rows can be scrolled clear of the minimap in the bottom corner (and of a
+        # sideways scroll bar under it, with a label's height to spare)
+        covered = (self.minimap.height() + MINIMAP_MARGIN * 2
+                   + self.horizontalScrollBar().sizeHint().height() + DY)
+        zoom = max(self.zoom, 1e-6)  # scroll bar values are pixels at this zoom
+        self.graph_scene.set_bottom_room(covered / zoom if shown else 0.0)
+        rect = self.graph_scene.sceneRect()
+        reach = (self.verticalScrollBar().maximum() + self.viewport().height()) / zoom
+        if shown and reach < rect.bottom() - 1:  # the scroll bars follow the new room now
+            self.updateSceneRect(rect)
         self.minimap.update()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         m = self.minimap
-        m.move(self.viewport().width() - m.width() - 8, self.viewport().height() - m.height() - 8)
+        m.move(self.viewport().width() - m.width() - MINIMAP_MARGIN,
+               self.viewport().height() - m.height() - MINIMAP_MARGIN)
         if not self._fitted_once and self.graph_scene.nodes:
             self._fitted_once = True
             self.home()
