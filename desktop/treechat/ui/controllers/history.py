@@ -16,10 +16,11 @@ from ...core.model import GraphError
 from ...core.occupancy import Occupancy
 from ...services.context import ContextEngine
 from ...services.merge import AttachService, StagedAttach
+from ...services.models.catalog import display_name
 from ...services.turns.chat_service import Attachment, ChatService
 from ...services.turns.sessions import SessionService, SessionView
 from ..composer.attach_chips import AttachChipBar
-from ..dialogs.merge import MergeDialog
+from ..dialogs.merge import MergeDialog, head_choices
 from ..graph.items import label_for
 from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
@@ -365,11 +366,8 @@ class HistoryPanels(QObject):
         view = self.view
         if view is None or len(heads) < 2:
             return
-        labels = []
-        for h in heads:
-            node = view.graph.find(h)
-            text = label_for(node) if node is not None else h
-            labels.append((h, text[:70] or h))
+        nodes = [n for n in (view.graph.find(h) for h in heads) if n is not None]
+        labels = head_choices(nodes, view.head, label_for, display_name)
         base = view.head if view.head in heads else heads[0]
         dialog = MergeDialog(labels, self.parts.window, base=base)
         dialog.mergeAccepted.connect(self.merge)

@@ -3,7 +3,8 @@ Non-modal (`open()`); the choice arrives through `mergeAccepted`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -17,7 +18,32 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...core.model import Node
 from ...services.merge import DEFAULT_MERGE_INSTRUCTION
+
+LABEL_CHARS = 60  # of a head's text in its choice
+
+
+def head_choices(heads: Sequence[Node], current: str | None,
+                 text_of: Callable[[Node], str],
+                 model_name: Callable[[str], str]) -> list[tuple[str, str]]:
+    """(node id, label) for each head a merge may take as its base, told apart even when the
+    replies begin alike: numbered as picked, the checked-out one marked, with the model (when
+    the heads were written by more than one) and the time each was written."""
+    models = {str(h.metadata.get("model") or h.name or "") for h in heads}
+    out = []
+    for number, node in enumerate(heads, start=1):
+        parts = [f"{number}."]
+        model = str(node.metadata.get("model") or node.name or "")
+        if len(models) > 1 and model:
+            parts.append(model_name(model) + " ·")
+        parts.append(datetime.fromtimestamp(node.created_at).strftime("%d %b %H:%M") + " ·")
+        text = " ".join(text_of(node).split())
+        parts.append(text[:LABEL_CHARS] + ("…" if len(text) > LABEL_CHARS else "") or node.id)
+        if node.id == current:
+            parts.append("(checked out)")
+        out.append((node.id, " ".join(parts)))
+    return out
 
 
 class MergeDialog(QDialog):
