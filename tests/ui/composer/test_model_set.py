@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QSignalSpy, QTest
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from treechat.services.models.catalog import ModelChoice
@@ -73,3 +74,30 @@ def test_a_chosen_model_that_goes_away_leaves_the_set(qtbot: QtBot) -> None:
     composer.set_models(CHOICES[:1], "m/a")
     assert composer.several.chosen() == []  # one left: back to the picker's model
     assert composer.several.isHidden()
+
+
+def test_the_keyboard_goes_back_to_the_message_box_when_the_popup_closes(
+    qtbot: QtBot,
+) -> None:
+    composer = make(qtbot)
+    composer.activateWindow()
+    composer.input.setFocus()
+    qtbot.waitUntil(composer.input.hasFocus)
+    composer.picker.showPopup()  # Several… in the picker's popup opens it
+    QTest.mouseClick(composer.picker.popup.several_button, Qt.MouseButton.LeftButton)
+    popup = composer.several.popup
+    qtbot.waitUntil(popup.list.hasFocus)
+    assert popup.too_few.isHidden()  # three models can be asked
+    QTest.keyClick(popup.list, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not popup.isVisible())
+    focused = QApplication.focusWidget()
+    assert focused is composer.input  # not the picker, where typing searches models
+    QTest.keyClicks(focused, "typed after")
+    assert "typed after" in composer.input.toPlainText()
+
+
+def test_with_one_usable_model_the_popup_says_how_to_get_more(qtbot: QtBot) -> None:
+    composer = make(qtbot)
+    composer.set_models(CHOICES[:1] + CHOICES[3:], "m/a")
+    composer.several.open_popup(composer.picker)
+    assert composer.several.popup.too_few.isVisible()

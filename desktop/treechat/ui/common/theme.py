@@ -268,16 +268,20 @@ QComboBox QAbstractItemView::item {{ min-height: 24px; padding: 0 8px; }}
 QComboBox QAbstractItemView::item:selected {{
     background: {c.accent}; color: {c.accent_text};
 }}
-QCheckBox::indicator {{
+QCheckBox::indicator, QAbstractItemView::indicator {{
     width: 14px; height: 14px; border: 1px solid {c.muted}; border-radius: 3px;
     background: {c.base};
 }}
-QCheckBox::indicator:hover {{ border: 1px solid {c.accent}; }}
-QCheckBox::indicator:checked {{
+QCheckBox::indicator:hover, QAbstractItemView::indicator:hover {{ border: 1px solid {c.accent}; }}
+QCheckBox::indicator:checked, QAbstractItemView::indicator:checked {{
     background: {c.accent}; border: 1px solid {c.accent}; image: url("{check}");
 }}
-QCheckBox::indicator:disabled {{ border: 1px solid {c.border}; }}
-QCheckBox::indicator:checked:disabled {{ background: {c.border}; border: 1px solid {c.border}; }}
+QCheckBox::indicator:disabled, QAbstractItemView::indicator:disabled {{
+    border: 1px solid {c.border};
+}}
+QCheckBox::indicator:checked:disabled, QAbstractItemView::indicator:checked:disabled {{
+    background: {c.border}; border: 1px solid {c.border};
+}}
 QPushButton {{
     background: {c.raised}; border: 1px solid {c.border}; border-radius: 7px;
     padding: 5px 14px; color: {c.text};
@@ -285,6 +289,9 @@ QPushButton {{
 QPushButton:hover {{ border: 1px solid {c.accent}; }}
 QPushButton:default {{ background: {c.accent}; color: {c.accent_text}; border: none; }}
 QPushButton:disabled {{ color: {c.muted}; }}
+QPushButton:default:disabled {{
+    background: {c.raised}; color: {c.muted}; border: 1px solid {c.border};
+}}
 QDialogButtonBox {{ dialogbuttonbox-buttons-have-icons: 0; }}
 QScrollArea {{ background: transparent; }}
 """

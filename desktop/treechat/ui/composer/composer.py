@@ -75,6 +75,7 @@ class Composer(QWidget):
         self.picker.setPlaceholderText("Models…")  # until the list of models arrives
         self.picker.currentIndexChanged.connect(self._picked)
         self.several = ModelSetButton()  # the next message to several models at once
+        self.several.focus_home = self.input  # typing after it closes goes to the message
         self.picker.severalRequested.connect(lambda: self.several.open_popup(self.picker))
 
         self.ring = OccupancyRing()

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QHideEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -38,6 +40,7 @@ class ModelSetPopup(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAccessibleName("Ask several models")
         self._sets: dict[str, tuple[str, ...]] = {}
+        self._return_to: QWidget | None = None  # where the keyboard was before it opened
         heading = QLabel("Ask several models at once")
         font = heading.font()
         font.setBold(True)
@@ -79,6 +82,11 @@ class ModelSetPopup(QFrame):
         box.addWidget(heading)
         box.addLayout(saved_row)
         box.addWidget(self.list, 1)
+        self.too_few = QLabel("Only one model can be asked now: add a connection or start a "
+                              "local server to ask several at once.")
+        self.too_few.setObjectName("EmptyHint")
+        self.too_few.setWordWrap(True)
+        box.addWidget(self.too_few)
         box.addLayout(name_row)
         box.addLayout(buttons)
 
@@ -143,7 +151,25 @@ class ModelSetPopup(QFrame):
         self.hide()
         self.applied.emit(models)
 
+    def remember_focus(self, home: QWidget | None = None) -> None:
+        """Give the keyboard back, when the popup closes, to `home` (the message box), else
+        to the widget that has it now."""
+        widget = home or QApplication.focusWidget()
+        self._return_to = widget if widget is not None and widget is not self else None
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        back, self._return_to = self._return_to, None
+        try:
+            if back is not None and back.isVisible():
+                back.setFocus(Qt.FocusReason.PopupFocusReason)
+        except RuntimeError:  # the widget was deleted while the popup was open
+            pass
+
     def _update(self) -> None:
+        usable = sum(1 for i in range(self.list.count())
+                     if self.list.item(i).flags() & Qt.ItemFlag.ItemIsEnabled)
+        self.too_few.setVisible(usable < 2)
         n = len(self.ticked())
         self.use_button.setText(f"Ask these {n}" if n >= 2 else "Ask these")
         self.use_button.setEnabled(n >= 2)
@@ -171,6 +197,9 @@ class ModelSetButton(QToolButton):
         self._choices: list[tuple[str, str, bool]] = []
         self._sets: dict[str, tuple[str, ...]] = {}
         self._chosen: list[str] = []
+        # where the keyboard goes when the popup closes: the message box, never the picker
+        # it was opened from (typing there would search models instead of writing)
+        self.focus_home: QWidget | None = None
         self._show()
 
     def set_choices(self, choices: Sequence[tuple[str, str, bool]]) -> None:
@@ -201,6 +230,7 @@ class ModelSetButton(QToolButton):
         """Open the popup above `anchor` (default: this button; the picker when the button
         is hidden), below it when there is no room above."""
         popup = self.popup
+        popup.remember_focus(self.focus_home)
         popup.fill(self._choices, self._chosen, self._sets)
         near = anchor or self
         popup.resize(max(320, near.width()), 360)
