@@ -164,7 +164,9 @@ def test_the_prompt_never_takes_the_keyboard_from_the_message_box(desk: Desk, ai
         assert QApplication.focusWidget() is box
         buttons = (dialog.allow_once_button, dialog.always_button, dialog.deny_button)
         assert not any(b.isDefault() or b.autoDefault() for b in buttons)
-        assert "waits for your answer" in desk.window.statusBar().currentMessage()
+        status = desk.window.statusBar().currentMessage()
+        assert "waits for your answer" in status and "(alpha)" in status
+        assert "alpha__" not in status  # the tool and its server, not the name called
 
         dialog.activateWindow()
         await aio.settle(0.1)

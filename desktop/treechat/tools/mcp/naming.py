@@ -10,7 +10,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SEPARATOR = "__"
+from ...core.tool_names import SEPARATOR as TOOL_SEPARATOR
+
+SEPARATOR = TOOL_SEPARATOR  # one namespace per server: `server__tool`
 MAX_TOOL_NAME = 64  # OpenAI's limit; Anthropic's and Gemini's are at least as long
 _PROVIDER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # OpenAI refuses these at the top level of a function's parameters.

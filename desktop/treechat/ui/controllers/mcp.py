@@ -166,8 +166,7 @@ class McpController:
         dialog.show()  # not modal, not activated: Stop and the message box stay in reach
         dialog.raise_()
         if self._open.current_session_id == request.session_id:
-            self._status(
-                f"{request.public_name} waits for your answer: allow it or deny it")
+            self._status(f"{_shown(request)} waits for your answer: allow it or deny it")
         # the prompt does not take the focus: a screen reader says it is there
         announce(dialog, f"The model asks to run {request.tool} from {request.server}. "
                          "The approval window waits for your answer.")
@@ -175,9 +174,8 @@ class McpController:
             decision = await future
             log.info("%s/%s: %s", request.server, request.tool, decision.value)
             if self._open.current_session_id == request.session_id:
-                self._status(f"Running {request.public_name}…"
-                                     if decision is not Decision.DENY
-                                     else f"{request.public_name} was denied")
+                self._status(f"Running {_shown(request)}…" if decision is not Decision.DENY
+                             else f"{_shown(request)} was denied")
             return decision
         finally:
             if dialog in self.pending:
@@ -185,6 +183,11 @@ class McpController:
             if not dialog.answered:
                 dialog.dismiss()
             dialog.deleteLater()
+
+
+def _shown(request: ApprovalRequest) -> str:
+    """The tool as the approval prompt names it: its own name and its server's."""
+    return f"{request.tool} ({request.server})"
 
 
 def prompt_arguments(rest: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from ...core.model import Node
+from ...core.tool_names import shown_tool_name
 from ..common.theme import colors_of
 from ..richtext.markdown import markdown_text
 
@@ -66,7 +67,7 @@ _MARKUP = re.compile(r"[*_`#\[\]~|\\<>-]|^\s*\d+[.)]\s", re.MULTILINE)
 def label_for(node: Node) -> str:
     """The one line shown beside a node when zoomed in."""
     if node.role == "tool":
-        return node.name or "tool"
+        return shown_tool_name(node.name)
     raw = node.text[:1200]
     # a reply shows as Markdown: its label has the words it shows, not the syntax
     shown = (markdown_text(raw) if node.role == "assistant" and _MARKUP.search(raw)
