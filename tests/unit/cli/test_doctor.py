@@ -30,7 +30,7 @@ def test_doctor_says_where_the_store_is_and_what_it_holds(data_dir: Path) -> Non
     lines = dict(line.split(":", 1) for line in out.stdout.splitlines()[1:])
     assert lines["store"].strip() == str(default_store_path(data_dir))
     assert lines["schema version"].strip() == str(SCHEMA_VERSION)
-    assert (lines["sessions"].strip(), lines["nodes"].strip()) == ("1", "3000")
+    assert (lines["chats"].strip(), lines["nodes"].strip()) == ("1", "3000")
     assert lines["opened in"].strip().endswith(" ms")
 
 
