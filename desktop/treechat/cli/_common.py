@@ -5,6 +5,7 @@ usage row the spend tables print."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -67,7 +68,12 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     except OSError as exc:  # e.g. `export -o` into a folder that does not exist
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"treechat: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.errno == errno.ENOSPC:
+            at = f" writing{where}" if where else ""
+            print(f"treechat: the disk is full (No space left on device){at}; free some "
+                  "space and try again", file=sys.stderr)
+        else:
+            print(f"treechat: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

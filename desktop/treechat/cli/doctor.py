@@ -58,8 +58,12 @@ def cmd_doctor_check(args: argparse.Namespace) -> int:
     for table in report.tables:
         state = f"{table.rows:,} rows" if table.ok else f"DAMAGED: {table.error}"
         print(f"  {table.name:<16} {state}")
+    for index in report.indexes:
+        if not index.ok:
+            print(f"  index {index.name}: DAMAGED: {index.error}")
     if report.ok:
-        print("integrity:      ok (every table read back, every block's checksum verified)")
+        print("integrity:      ok (every table read back and every index looked up: "
+              "their blocks' checksums verified)")
         return 0
     print(f"integrity:      FAILED: {report.problem}")
     print(f"treechat: {damaged_message(path, report.problem)}", file=sys.stderr)

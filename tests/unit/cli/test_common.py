@@ -68,6 +68,9 @@ def test_export_into_a_missing_folder(data_dir: Path, tmp_path: Path) -> None:
     (CliInputError("give --model or --models, not both"), "not both"),
     (FileNotFoundError(errno.ENOENT, "No such file or directory", "/nope"),
      "cannot use /nope: No such file or directory"),
+    # a full disk is named as one, with what to do (not "cannot use: …" with no file)
+    (OSError(errno.ENOSPC, "No space left on device"),
+     "the disk is full (No space left on device); free some space and try again"),
 ])
 def test_a_failure_is_one_line_and_status_2(
     failure: Exception, said: str, capsys: pytest.CaptureFixture[str]

@@ -85,10 +85,66 @@ def overwrite_message_blocks(path: Path) -> None:
             fh.write(os.urandom(4096))
 
 
+def _reads_every_table(path: Path) -> bool:
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return all(
+            integrity._check_table(con, table).ok
+            for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        )
+    finally:
+        con.close()
+
+
+def _key_lookup_fails(path: Path) -> bool:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        con.execute("SELECT rowid FROM nodes WHERE id = 'n2000'").fetchall()
+    except duckdb.Error:
+        return True
+    finally:
+        con.close()
+    return False
+
+
+def overwrite_index_block(path: Path) -> None:
+    """Random bytes over a block of the messages' key index: one that every table reads back
+    through, but a lookup by key (as each write makes) does not. Found by trying each block
+    that holds no table data on a copy."""
+    con = duckdb.connect(str(path), read_only=True)
+    total = int(con.execute("SELECT total_blocks FROM pragma_database_size()").fetchone()[0])
+    data = {
+        int(r[0])
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        for r in con.execute(
+            f"SELECT DISTINCT block_id FROM pragma_storage_info('{table}') WHERE block_id >= 0"
+        ).fetchall()
+    }
+    con.close()
+    original = path.read_bytes()
+    trial = path.with_name("trial.duckdb")
+    try:
+        for block in (b for b in range(total) if b not in data):
+            start = HEADERS + block * BLOCK + BLOCK // 2
+            damaged = original[:start] + os.urandom(4096) + original[start + 4096:]
+            trial.write_bytes(damaged)
+            if _reads_every_table(trial) and _key_lookup_fails(trial):
+                path.write_bytes(damaged)
+                return
+    finally:
+        trial.unlink(missing_ok=True)
+    raise AssertionError("no block of the key index was found")
+
+
 DAMAGES = {
     "truncated to 50%": truncate_to(0.5),
     "truncated to 90%": truncate_to(0.9),
     "data blocks overwritten": overwrite_message_blocks,
+    # every table reads back, but the key a write looks up first cannot be found
+    "an index block overwritten": overwrite_index_block,
 }
 
 

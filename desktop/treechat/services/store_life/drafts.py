@@ -279,7 +279,13 @@ async def store_released(draft: DraftWriter, policy: StoreRelease) -> AsyncItera
         await draft.settle()
         await draft.flush(force=True)  # the whole text, in the journal first
         await _reopen(store, draft, journal, policy)
-        if not await store.run(lambda r: _still_there(r, draft)):
+        try:
+            there = await store.run(lambda r: _still_there(r, draft))
+        except StoreError as exc:  # opened, but damaged where the question is
+            await asyncio.to_thread(journal.let_go)
+            raise ReplyKeptError(f"{exc} {_kept_message(store, draft, journal, '')}",
+                                 journal.path) from None
+        if not there:
             await asyncio.to_thread(journal.let_go)
             raise ReplyKeptError(
                 "the conversation store was replaced while the reply was awaited (a backup "

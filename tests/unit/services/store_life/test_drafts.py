@@ -218,3 +218,22 @@ async def test_a_store_replaced_meanwhile_is_not_written_an_orphan_reply(store: 
     assert kept.value.journal.exists()
     assert store.call(lambda r: r.drafts()) == ()
     assert store.call(lambda r: r.list_sessions()) == ()
+
+
+@pytest.mark.asyncio
+async def test_a_store_found_damaged_on_reopen_keeps_the_reply_in_its_journal(
+    store: Store,
+) -> None:
+    """The file cut short while the reply was awaited: the store is not written, and the
+    reply is neither written nor lost; it stays in its journal, which says how it comes back."""
+    clock = FakeClock()
+    draft = await writer(store, clock)
+    await draft.start()
+    with pytest.raises(ReplyKeptError, match="damaged") as kept:
+        async with store_released(draft, StoreRelease()):
+            draft.add("an answer the store cannot take")
+            draft.mark_complete("stop")
+            os.truncate(store.path, store.path.stat().st_size // 2)
+    journaled = ReplyJournal(store.path, draft.draft_id).read()
+    assert journaled is not None and journaled.text == "an answer the store cannot take"
+    assert kept.value.journal.exists()
