@@ -303,7 +303,7 @@ def _show_first_frame(window: MainWindow, data_dir: Path, wanted: str) -> FirstF
         return None
     window.sessions.set_sessions(first.sessions, SYSTEM_CLOCK.now())
     if first.view is not None and first.view.session.id == wanted:
-        window.show_first_view(first.view)
+        window.show_first_view(first.view, first.messages)
     return first
 
 
@@ -395,7 +395,7 @@ async def _shutdown(
         captured = None
         try:
             await services.close()
-            captured = await _capture_first_frame(services.store, session_id)
+            captured = _capture_first_frame(services.store, session_id)
         finally:
             services.close_store()
         if captured is not None:
@@ -404,10 +404,11 @@ async def _shutdown(
             save(captured, services.store.path)
 
 
-async def _capture_first_frame(store: Store, session_id: str | None) -> dict[str, Any] | None:
+def _capture_first_frame(store: Store, session_id: str | None) -> dict[str, Any] | None:
     """What the next start shows first, read from the store before it closes (None from a
-    damaged store, or one that cannot be read now: that start reads the store instead)."""
-    import asyncio
+    damaged store, or one that cannot be read now: that start reads the store instead).
+    It waits for the read rather than yield to the loop: a task woken meanwhile would find
+    the store closing under it."""
     import logging
 
     from .services.store_life.first_frame import capture
@@ -415,8 +416,7 @@ async def _capture_first_frame(store: Store, session_id: str | None) -> dict[str
     if store.damage is not None or store.read_only:
         return None
     try:
-        return await asyncio.get_running_loop().run_in_executor(
-            None, capture, store, session_id)
+        return capture(store, session_id)
     except Exception:
         logging.getLogger(__name__).warning("the first frame was not kept", exc_info=True)
         return None

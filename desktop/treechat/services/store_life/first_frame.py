@@ -40,6 +40,7 @@ class FirstFrame:
 
     sessions: tuple[Session, ...]
     view: SessionView | None
+    messages: int = 0  # in the whole chat the view is the end of
 
 
 def store_path_in(data_dir: Path) -> Path:
@@ -94,6 +95,7 @@ def capture(store: Store, session_id: str | None) -> dict[str, Any]:
                 "stubs": [_node_record(n, stub=True) for n in stubs.values()],
                 "hidden": sorted(view.hidden & (on_path | set(stubs))),
                 "pinned": sorted(view.pinned & on_path),
+                "messages": sum(1 for n in view.path if n.role in ("user", "assistant")),
             }
         return out
 
@@ -149,7 +151,7 @@ def load(store_path: Path) -> FirstFrame | None:
         return None
     try:
         sessions = tuple(Session(**s) for s in data["sessions"])
-        view = None
+        view, messages = None, 0
         shown = data.get("view")
         if isinstance(shown, dict):
             path = tuple(_node(n) for n in shown["path"])
@@ -157,6 +159,7 @@ def load(store_path: Path) -> FirstFrame | None:
             view = SessionView(session=Session(**shown["session"]), graph=graph, path=path,
                                hidden=frozenset(shown["hidden"]),
                                pinned=frozenset(shown["pinned"]))
+            messages = int(shown["messages"])
     except (KeyError, TypeError, ValueError, GraphError):
         return None
-    return FirstFrame(sessions, view)
+    return FirstFrame(sessions, view, messages)

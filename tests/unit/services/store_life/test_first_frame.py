@@ -59,6 +59,7 @@ def test_the_kept_frame_brings_back_the_list_and_the_end_of_the_chat(tmp_path: P
     assert frame.view is not None
     assert frame.view.session == full.session
     assert frame.view.path == full.path[-first_frame.TAIL:]  # the last screenfuls, exactly
+    assert frame.messages == first_frame.TAIL + 10  # and how many the whole chat has
 
 
 def test_versions_of_the_messages_shown_are_counted_as_in_the_store(tmp_path: Path) -> None:
