@@ -15,14 +15,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QShowEvent,
 )
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QDialog,
-    QFrame,
-    QMenu,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractItemView, QDialog, QFrame, QMenu, QVBoxLayout, QWidget
 
 from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionView
