@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import paths
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .core.clock import Clock
     from .core.model import Session
     from .services.bootstrap import OpenServices
+    from .services.store_life.first_frame import FirstFrame
     from .services.turns.sessions import SessionView
     from .store.database import Store
     from .ui.common.theme import ThemeManager
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .ui.shell.main_window import MainWindow
 
 PAINT_WAIT_S = 5.0
+_BACKGROUND: set[Any] = set()  # the app's own background tasks, held until they finish
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
@@ -149,7 +151,13 @@ def run(
     _wait_for_first_paint(app, window)
     if on_first_paint is not None:
         on_first_paint(window)
+    from .ui.richtext.highlighting import defer_until_warm
+
+    defer_until_warm()  # code is coloured once the lexers have loaded off this thread
     theme = finish_window(app, window, prefs)
+    first = _show_first_frame(window, data_dir, _wanted_session(args, prefs))
+    if first is not None:  # that frame on screen now, before the log and the loop are set up
+        app.processEvents()
     # Listening waits for the paint too; a launch that started in between is told now.
     if instance.hand_over():
         window.close_now()
@@ -165,7 +173,7 @@ def run(
     loop = create_event_loop(app)
     try:
         return int(loop.run_until_complete(
-            _serve(app, window, prefs, theme, data_dir, args, close_requested)
+            _serve(app, window, prefs, theme, data_dir, args, close_requested, first)
         ))
     finally:
         instance.close()
@@ -180,13 +188,13 @@ async def _serve(
     data_dir: Path,
     args: argparse.Namespace,
     close_requested: list[bool],
+    first: FirstFrame | None = None,
 ) -> int:
     import asyncio
 
     from PySide6.QtCore import QTimer
 
     from .core.clock import SYSTEM_CLOCK
-    from .ui.shell.outline import LAST_SESSION
 
     clock = SYSTEM_CLOCK  # the one clock the window and the services read
 
@@ -200,6 +208,7 @@ async def _serve(
     heartbeat.timeout.connect(lambda: None)
     heartbeat.start(400)
 
+    _warm_up_highlighting(window)
     code = 0
     services: OpenServices | None = None
     controller: ConversationController | None = None
@@ -209,14 +218,18 @@ async def _serve(
     # import on this thread would hold the window still.
     store, listed, error = await loop.run_in_executor(None, _open_store, data_dir, clock)
     if store is None:
+        if first is not None:  # what the kept frame showed is not there to be opened
+            window.sessions.set_sessions((), clock.now())
+            window.show_view(None)
         window.show_store_error(error)
         code = 2
     else:
         if not closed.is_set():
-            window.sessions.set_sessions(listed, clock.now())
-            # the chat it reopens, shown before the services are built (the tokenizer above
-            # all takes seconds): the first frame of the filled window is the one it opens on
-            wanted = args.session or str(prefs.value(LAST_SESSION, "") or "")
+            if first is None or listed != first.sessions:
+                window.sessions.set_sessions(listed, clock.now())
+            # the chat it reopens, whole, before the services are built (the tokenizer above
+            # all takes seconds); the kept frame showed only its end
+            wanted = _wanted_session(args, prefs)
             if any(s.id == wanted for s in listed):
                 view = await loop.run_in_executor(None, _read_view, store, wanted)
                 if view is not None and not closed.is_set():
@@ -252,6 +265,46 @@ async def _serve(
     await _shutdown(controller, services)
     window.close_now()
     return code
+
+
+def _warm_up_highlighting(window: MainWindow) -> None:
+    """Build the code lexers off the GUI thread, then colour the code shown plain meanwhile."""
+    import asyncio
+
+    from .ui.richtext.highlighting import warm_up_highlighting
+
+    task = asyncio.ensure_future(asyncio.to_thread(warm_up_highlighting))
+    _BACKGROUND.add(task)  # kept until done
+
+    def done(finished: asyncio.Future[None]) -> None:
+        _BACKGROUND.discard(finished)
+        if not finished.cancelled() and finished.exception() is None and window.chat:
+            window.chat.show_highlighting()
+
+    task.add_done_callback(done)
+
+
+def _wanted_session(args: argparse.Namespace, prefs: QSettings) -> str:
+    """The chat the window opens on: the one asked for, else the one it closed on."""
+    from .ui.shell.outline import LAST_SESSION
+
+    return str(args.session or prefs.value(LAST_SESSION, "") or "")
+
+
+def _show_first_frame(window: MainWindow, data_dir: Path, wanted: str) -> FirstFrame | None:
+    """The chat list and the end of the chat it reopens as the window closed on them, if the
+    store is unchanged since: the first frame of the built window carries them, while the
+    store itself opens (DuckDB and its reads take longer than that frame may)."""
+    from .core.clock import SYSTEM_CLOCK
+    from .services.store_life.first_frame import load, store_path_in
+
+    first = load(store_path_in(data_dir))
+    if first is None:
+        return None
+    window.sessions.set_sessions(first.sessions, SYSTEM_CLOCK.now())
+    if first.view is not None and first.view.session.id == wanted:
+        window.show_first_view(first.view, first.messages)
+    return first
 
 
 def _warm_up_when_typing(window: MainWindow) -> None:
@@ -334,14 +387,39 @@ async def _shutdown(
     controller: ConversationController | None, services: OpenServices | None
 ) -> None:
     """Stop turns (keeping what streamed), save unsent text, stop the local model, close the
-    store, in that order."""
+    store, in that order; then keep the next start's first frame beside it."""
+    session_id = controller.current_session_id if controller is not None else None
     if controller is not None:
         await controller.close()
     if services is not None:
+        captured = None
         try:
             await services.close()
+            captured = _capture_first_frame(services.store, session_id)
         finally:
             services.close_store()
+        if captured is not None:
+            from .services.store_life.first_frame import save
+
+            save(captured, services.store.path)
+
+
+def _capture_first_frame(store: Store, session_id: str | None) -> dict[str, Any] | None:
+    """What the next start shows first, read from the store before it closes (None from a
+    damaged store, or one that cannot be read now: that start reads the store instead).
+    It waits for the read rather than yield to the loop: a task woken meanwhile would find
+    the store closing under it."""
+    import logging
+
+    from .services.store_life.first_frame import capture
+
+    if store.damage is not None or store.read_only:
+        return None
+    try:
+        return capture(store, session_id)
+    except Exception:
+        logging.getLogger(__name__).warning("the first frame was not kept", exc_info=True)
+        return None
 
 
 def _stop_on_signals(window: QWidget) -> None:

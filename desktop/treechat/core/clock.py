@@ -4,7 +4,6 @@ hands `SYSTEM_CLOCK` to every service that needs the time."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Final, Protocol
 
@@ -36,6 +35,8 @@ class SystemClock:
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio  # loaded when first waited on, not by every importer of a clock
+
         await asyncio.sleep(seconds)
 
 

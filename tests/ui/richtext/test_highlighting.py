@@ -1,10 +1,15 @@
 """Code is coloured by its language (in the light and the dark scheme alike), an unknown
-language is left plain, and no run reaches past the code."""
+language is left plain, and no run reaches past the code; the window may have code plain until
+the lexers have loaded off its thread."""
 
 from __future__ import annotations
 
+import threading
+
+import pytest
 from PySide6.QtWidgets import QApplication
 
+from treechat.ui.richtext import highlighting
 from treechat.ui.richtext.highlighting import highlight, warm_up_highlighting
 
 CODE = "def area(r):\n    return 3.14 * r * r\n"
@@ -30,3 +35,17 @@ def test_warming_up_needs_no_qt_and_leaves_highlighting_as_it_was(qapp: QApplica
     before = [(o, n) for o, n, _f in highlight(CODE, "python", dark=False)]
     warm_up_highlighting(("python", "no-such-language"))
     assert [(o, n) for o, n, _f in highlight(CODE, "python", dark=False)] == before
+
+
+def test_the_window_can_have_code_plain_until_the_lexers_have_loaded(
+    qapp: QApplication, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(highlighting, "_warm", threading.Event())  # as in a fresh process
+    highlighting.defer_until_warm()
+    try:
+        assert highlight(CODE, "python", dark=False) == []  # no lexer built for it meanwhile
+        warm_up_highlighting(("python",))
+        assert highlighting.is_warm()
+        assert highlight(CODE, "python", dark=False)  # coloured from then on
+    finally:
+        highlighting.defer_until_warm(False)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, TypeGuard, get_args
 
 from ...core import dag
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.dag import Graph
 from ...core.model import Annotation, AnnotationKind, GraphError, Node, Role, Session
-from ...store.database import Store
-from ...store.repository import Repository
+
+if TYPE_CHECKING:  # named only: a view is built at start from a file, before DuckDB loads
+    from ...store.database import Store
+    from ...store.repository import Repository
 
 
 def new_id() -> str:

@@ -5,7 +5,6 @@ the GUI thread, scaled once and kept, and the row is repainted when one is ready
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -215,6 +214,8 @@ class ThumbnailCache(QObject):
         self._loading.add(sha256)
 
         async def work() -> None:
+            import asyncio  # here, not at the top: the chat's first frame does without it
+
             try:
                 data = await load(sha256)
                 image = (await asyncio.to_thread(decode_thumbnail, data, self.side)

@@ -15,14 +15,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QShowEvent,
 )
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QDialog,
-    QFrame,
-    QMenu,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractItemView, QDialog, QFrame, QMenu, QVBoxLayout, QWidget
 
 from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionView
@@ -138,6 +131,12 @@ class ChatView(QWidget):
         self.scroller.settle(anchor)
         self._reopen_editors(drafts)
         self.stream.update_typing()
+
+    def show_highlighting(self) -> None:
+        """Code was shown plain while the highlighter loaded: lay the rows out again, in
+        colour (their heights stay: only the colours and weights of the code change)."""
+        self.delegate.layouter.clear()
+        self.list.viewport().update()
 
     def begin_stream(self, parent_id: str | None, model_label: str) -> None:
         """A reply to `parent_id` starts: show it (typing dots until text arrives)."""

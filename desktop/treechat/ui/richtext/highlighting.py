@@ -1,9 +1,12 @@
 """Code highlighted with pygments into QTextCharFormats; lexers and styles are built once and
-warmed up off the GUI thread after start."""
+warmed up off the GUI thread after start. The window asks for code to be shown plain until
+that warm-up has finished (`defer_until_warm`): building a lexer (its regular expressions)
+would hold its first frame still."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -17,8 +20,27 @@ from PySide6.QtGui import (
 # --- syntax highlighting -----------------------------------------------------------------
 
 
+_warm = threading.Event()
+_deferred = False
+
+
+def defer_until_warm(deferred: bool = True) -> None:
+    """From now on, code is plain until `warm_up_highlighting` has run (False: lexers are
+    built when first needed, as by default)."""
+    global _deferred
+    _deferred = deferred
+
+
+def is_warm() -> bool:
+    """Whether `warm_up_highlighting` has run."""
+    return _warm.is_set()
+
+
 def highlight(code: str, language: str, dark: bool) -> list[tuple[int, int, QTextCharFormat]]:
-    """(offset, length, format) runs for `code`; nothing when the language is unknown."""
+    """(offset, length, format) runs for `code`; nothing when the language is unknown, or
+    (see `defer_until_warm`) before the warm-up has built the lexers."""
+    if _deferred and not _warm.is_set():
+        return []
     lexer = _lexer(language.lower())
     if lexer is None or not code:
         return []
@@ -51,6 +73,7 @@ def warm_up_highlighting(languages: Sequence[str] = WARM_LANGUAGES) -> None:
 
         for name in ("default", "github-dark"):
             get_style_by_name(name)
+    _warm.set()
 
 
 @lru_cache(maxsize=64)

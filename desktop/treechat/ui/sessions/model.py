@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
@@ -18,7 +18,6 @@ from PySide6.QtCore import (
 )
 
 from ...core.model import Session
-from ...services.turns.turn_queue import TurnActivity
 from .roles import (
     ACTIVITY_ROLE,
     FORKED_ROLE,
@@ -28,6 +27,9 @@ from .roles import (
     SNIPPET_ROLE,
     UPDATED_ROLE,
 )
+
+if TYPE_CHECKING:  # named only: the queue (and asyncio) is not needed for the first frame
+    from ...services.turns.turn_queue import TurnActivity
 
 __all__ = [
     "ACTIVITY_ROLE",

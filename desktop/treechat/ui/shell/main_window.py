@@ -363,15 +363,16 @@ class MainWindow(QMainWindow):
 
     # --- showing -------------------------------------------------------------------
 
-    def show_first_view(self, view: SessionView) -> None:
+    def show_first_view(self, view: SessionView, messages: int | None = None) -> None:
         """The chat the window opens on, shown as soon as the store has read it (before the
-        services are built); the controller takes it over when it starts."""
+        services are built), or its end as the window kept it (`messages`: how many the whole
+        chat has); the controller takes it over when it starts."""
         self.sessions.select(view.session.id)
-        self.show_view(view)
+        self.show_view(view, messages)
         if view.path:
             self.ensure_chat_view().set_view(view)
 
-    def show_view(self, view: SessionView | None) -> None:
+    def show_view(self, view: SessionView | None, messages: int | None = None) -> None:
         if view is None:
             self.title.setText("New chat")
             self.subtitle.setText("")
@@ -383,7 +384,8 @@ class MainWindow(QMainWindow):
         bits = []
         if session.model:
             bits.append(self._model_name(session.model))
-        messages = sum(1 for n in view.path if n.role in ("user", "assistant"))
+        if messages is None:
+            messages = sum(1 for n in view.path if n.role in ("user", "assistant"))
         bits.append(f"{messages} message{'s' if messages != 1 else ''}")
         if session.forked_from:
             bits.append("branch")
