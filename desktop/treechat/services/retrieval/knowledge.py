@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...core.citations import Passage, citation, written
 from ...core.fusion import Ranking, fuse
 from ...providers.embeddings import Embedder
 from ...store.database import Store
@@ -78,18 +79,20 @@ class KnowledgeHit:
 
     @property
     def citation(self) -> str:
-        where = f", page {self.page}" if self.page else ""
-        return f"{self.path}{where}, line {self.line}"
+        return citation(self.path, self.page, self.line)
+
+    @property
+    def passage(self) -> Passage:
+        return Passage("knowledge", self.text.strip(), path=self.path, page=self.page,
+                       line=self.line)
 
 
 def cited(hits: Sequence[KnowledgeHit], query: str) -> str:
     """What `search_knowledge` gives the model: each passage under its citation."""
     if not hits:
         return f"No passage of the chat's knowledge matches {query[:200]!r}."
-    out = [f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:"]
-    for h in hits:
-        out.append(f"--- [{h.citation}] ---\n{h.text.strip()}")
-    return "\n\n".join(out)
+    return (f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:\n\n"
+            + written([h.passage for h in hits]))
 
 
 class KnowledgeError(ValueError):
