@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from .commit import ContextItem
 from .model import Node
 
 SOURCE_SCHEME = "treechat-source"
@@ -116,21 +117,35 @@ def stored_passages(metadata: Mapping[str, Any]) -> list[Passage]:
     return [Passage.from_dict(d) for d in found if isinstance(d, Mapping)]
 
 
-def reply_sources(path: Sequence[Node], reply: Node) -> list[Passage]:
-    """The passages the turn that wrote `reply` retrieved (its tool results since the user's
-    message, and what its request's tail quoted), each once, in the order retrieved."""
-    try:
-        at = next(i for i, n in enumerate(path) if n.id == reply.id)
-    except StopIteration:
-        return []
-    found: list[Passage] = []
-    for node in reversed(path[:at]):
+class TurnSources:
+    """Follows a path in order and knows, at each reply, the passages its turn retrieved:
+    its tool results since the user's message, then what its request's tail quoted."""
+
+    def __init__(self) -> None:
+        self._since_user: list[Passage] = []
+
+    def see(self, node: Node) -> None:
         if node.role == "user":
-            break
-        if node.role == "tool" and node.name in PASSAGE_TOOLS:
-            found[:0] = stored_passages(node.metadata) or passages_in(node.text)
-    found.extend(stored_passages(reply.metadata))
-    return unique(found)
+            self._since_user = []
+        elif node.role == "tool" and node.name in PASSAGE_TOOLS:
+            self._since_user.extend(stored_passages(node.metadata) or passages_in(node.text))
+
+    def of(self, reply: Node) -> list[Passage]:
+        own = stored_passages(reply.metadata)
+        if not own and not self._since_user:
+            return []
+        return unique([*self._since_user, *own])
+
+
+def reply_sources(path: Sequence[Node], reply: Node) -> list[Passage]:
+    """The passages the turn that wrote `reply` retrieved, each once, in the order
+    retrieved."""
+    sources = TurnSources()
+    for node in path:
+        if node.id == reply.id:
+            return sources.of(reply)
+        sources.see(node)
+    return []
 
 
 def unique(passages: Iterable[Passage]) -> list[Passage]:
@@ -171,7 +186,7 @@ def with_sources(text: str, sources: Sequence[Passage]) -> str:
     """The reply's Markdown with each citation of a knowledge file it makes turned into a
     link to the place, and the files its turn retrieved listed under it as Sources."""
     files = [p for p in sources if p.kind == "knowledge" and p.path]
-    if not files:
+    if not files or not text.strip():  # a step that only called tools says nothing
         return text
     for p in files:
         link = source_url(p)
@@ -180,3 +195,25 @@ def with_sources(text: str, sources: Sequence[Passage]) -> str:
     items = "\n".join(f"{n}. [{p.short_source}]({source_url(p)})"
                       for n, p in enumerate(files, start=1))
     return f"{text.rstrip()}\n\n**Sources**\n\n{items}"
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """A passage a request carries: from which tool call (its node), and how that result is
+    shown now ("full", or "aged" / "cleared" / "summarized": only `recall` brings it back)."""
+
+    passage: Passage
+    node_id: str
+    state: str
+
+
+def carried_passages(items: Sequence[ContextItem]) -> list[Carried]:
+    """The passages in a commit's items, in render order: each search result the model got
+    (knowledge, `recall`, other chats), read from what the request shows of it."""
+    out: list[Carried] = []
+    for item in items:
+        if item.role != "tool" or item.tool_name not in PASSAGE_TOOLS or item.is_summary:
+            continue
+        node = item.source_node_id.split("#", 1)[0]
+        out.extend(Carried(p, node, item.state) for p in passages_in(item.rendered))
+    return out

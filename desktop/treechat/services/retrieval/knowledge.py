@@ -12,6 +12,7 @@ and reports progress (files done, files/s, time left).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -176,6 +177,18 @@ class KnowledgeService:
     async def for_session(self, session_id: str) -> list[str]:
         found = await self.store.run(lambda r: r.get_setting(SESSION_SETTING + session_id, []))
         return [str(x) for x in found or []]
+
+    async def sessions_using(self, name: str) -> list[str]:
+        """The chats whose own knowledge includes the base `name`."""
+        rows = await self.store.run(lambda r: r.con.execute(
+            "SELECT key, value FROM settings WHERE starts_with(key, ?)",
+            [SESSION_SETTING]).fetchall())
+        out = []
+        for key, value in rows:
+            names = json.loads(value) if isinstance(value, str) else value
+            if isinstance(names, list) and name in names:
+                out.append(str(key)[len(SESSION_SETTING):])
+        return out
 
     async def use_in_session(self, session_id: str, names: Sequence[str]) -> None:
         known = await self.bases()
