@@ -270,10 +270,16 @@ class KnowledgeController(QObject):
             target.setFragment(f"page={page}")  # PDF viewers open the page it names
         self.opened.append((path, page, line))
         where = f"page {page}, line {line}" if page else f"line {line}"
-        if QDesktopServices.openUrl(target):
-            self._status(f"Opened {Path(path).name} (the passage starts at {where})")
-        else:
-            self._status(f"No application opens {Path(path).name}; it is at {path}")
+
+        def open_file() -> None:
+            if QDesktopServices.openUrl(target):
+                self._status(f"Opened {Path(path).name} (the passage starts at {where})")
+            else:
+                self._status(f"No application opens {Path(path).name}; it is at {path}")
+
+        # after this handler returns: Qt asks no handler of the user's for a link opened
+        # from inside one, only the system
+        QTimer.singleShot(0, open_file)
 
 
 def _free_name(title: str, bases: Mapping[str, object]) -> str:

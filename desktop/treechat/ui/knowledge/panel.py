@@ -68,6 +68,7 @@ class KnowledgePanel(QDialog):
     addRequested = Signal(object)  # list[str]: folders and files to add
     reindexRequested = Signal(str)  # base name
     removeRequested = Signal(str)  # base name
+    progressShown = Signal(str)  # what the status line says of indexing, as it changes
 
     def __init__(self, parent: QWidget | None, title: str) -> None:
         super().__init__(parent)
@@ -153,7 +154,9 @@ class KnowledgePanel(QDialog):
         self.progress.setVisible(done < total)
         self.progress.setRange(0, max(1, total))
         self.progress.setValue(done)
-        self.status.setText(progress_text(name, done, total, files_per_s, seconds_left))
+        text = progress_text(name, done, total, files_per_s, seconds_left)
+        self.status.setText(text)
+        self.progressShown.emit(text)
 
     def say(self, text: str) -> None:
         self.progress.hide()
