@@ -184,17 +184,23 @@ def parse_source_url(url: str) -> tuple[str, int, int] | None:
 
 def with_sources(text: str, sources: Sequence[Passage]) -> str:
     """The reply's Markdown with each citation of a knowledge file it makes turned into a
-    link to the place, and the files its turn retrieved listed under it as Sources."""
+    link to the place, and under it the files it cited as Sources (or, when it cites none,
+    the passages its turn retrieved)."""
     files = [p for p in sources if p.kind == "knowledge" and p.path]
     if not files or not text.strip():  # a step that only called tools says nothing
         return text
+    cited: list[Passage] = []
     for p in files:
         link = source_url(p)
         for said in {p.source, p.short_source}:
-            text = text.replace(f"[{said}]", f"[{said}]({link})")
+            if f"[{said}]" in text:
+                text = text.replace(f"[{said}]", f"[{said}]({link})")
+                cited.append(p)
+    shown = unique(cited) or files
+    heading = "Sources" if cited else "Passages retrieved (none cited)"
     items = "\n".join(f"{n}. [{p.short_source}]({source_url(p)})"
-                      for n, p in enumerate(files, start=1))
-    return f"{text.rstrip()}\n\n**Sources**\n\n{items}"
+                      for n, p in enumerate(shown, start=1))
+    return f"{text.rstrip()}\n\n**{heading}**\n\n{items}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,15 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from ..conftest import Desk
 
-SHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+SHOTS = Path(__file__).resolve().parents[3] / "build" / "screenshots"
 
 
 def shoot(desk: Desk, name: str, widget: QWidget | None = None) -> None:
     """With TREECHAT_SCREENSHOTS=1 (on a real display), save `widget` (the window when not
-    given) as docs/screenshots/knowledge-<name>-light.png and -dark.png."""
+    given) as build/screenshots/knowledge-<name>-light.png and -dark.png."""
     if os.environ.get("TREECHAT_SCREENSHOTS") != "1":
         return
+    SHOTS.mkdir(parents=True, exist_ok=True)
     for mode in ("light", "dark"):
         desk.theme.set_mode(mode)
         for _ in range(8):

@@ -107,7 +107,7 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
             first = history.timeline.passages.carried[0].passage
             assert (first.kind, first.path, first.line) == ("knowledge", str(garden), 3)
             listed = history.timeline.passages.model.item(0).text()
-            assert listed.startswith(f"Knowledge: {garden}, line 3")
+            assert listed.startswith("Knowledge: garden.md, line 3")
             shoot(desk, "context-tab")
 
             panel.list.setCurrentIndex(panel.model.index(0, 0))

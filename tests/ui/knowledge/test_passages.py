@@ -25,9 +25,10 @@ def test_passages_are_listed_with_their_sources(qtbot: QtBot) -> None:
     qtbot.addWidget(shown)
     shown.set_items(items)
     texts = [shown.model.item(r).text() for r in range(shown.model.rowCount())]
-    assert texts[0].startswith("Knowledge: /n/garden.md, line 3\nThe shed key")
+    assert texts[0].startswith("Knowledge: garden.md, line 3\nThe shed key")
     assert texts[1].startswith("Recall: node n_7 (user, aged)")
-    assert len(texts) == 2 and "2" in shown.title.text()
+    assert len(texts) == 2 and shown.title.text() == "Passages this request carries: 2"
+    assert "/n/garden.md, line 3" in str(shown.model.item(0).toolTip())
     with qtbot.waitSignal(shown.nodeSelected) as picked:
         shown.view.clicked.emit(shown.model.index(0, 0))
     assert picked.args == ["t"]

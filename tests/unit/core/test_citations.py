@@ -54,7 +54,10 @@ def test_a_reply_s_sources_are_what_its_turn_retrieved() -> None:
     assert reply_sources(path, path[-1]) == [new, tail]
     shown = with_sources(path[-1].text, [new, tail])
     assert f"[new.md, line 4]({source_url(new)})" in shown  # the citation in the text links
-    assert shown.endswith(f"2. [tail.md, page 3, line 1]({source_url(tail)})")
+    assert shown.endswith(f"**Sources**\n\n1. [new.md, line 4]({source_url(new)})")
+    uncited = with_sources("No idea.", [new, tail])
+    assert "**Passages retrieved (none cited)**" in uncited
+    assert uncited.endswith(f"2. [tail.md, page 3, line 1]({source_url(tail)})")
     assert with_sources("plain", [Passage("recall", "x", node_id="n")]) == "plain"
 
 

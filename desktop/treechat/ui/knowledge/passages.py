@@ -25,7 +25,7 @@ def passage_row(c: Carried) -> str:
     text = " ".join(p.text.split())
     if len(text) > PREVIEW_CHARS:
         text = text[:PREVIEW_CHARS - 1] + "…"
-    return f"{KIND_LABELS.get(p.kind, p.kind)}: {p.source}{state}\n{text}"
+    return f"{KIND_LABELS.get(p.kind, p.kind)}: {p.short_source}{state}\n{text}"
 
 
 class PassagesList(QWidget):
@@ -66,7 +66,7 @@ class PassagesList(QWidget):
             self.model.appendRow(row)
         n = len(self.carried)
         self.title.setText(
-            f"Passages this request carries: {n} (from knowledge, recall and other chats)" if n
+            f"Passages this request carries: {n}" if n
             else "No retrieved passages in this request: knowledge and recall results show "
                  "here with their sources.")
         self.view.setVisible(bool(n))
