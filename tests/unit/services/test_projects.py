@@ -102,4 +102,6 @@ async def test_memory_across_chats_is_off_until_switched_on(
     tool_result = next(m for m in loopback.requests[-1].body["messages"] if m["role"] == "tool")
     content = tool_result["content"]
     assert "Marigold" in content
-    assert f"chat “{other.title}”, node " in content  # the passage names its chat and node
+    titled = await services.chat.sessions.get(other.id)  # titled by its first message
+    assert titled is not None
+    assert f"chat “{titled.title}”, node " in content  # the passage names its chat and node
