@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.support.loopback_server import LoopbackProvider, Reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: its desktop/ and tests/
 
 
 def run_cli(*args: str, stdin: str | None = None,

@@ -190,6 +190,43 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        4,
+        "projects: groups of chats with shared instructions, knowledge and memory",
+        (
+            # A project's knowledge is the names of knowledge bases (kept in settings);
+            # `memory` lets its chats search the user's other chats.
+            """
+            CREATE TABLE projects (
+                id           VARCHAR PRIMARY KEY,
+                name         VARCHAR NOT NULL,
+                instructions VARCHAR NOT NULL DEFAULT '',
+                knowledge    VARCHAR[] NOT NULL DEFAULT [],
+                memory       BOOLEAN NOT NULL DEFAULT FALSE,
+                created_at   DOUBLE NOT NULL,
+                changed_at   DOUBLE NOT NULL
+            )
+            """,
+            # One row per chat in a project; a chat is in at most one. A chat taken out of
+            # its project (or whose project was deleted) names none (''); chats are never
+            # deleted with their project.
+            """
+            CREATE TABLE project_chats (
+                session_id  VARCHAR PRIMARY KEY,
+                project_id  VARCHAR NOT NULL,
+                changed_at  DOUBLE NOT NULL
+            )
+            """,
+            # A chat's own switch for memory across chats (off without a row).
+            """
+            CREATE TABLE chat_memory (
+                session_id  VARCHAR PRIMARY KEY,
+                enabled     BOOLEAN NOT NULL,
+                changed_at  DOUBLE NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.chat_settings import ChatParameters
 from ..core.model import Annotation, Session
+from . import projects
 from .chat_settings import add_settings_revision, set_session_mark
 from .commits import COMMIT_COLUMNS
 from .repository import Repository, bulk_insert
@@ -274,6 +275,7 @@ def missing_attachments(repo: Repository, hashes: Iterable[str]) -> list[str]:
 
 # Field names in the flat view: "<what>/<which>", e.g. "title/<session id>".
 SESSION_FIELDS_MUTABLE = ("title", "model", "hidden")
+PROJECT_FIELDS = ("project", "inproject", "memory")
 
 
 def mutable_state(repo: Repository) -> dict[str, Any]:
@@ -305,7 +307,39 @@ def mutable_state(repo: Repository) -> dict[str, Any]:
     connections = repo.get_setting(CONNECTIONS_SETTING)
     if connections is not None:
         out["setting/connections"] = connections
+    out.update(project_state(repo))
     return out
+
+
+def project_state(repo: Repository) -> dict[str, Any]:
+    """Projects, which project each chat is in ("" for one taken out of its project: a
+    change like a move in) and each chat's memory switch."""
+    out: dict[str, Any] = {f"project/{p.id}": p.as_dict() for p in projects.projects(repo)}
+    for sid, pid in projects.members(repo, with_none=True).items():
+        out[f"inproject/{sid}"] = pid
+    for sid, enabled in projects.chat_memory(repo).items():
+        out[f"memory/{sid}"] = enabled
+    return out
+
+
+def _apply_project(repo: Repository, what: str, which: str, value: Any, now: float) -> bool:
+    if what == "project":
+        if value is None:
+            projects.delete_project(repo, which)
+        elif isinstance(value, dict):
+            projects.save_project(repo, projects.Project(
+                which, str(value.get("name") or "Project"),
+                str(value.get("instructions") or ""),
+                tuple(str(k) for k in value.get("knowledge") or ()), bool(value.get("memory")),
+                float(value.get("created_at") or now), now))
+        return True
+    if what == "inproject":
+        projects.move_chat(repo, which, str(value) or None, now)
+        return True
+    if what == "memory":
+        projects.set_chat_memory(repo, which, bool(value), now)
+        return True
+    return False
 
 
 def annotation_rows(repo: Repository) -> list[list[Any]]:
@@ -365,6 +399,8 @@ def apply_state(repo: Repository, values: Mapping[str, Any], *, now: float,
                         [which, json.dumps(value, ensure_ascii=False), now, now])
             elif key == "setting/connections":
                 repo.set_setting(CONNECTIONS_SETTING, value)
+            elif what in PROJECT_FIELDS and (what == "project" or which in sessions):
+                _apply_project(repo, what, which, value, now)
             else:
                 continue
             written.append(key)

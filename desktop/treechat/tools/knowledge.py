@@ -14,18 +14,17 @@ MAX_QUERY_CHARS = 2000
 MAX_RESULTS = 8
 DEFAULT_RESULTS = 4
 
-# (query, how many) -> the text to give back; raises ValueError for a query with no words.
-KnowledgeSearch = Callable[[str, int], Awaitable[str]]
+# (query, how many) -> the text to give back, or the whole result (with the passages in its
+# metadata); raises ValueError for a query with no words.
+KnowledgeSearch = Callable[[str, int], Awaitable[str | ToolResult]]
 
 
-class SearchKnowledgeTool:
-    name = "search_knowledge"
-    description = (
-        "Search the user's documents added to this chat as knowledge (notes, PDFs, code, web "
-        "pages) by meaning as well as by words, and get the best passages back, each with "
-        "its source (file, page, line). Use it for questions about those documents; cite the "
-        "source of every passage you use, as [file, page or line]."
-    )
+class PassageSearchTool:
+    """A search the model asks in any words, giving passages back: the query and how many
+    passages, kept in range; a query without words is the model's error in one line."""
+
+    name: str
+    description: str
 
     def __init__(self, search: KnowledgeSearch) -> None:
         self._search = search
@@ -51,4 +50,14 @@ class SearchKnowledgeTool:
             text = await self._search(query[:MAX_QUERY_CHARS], limit)
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
-        return ToolResult.success(text)
+        return text if isinstance(text, ToolResult) else ToolResult.success(text)
+
+
+class SearchKnowledgeTool(PassageSearchTool):
+    name = "search_knowledge"
+    description = (
+        "Search the user's documents added to this chat as knowledge (notes, PDFs, code, web "
+        "pages) by meaning as well as by words, and get the best passages back, each with "
+        "its source (file, page, line). Use it for questions about those documents; cite the "
+        "source of every passage you use, as [file, page or line]."
+    )

@@ -10,6 +10,6 @@ from treechat.ui.sessions import roles
 
 def test_every_role_is_distinct_and_past_qts_own() -> None:
     values = [getattr(roles, name) for name in dir(roles) if name.endswith("_ROLE")]
-    assert len(values) == 7
+    assert len(values) == 9
     assert len({int(v) for v in values}) == len(values)
     assert all(int(v) > int(Qt.ItemDataRole.UserRole) for v in values)

@@ -80,6 +80,9 @@ class ContextEngine:
         # What a model receives for the attachments a request carries (the chat service's
         # attachment store); None renders each as a note naming the file.
         self.files: FileSource | None = None
+        # What a model without tools is quoted of the chat's knowledge for the newest user
+        # message (the session's tools set it); None quotes nothing but `recall`'s finds.
+        self.tail_passages: Callable[[str, ContextCommit], Awaitable[str]] | None = None
         self._summarizer: Summarizer | AsyncSummarizer = (
             self.config.summarizer
             if self.config.summarizer is not None
@@ -157,6 +160,9 @@ class ContextEngine:
                 commit = compacted_commit
             if recall_fallback and commit is not None:
                 digest = await fallback_digest(self.store, commit, self._cache.get)
+                if self.tail_passages is not None:  # the chat's knowledge, quoted as well
+                    quoted = await self.tail_passages(session_id, commit)
+                    digest = "\n\n".join(t for t in (digest, quoted) if t)
                 if digest:
                     composition = replace(composition, digest=digest)
             composition = await self._with_files(composition, commit, model)

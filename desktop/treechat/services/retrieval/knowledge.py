@@ -12,12 +12,14 @@ and reports progress (files done, files/s, time left).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...core.citations import Passage, citation, written
 from ...core.fusion import Ranking, fuse
 from ...providers.embeddings import Embedder
 from ...store.database import Store
@@ -78,18 +80,20 @@ class KnowledgeHit:
 
     @property
     def citation(self) -> str:
-        where = f", page {self.page}" if self.page else ""
-        return f"{self.path}{where}, line {self.line}"
+        return citation(self.path, self.page, self.line)
+
+    @property
+    def passage(self) -> Passage:
+        return Passage("knowledge", self.text.strip(), path=self.path, page=self.page,
+                       line=self.line)
 
 
 def cited(hits: Sequence[KnowledgeHit], query: str) -> str:
     """What `search_knowledge` gives the model: each passage under its citation."""
     if not hits:
         return f"No passage of the chat's knowledge matches {query[:200]!r}."
-    out = [f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:"]
-    for h in hits:
-        out.append(f"--- [{h.citation}] ---\n{h.text.strip()}")
-    return "\n\n".join(out)
+    return (f"{len(hits)} passage(s) from the chat's knowledge; cite each one you use:\n\n"
+            + written([h.passage for h in hits]))
 
 
 class KnowledgeError(ValueError):
@@ -173,6 +177,18 @@ class KnowledgeService:
     async def for_session(self, session_id: str) -> list[str]:
         found = await self.store.run(lambda r: r.get_setting(SESSION_SETTING + session_id, []))
         return [str(x) for x in found or []]
+
+    async def sessions_using(self, name: str) -> list[str]:
+        """The chats whose own knowledge includes the base `name`."""
+        rows = await self.store.run(lambda r: r.con.execute(
+            "SELECT key, value FROM settings WHERE starts_with(key, ?)",
+            [SESSION_SETTING]).fetchall())
+        out = []
+        for key, value in rows:
+            names = json.loads(value) if isinstance(value, str) else value
+            if isinstance(names, list) and name in names:
+                out.append(str(key)[len(SESSION_SETTING):])
+        return out
 
     async def use_in_session(self, session_id: str, names: Sequence[str]) -> None:
         known = await self.bases()

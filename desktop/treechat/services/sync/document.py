@@ -20,7 +20,7 @@ from pycrdt import Doc, Map
 
 ROOT = "state"
 LOGGED = ("title/",)  # fields whose every edit is kept
-DELETABLE = ("preset/",)  # fields whose absence from the store is a deletion
+DELETABLE = ("preset/", "project/")  # fields whose absence from the store is a deletion
 
 
 @dataclass(frozen=True, slots=True)

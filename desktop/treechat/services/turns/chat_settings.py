@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ...core.chat_settings import (
     SettingsError,
     check_instructions,
     dump_presets,
+    join_instructions,
     load_presets,
     preset_from_dict,
 )
@@ -32,6 +33,8 @@ from ...core.model import Session
 from ...store import chat_settings as table
 from ...store.chat_settings import SessionMarks
 from ...store.database import Store
+from ...store.projects import project_of
+from ...store.repository import Repository
 from .sessions import SessionService, new_id
 
 __all__ = [
@@ -97,6 +100,20 @@ class ChatSettingsService:
     async def current(self, session_id: str) -> SessionSettings:
         """What the chat's next request runs under (revision 0: nothing set yet)."""
         return await self.store.run(lambda r: table.current_settings(r, session_id))
+
+    async def in_effect(self, session_id: str) -> SessionSettings:
+        """What a request runs under: the chat's current revision with its project's
+        instructions before its own (a chat outside any project: its revision as it is)."""
+
+        def read(repo: Repository) -> SessionSettings:
+            current = table.current_settings(repo, session_id)
+            project = project_of(repo, session_id)
+            if project is None or not project.instructions.strip():
+                return current
+            return replace(current, instructions=join_instructions(project.instructions,
+                                                                   current.instructions))
+
+        return await self.store.run(read)
 
     async def history(self, session_id: str) -> tuple[SessionSettings, ...]:
         """Every change to the chat's settings, oldest first, each with its time."""

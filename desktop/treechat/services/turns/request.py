@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...core.chat_settings import SessionSettings, join_instructions
+from ...core.citations import PASSAGES_KEY, TAIL_HEADING, Passage, passages_in
 from ...core.reply import CONTINUES_KEY
 from ...providers import stream as provider_stream
 from ...tools.workspace import WorkspaceInstructions
@@ -55,7 +57,7 @@ class RequestBuilder:
         return join_instructions(IDENTITY, self.config.global_instructions, chat_instructions)
 
     async def session_prompt(self, session_id: str) -> str:
-        return self.system_prompt((await self.settings.current(session_id)).instructions)
+        return self.system_prompt((await self.settings.in_effect(session_id)).instructions)
 
     def situation(self) -> str:
         """L1: the workspace and the instructions its AGENTS.md gives ("" without one)."""
@@ -129,4 +131,18 @@ class RequestBuilder:
             run_meta["parameters"] = {
                 **params, **({"max_tokens": max_tokens} if max_tokens is not None else {})
             }
+        quoted = tail_passages(prep.messages)
+        if quoted:  # the knowledge the tail quoted, kept with the reply it was asked for
+            run_meta[PASSAGES_KEY] = [p.as_dict() for p in quoted]
         return BuiltRequest(request, run_meta)
+
+
+def tail_passages(messages: Sequence[Mapping[str, Any]]) -> list[Passage]:
+    """The knowledge passages the volatile tail of a request quotes (none without any)."""
+    if not messages:
+        return []
+    content = messages[-1].get("content")
+    if messages[-1].get("role") != "user" or not isinstance(content, str):
+        return []
+    at = content.find(TAIL_HEADING)
+    return passages_in(content[at + len(TAIL_HEADING):]) if at >= 0 else []

@@ -122,7 +122,7 @@ class ReplyStep:
             lambda r: ledger.last_measurement(r, session_id, model=address(endpoint))))
         # Read before every request: a change of instructions or parameters applies from the
         # next request on, and the reply records the revision it ran under.
-        settings = await p.settings.current(session_id)
+        settings = await p.settings.in_effect(session_id)  # with its project's instructions
         sent_params = await p.requests.parameters(endpoint.model, settings)
         prep = await p.engine.prepare(
             session_id,

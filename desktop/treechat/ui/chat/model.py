@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
+from ...core.citations import TurnSources, with_sources
 from ...core.model import GraphError, Node
 from ...core.reply import reasoning_of
 from ...services.turns.events import TurnError
@@ -165,14 +166,16 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
     path = [n for n in view.path if not n.metadata.get("hidden")]
     tool_callers = {n.caller for n in path if n.role == "tool" and n.caller is not None}
     rows: list[ChatRow] = []
+    sources = TurnSources()  # a reply's citations link to the passages its turn retrieved
     for node in path:
+        sources.see(node)
         version = _version(view, node)
         pinned = node.id in view.pinned
         if node.role == "user":
             rows.append(ChatRow(RowKind.USER, node.id, node, node.text, version=version,
                                 pinned=pinned, expanded=node.id in expanded))
         elif node.role == "assistant":
-            text = node.text
+            text = with_sources(node.text, sources.of(node))
             label = model_label(node, name)
             thinking = reasoning_of(node)
             if thinking:

@@ -17,6 +17,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QDialog, QFrame, QMenu, QVBoxLayout, QWidget
 
+from ...core.citations import SOURCE_SCHEME
 from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionView
 from .chat_list import ChatList
@@ -230,7 +231,8 @@ class ChatView(QWidget):
             self._flash_copied(key, action)
         elif action.startswith("link:"):
             url = QUrl(action[5:])
-            if url.scheme() in ("http", "https", "mailto"):
+            # a citation's link (SOURCE_SCHEME) goes to the handler the window registers
+            if url.scheme() in ("http", "https", "mailto", SOURCE_SCHEME):
                 QDesktopServices.openUrl(url)
         elif action.startswith("file:") and node_id:
             self.attachmentOpened.emit(node_id, int(action[5:]))

@@ -31,6 +31,7 @@ from .mcp import McpController
 from .models import ModelsController
 from .occupancy import OccupancyController
 from .open_session import VIEW_CACHE, OpenSession, differs
+from .projects import ProjectsController
 from .session_list import SessionListController
 from .sync import SyncController
 from .turns import TurnController
@@ -91,6 +92,8 @@ class ConversationController(OpenSession):
             self, parts=parts, search=search, sessions=sessions, chat_service=chat,
             tasks=tasks, clock=self.clock)
         self.sessionOpened.connect(self.session_list.opened)
+        self.projects = ProjectsController(chat, parts=parts, tasks=tasks, status=status)
+        self.sessionOpened.connect(self.projects.chat_opened)
         self.turns = TurnController(
             self, chat=chat, shown=self, models=self.models, rows=self.session_list,
             tasks=self, clock=self.clock, composer=parts.composer, banner=parts.banner,
@@ -197,6 +200,7 @@ class ConversationController(OpenSession):
         await self.preferences.load_compaction()
         self.drafts = await self.preferences.load_drafts()
         await self.session_list.reload()
+        await self.projects.reload()
         if shown is not None and target is None:
             target = shown.session.id
         if target and self.parts.sessions.session(target) is not None and not moved_on():
@@ -230,6 +234,7 @@ class ConversationController(OpenSession):
         self.stash_composer()
         await self.turns.stop_all()
         self.session_list.close()  # the queue's news no longer reaches this window
+        self.projects.close()
         await self.tasks.cancel_all()
         try:
             await self.preferences.save_drafts(self.drafts)

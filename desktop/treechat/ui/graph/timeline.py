@@ -1,6 +1,7 @@
 """The Context tab: the commit the next request is built from, item by item in render order
 (state badge, tokens, reason, attached source, locked / pinned / anchor marks), the rendered
-text of the selected item, and the branch's commit history with fork and merge points."""
+text of the selected item, the passages it carries with their sources, and the branch's
+commit history with fork and merge points."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ...core.commit import ContextCommit, ContextItem
 from ...core.occupancy import Occupancy
 from ...services.merge import CommitEntry
 from ..common.theme import colors_of
+from ..knowledge.passages import PassagesList
 from ..occupancy.format import headline, pending_text
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -234,12 +236,16 @@ class CommitTimeline(QWidget):
         hb.addWidget(title)
         hb.addWidget(self.history)
 
+        self.passages = PassagesList()
+        self.passages.nodeSelected.connect(self.itemSelected)
+
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
         split.addWidget(self.items_view)
         split.addWidget(self.detail)
+        split.addWidget(self.passages)
         split.addWidget(history_box)
-        split.setSizes([420, 140, 160])
+        split.setSizes([360, 120, 120, 140])
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(0)
@@ -251,6 +257,7 @@ class CommitTimeline(QWidget):
         self.commit = commit
         self._pinned = pinned
         self.detail.clear()
+        self.passages.set_items(commit.items if commit is not None else ())
         if commit is None:
             self.model.set_items((), pinned)
             self.header.setText("No context yet: send a message.")

@@ -1,4 +1,5 @@
-"""Paints session list rows: day headers, session titles with a rounded selection, "queued" or
+"""Paints session list rows: day headers, project headers (a folder with its chat count, open
+or folded; its chats indented under it), session titles with a rounded selection, "queued" or
 "replying…" while the chat waits for or gets its reply (a dot while a turn sets up), a fork
 mark on branched sessions and the snippet of a search hit."""
 
@@ -18,12 +19,21 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, Q
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from ..common.theme import colors_of
-from .roles import ACTIVITY_ROLE, FORKED_ROLE, KIND_ROLE, RUNNING_ROLE, SNIPPET_ROLE
+from .roles import (
+    ACTIVITY_ROLE,
+    COLLAPSED_ROLE,
+    FORKED_ROLE,
+    KIND_ROLE,
+    PROJECT_ID_ROLE,
+    RUNNING_ROLE,
+    SNIPPET_ROLE,
+)
 
 Index = QModelIndex | QPersistentModelIndex
 
 H_MARGIN = 8
 H_PAD = 10
+PROJECT_INDENT = 16  # a chat in a project sits this far in under its header
 
 
 class SessionListDelegate(QStyledItemDelegate):
@@ -62,6 +72,12 @@ class SessionListDelegate(QStyledItemDelegate):
             )
             painter.restore()
             return
+        if index.data(KIND_ROLE) == "project":
+            self._paint_project(painter, option, index, rect)
+            painter.restore()
+            return
+        if index.data(PROJECT_ID_ROLE) and not self.with_snippets:
+            rect.setLeft(rect.left() + PROJECT_INDENT)
 
         card = QRectF(rect.adjusted(H_MARGIN, 1, -H_MARGIN, -1))
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
@@ -139,6 +155,56 @@ class SessionListDelegate(QStyledItemDelegate):
                 title,
             )
         painter.restore()
+
+    @staticmethod
+    def _paint_project(painter: QPainter, option: QStyleOptionViewItem, index: Index,
+                       rect: QRect) -> None:
+        colors = colors_of(option.palette)
+        card = QRectF(rect.adjusted(H_MARGIN, 1, -H_MARGIN, -1))
+        if option.state & QStyle.StateFlag.State_MouseOver:
+            path = QPainterPath()
+            path.addRoundedRect(card, 7, 7)
+            painter.fillPath(path, QColor(colors.hover))
+        x, y = card.left() + H_PAD, card.center().y()
+        pen = QPen(QColor(colors.muted))
+        pen.setWidthF(1.4)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        # the fold mark: pointing right when folded, down when open
+        if index.data(COLLAPSED_ROLE):
+            painter.drawPolyline([QPointF(x, y - 4), QPointF(x + 4, y), QPointF(x, y + 4)])
+        else:
+            painter.drawPolyline([QPointF(x - 1, y - 2), QPointF(x + 3, y + 2),
+                                  QPointF(x + 7, y - 2)])
+        # a folder
+        fx = x + 14
+        folder = QPainterPath(QPointF(fx, y - 5))
+        folder.lineTo(fx + 5, y - 5)
+        folder.lineTo(fx + 7, y - 3)
+        folder.lineTo(fx + 14, y - 3)
+        folder.lineTo(fx + 14, y + 5)
+        folder.lineTo(fx, y + 5)
+        folder.closeSubpath()
+        painter.setPen(QPen(QColor(colors.accent), 1.3))
+        painter.drawPath(folder)
+        left = int(fx + 22)
+        right = int(card.right()) - H_PAD
+        font = QFont(option.font)
+        font.setWeight(QFont.Weight.DemiBold)
+        small = QFont(option.font)
+        small.setPointSizeF(max(7.0, small.pointSizeF() * 0.85))
+        count = str(index.data(SNIPPET_ROLE) or "")
+        cw = QFontMetrics(small).horizontalAdvance(count)
+        painter.setFont(small)
+        painter.setPen(QColor(colors.muted))
+        painter.drawText(QRect(right - cw, rect.top(), cw, rect.height()),
+                         int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), count)
+        painter.setFont(font)
+        painter.setPen(QColor(colors.text))
+        name = QFontMetrics(font).elidedText(str(index.data()), Qt.TextElideMode.ElideRight,
+                                             right - cw - 8 - left)
+        painter.drawText(QRect(left, rect.top(), right - left, rect.height()),
+                         int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), name)
 
     @staticmethod
     def _draw_fork(painter: QPainter, at: QPointF, color: str) -> None:

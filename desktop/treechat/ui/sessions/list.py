@@ -1,5 +1,7 @@
-"""The left column: New chat, a search field and the session list (newest first, grouped by
-day). Selecting a row opens it; F2 renames, Delete deletes, typing searches every branch."""
+"""The left column: New chat, a search field and the session list (projects with their chats,
+then the rest newest first, grouped by day). Selecting a row opens it; F2 renames, Delete
+deletes, typing searches every branch; clicking a project folds it, right-clicking it offers
+what a project can do."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .roles import SESSION_ID_ROLE
+from .roles import KIND_ROLE, PROJECT_ID_ROLE, SESSION_ID_ROLE
 
 if TYPE_CHECKING:
     from ...core.model import Session
@@ -52,6 +54,7 @@ class SessionList(QFrame):
     deleteRequested = Signal(str)
     searchRequested = Signal(str)  # debounced; "" when the field is cleared
     menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
+    projectMenuRequested = Signal(str, object)  # project id ("" for the list), the QMenu
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -259,7 +262,13 @@ class SessionList(QFrame):
             self.sessionSelected.emit(str(session_id))
 
     def _clicked(self, index: QModelIndex) -> None:
-        """A click on the hit that is already current opens it again (at its match)."""
+        """A click on the hit that is already current opens it again (at its match); a
+        click on a project folds or unfolds it."""
+        if index.data(KIND_ROLE) == "project":
+            keep = self.current_session_id()
+            self.model.toggle_project(str(index.data(PROJECT_ID_ROLE)))
+            self._restore(keep)
+            return
         session_id = index.data(SESSION_ID_ROLE)
         node_id = self.model.hit_node(index)
         if not session_id or not node_id:
@@ -286,10 +295,24 @@ class SessionList(QFrame):
         if session_id:
             self.deleteRequested.emit(session_id)
 
+    def set_projects(self, projects: Sequence[tuple[str, str]],
+                     member_of: Mapping[str, str]) -> None:
+        """The projects (id, name) and which chat is in which."""
+        keep = self.current_session_id()
+        self.model.set_projects(projects, member_of)
+        self._restore(keep)
+
     def _context_menu(self, pos: QPoint) -> None:
         index = self.view.indexAt(pos)
         session_id = index.data(SESSION_ID_ROLE) if index.isValid() else None
         if not session_id:
+            project = index.data(PROJECT_ID_ROLE) if index.isValid() else None
+            if project is None and index.isValid():
+                return  # a day header
+            menu = QMenu(self)
+            self.projectMenuRequested.emit(str(project or ""), menu)
+            if not menu.isEmpty():
+                menu.popup(self.view.viewport().mapToGlobal(pos))
             return
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.begin_rename(str(session_id)))

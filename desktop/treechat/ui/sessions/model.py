@@ -1,4 +1,5 @@
-"""The session list as an item model: sessions newest first under day headers, or search hits
+"""The session list as an item model: pinned chats, then each project with its chats under its
+header (folded or not), then the other sessions newest first under day headers; or search hits
 with a snippet of the matching message. One row per entry, painted by the delegate."""
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from PySide6.QtCore import (
 from ...core.model import Session
 from .roles import (
     ACTIVITY_ROLE,
+    COLLAPSED_ROLE,
     FORKED_ROLE,
     KIND_ROLE,
+    PROJECT_ID_ROLE,
     RUNNING_ROLE,
     SESSION_ID_ROLE,
     SNIPPET_ROLE,
@@ -55,13 +58,22 @@ class Header:
 
 
 @dataclass(frozen=True, slots=True)
+class ProjectHeader:
+    project_id: str
+    name: str
+    chats: int
+    collapsed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     session: Session
     snippet: str = ""
     hit_node: str | None = None  # a search hit's matching message
+    project_id: str = ""  # the project the row sits under ("" for none)
 
 
-Row = Header | Entry
+Row = Header | ProjectHeader | Entry
 
 
 def day_label(when: float, now: float) -> str:
@@ -140,6 +152,37 @@ class SessionListModel(QAbstractListModel):
         self._pinned: frozenset[str] = frozenset()
         self._only: frozenset[str] | None = None  # the favourites filter, when on
         self._favourites: frozenset[str] = frozenset()
+        self._projects: tuple[tuple[str, str], ...] = ()  # (id, name), in the order shown
+        self._member_of: dict[str, str] = {}  # session -> project
+        self._collapsed: set[str] = set()
+
+    def set_projects(self, projects: Sequence[tuple[str, str]],
+                     member_of: Mapping[str, str]) -> None:
+        """Projects (id, name) shown under their headers with their chats, before the rest."""
+        self._projects = tuple(projects)
+        known = {pid for pid, _ in self._projects}
+        self._member_of = {s: p for s, p in member_of.items() if p in known}
+        self._collapsed &= known
+        if not self._searching:
+            self._reset(self._grouped())
+
+    def project_of(self, session_id: str) -> str:
+        return self._member_of.get(session_id, "")
+
+    def projects(self) -> tuple[tuple[str, str], ...]:
+        return self._projects
+
+    def toggle_project(self, project_id: str) -> None:
+        """Fold a project's chats away under its header, or show them again."""
+        self._collapsed ^= {project_id}
+        if not self._searching:
+            self._reset(self._grouped())
+
+    def project_index(self, project_id: str) -> QModelIndex:
+        for i, row in enumerate(self._rows):
+            if isinstance(row, ProjectHeader) and row.project_id == project_id:
+                return self.index(i)
+        return QModelIndex()
 
     def set_marks(self, pinned: frozenset[str], only: frozenset[str] | None = None,
                   favourites: frozenset[str] = frozenset()) -> None:
@@ -162,6 +205,14 @@ class SessionListModel(QAbstractListModel):
             rows.extend(Entry(s) for s in sorted(
                 pinned, key=lambda s: (-(s.updated_at or s.created_at), s.id)))
         rest = [s for s in shown if s.id not in self._pinned]
+        for pid, name in self._projects:
+            mine = sorted((s for s in rest if self._member_of.get(s.id) == pid),
+                          key=lambda s: (-(s.updated_at or s.created_at), s.id))
+            folded = pid in self._collapsed
+            rows.append(ProjectHeader(pid, name, len(mine), folded))
+            if not folded:
+                rows.extend(Entry(s, project_id=pid) for s in mine)
+        rest = [s for s in rest if s.id not in self._member_of]
         return rows + group_by_day(rest, self._now)
 
     # --- contents ------------------------------------------------------------------
@@ -220,7 +271,9 @@ class SessionListModel(QAbstractListModel):
             self._moved = True
         if same_place:
             assert row is not None
-            self._rows[row] = Entry(session)
+            current = self._rows[row]
+            self._rows[row] = (replace(current, session=session) if isinstance(current, Entry)
+                               else Entry(session))
             idx = self.index(row)
             self.dataChanged.emit(idx, idx)
             return
@@ -332,6 +385,8 @@ class SessionListModel(QAbstractListModel):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         row = self._rows[index.row()]
+        if isinstance(row, ProjectHeader):
+            return self._project_data(row, role)
         if isinstance(row, Header):
             if role == Qt.ItemDataRole.DisplayRole:
                 return row.label
@@ -351,6 +406,8 @@ class SessionListModel(QAbstractListModel):
             return s.id
         if role == SNIPPET_ROLE:
             return row.snippet
+        if role == PROJECT_ID_ROLE:
+            return row.project_id
         if role == FORKED_ROLE:
             return s.forked_from is not None
         if role == UPDATED_ROLE:
@@ -370,9 +427,33 @@ class SessionListModel(QAbstractListModel):
                 f", matches: {row.snippet}" if row.snippet else "")
         return None
 
+    @staticmethod
+    def _project_data(row: ProjectHeader, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return row.name
+        if role == KIND_ROLE:
+            return "project"
+        if role == PROJECT_ID_ROLE:
+            return row.project_id
+        if role == COLLAPSED_ROLE:
+            return row.collapsed
+        if role == SNIPPET_ROLE:
+            return f"{row.chats}"
+        chats = f"{row.chats} chat{'s' if row.chats != 1 else ''}"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return (f"Project “{row.name}”: {chats}. Click to "
+                    f"{'show' if row.collapsed else 'fold'} them; right-click for its "
+                    "instructions, knowledge and memory.")
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return f"Project {row.name}, {chats}" + (", folded" if row.collapsed else "")
+        return None
+
     def flags(self, index: Index) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
+        if isinstance(self._rows[index.row()], ProjectHeader):
+            # clicked (to fold) and dropped on (a chat moves in), never current
+            return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled
         if isinstance(self._rows[index.row()], Header):
             return Qt.ItemFlag.NoItemFlags
         return (

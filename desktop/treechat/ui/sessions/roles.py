@@ -12,3 +12,7 @@ UPDATED_ROLE = Qt.ItemDataRole.UserRole + 5
 RUNNING_ROLE = Qt.ItemDataRole.UserRole + 6
 ACTIVITY_ROLE = Qt.ItemDataRole.UserRole + 7
 """What a chat's turn is doing in words ("queued · next", "replying…"), "" when idle."""
+PROJECT_ID_ROLE = Qt.ItemDataRole.UserRole + 8
+"""A project header's project id, or the project a chat's row sits under ("" for none)."""
+COLLAPSED_ROLE = Qt.ItemDataRole.UserRole + 9
+"""A project header whose chats are folded away."""

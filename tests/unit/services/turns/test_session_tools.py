@@ -43,3 +43,32 @@ async def test_the_todo_list_is_kept_per_chat(services: Services) -> None:
     await one.save([{"title": "milk", "done": False}])
     assert list(await one.load()) == [{"title": "milk", "done": False}]
     assert list(await two.load()) == []
+
+
+@pytest.mark.asyncio
+async def test_a_model_without_tools_is_quoted_the_chats_knowledge_and_the_reply_keeps_it(
+    services: Services, loopback: LoopbackProvider, tmp_path: Path
+) -> None:
+    from treechat.core.citations import TAIL_HEADING
+    from treechat.services.turns.request import tail_passages
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "boat.txt").write_text("Our sailing dinghy is called Marigold.\n")
+    knowledge = services.chat.knowledge()
+    await knowledge.add("boats", [str(notes)])
+    await knowledge.reindex("boats")
+    session = await services.chat.sessions.create()
+    await knowledge.use_in_session(session.id, ["boats"])
+    await services.chat.send(session.id, "What is the dinghy called?")
+    await services.chat.refresh_knowledge(session.id)
+    prep = await services.engine.prepare(session.id, model="openai/x", window=32_000,
+                                         now=services.clock.now(), recall_fallback=True)
+    tail = prep.messages[-1]["content"]
+    assert TAIL_HEADING in tail and "Marigold" in tail
+    (quoted,) = tail_passages(prep.messages)
+    assert (quoted.path, quoted.line) == (str(notes / "boat.txt"), 1)
+    # without the fallback (a model that calls tools) nothing is quoted
+    plain = await services.engine.prepare(session.id, model="openai/x", window=32_000,
+                                          now=services.clock.now())
+    assert tail_passages(plain.messages) == []

@@ -1,0 +1,185 @@
+"""Projects in the chat list: made, renamed, given instructions and memory across chats through
+their dialog, chats moved in and out from a chat's menu, deleted without their chats; and the
+knowledge of a chat or a project from the same menus."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Coroutine
+from typing import Any
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu
+
+from ...services.projects import Project, ProjectError, ProjectService
+from ...services.turns.chat_service import ChatService
+from ...services.turns.sessions import SessionView
+from ..projects.project_dialog import ProjectDialog, ProjectFields
+from ..shell.parts import WindowParts
+from .knowledge import KnowledgeController, Target
+from .wiring import Spawner, StatusLine
+
+
+class ProjectsController:
+    def __init__(self, chat: ChatService, *, parts: WindowParts, tasks: Spawner,
+                 status: StatusLine) -> None:
+        self.service: ProjectService = chat.tools.projects
+        self._parts = parts
+        self._tasks = tasks
+        self._status = status
+        self._projects: dict[str, Project] = {}
+        self._member_of: dict[str, str] = {}
+        self.dialog: ProjectDialog | None = None
+        self.knowledge = KnowledgeController(chat, self.service, window=parts.window,
+                                             status=status, tasks=tasks)
+        parts.sessions.menuRequested.connect(self.chat_menu)
+        parts.sessions.projectMenuRequested.connect(self.project_menu)
+
+    def close(self) -> None:
+        self.knowledge.close()
+
+    async def reload(self) -> None:
+        found = await self.service.all()
+        self._projects = {p.id: p for p in found.projects}
+        self._member_of = dict(found.member_of or {})
+        self._parts.sessions.set_projects([(p.id, p.name) for p in found.projects],
+                                          self._member_of)
+
+    def chat_opened(self, view: SessionView | None) -> None:
+        if view is not None:
+            self.knowledge.chat_opened(view.session.id, view.session.title or "Untitled")
+
+    # --- menus ---------------------------------------------------------------------------
+
+    def chat_menu(self, session_id: str, menu: object) -> None:
+        if not isinstance(menu, QMenu):
+            return
+        session = self._parts.sessions.session(session_id)
+        title = (session.title if session is not None else "") or "Untitled"
+        menu.addSeparator()
+        into = menu.addMenu("Move to project")
+        into.setObjectName("MoveToProjectMenu")
+        current = self._member_of.get(session_id, "")
+        for p in sorted(self._projects.values(), key=lambda p: p.name.lower()):
+            act = QAction(p.name, into)
+            act.setCheckable(True)
+            act.setChecked(p.id == current)
+            act.triggered.connect(lambda *_, pid=p.id: self.move(session_id, pid))
+            into.addAction(act)
+        if self._projects:
+            into.addSeparator()
+        into.addAction("New project…", lambda: self.new_project(session_id))
+        if current:
+            menu.addAction("Take out of its project", lambda: self.move(session_id, None))
+        menu.addAction("Knowledge…",
+                       lambda: self.knowledge.open_panel(Target("chat", session_id, title)))
+        memory = QAction("Search my other chats (memory)", menu)
+        memory.setCheckable(True)
+        memory.setToolTip("Let this chat's model search your other chats")
+        memory.triggered.connect(lambda on: self.set_chat_memory(session_id, bool(on)))
+        menu.addAction(memory)
+        self._tasks.spawn(self._check_memory(session_id, memory), name="memory-mark")
+
+    async def _check_memory(self, session_id: str, action: QAction) -> None:
+        on = await self.service.chat_memory(session_id)
+        with contextlib.suppress(RuntimeError):  # the menu closed before the answer came
+            action.setChecked(on)
+
+    def project_menu(self, project_id: str, menu: object) -> None:
+        if not isinstance(menu, QMenu):
+            return
+        project = self._projects.get(project_id)
+        if project is None:
+            menu.addAction("New project…", lambda: self.new_project(None))
+            return
+        menu.addAction("Edit project…", lambda: self.edit_project(project_id))
+        menu.addAction("Knowledge…", lambda: self.knowledge.open_panel(
+            Target("project", project_id, project.name)))
+        memory = QAction("Its chats search my other chats (memory)", menu)
+        memory.setCheckable(True)
+        memory.setChecked(project.memory)
+        memory.triggered.connect(lambda on: self.update(project_id, memory=bool(on)))
+        menu.addAction(memory)
+        menu.addSeparator()
+        menu.addAction("New project…", lambda: self.new_project(None))
+        menu.addAction("Delete project (its chats are kept)",
+                       lambda: self.delete(project_id))
+
+    # --- what they do ----------------------------------------------------------------------
+
+    def new_project(self, move_in: str | None) -> ProjectDialog:
+        dialog = ProjectDialog(self._parts.window)
+        dialog.saved.connect(lambda fields: self._spawn(self._create(fields, move_in)))
+        self.dialog = dialog
+        dialog.open()  # not exec(): no nested event loop under qasync
+        return dialog
+
+    async def _create(self, fields: ProjectFields, move_in: str | None) -> None:
+        made = await self.service.create(fields.name, fields.instructions)
+        if fields.memory:
+            await self.service.update(made.id, memory=True)
+        if move_in is not None:
+            await self.service.move(move_in, made.id)
+        await self.reload()
+        self._status(f"Project “{made.name}” made" + (" with this chat in it" if move_in
+                                                      else ""))
+
+    def edit_project(self, project_id: str) -> ProjectDialog | None:
+        p = self._projects.get(project_id)
+        if p is None:
+            return None
+        dialog = ProjectDialog(self._parts.window, ProjectFields(p.name, p.instructions,
+                                                                 p.memory),
+                               title=f"Project “{p.name}”")
+        dialog.saved.connect(lambda f: self.update(project_id, name=f.name,
+                                                   instructions=f.instructions,
+                                                   memory=f.memory))
+        self.dialog = dialog
+        dialog.open()
+        return dialog
+
+    def update(self, project_id: str, *, name: str | None = None,
+               instructions: str | None = None, memory: bool | None = None) -> None:
+        async def work() -> None:
+            await self.service.update(project_id, name=name, instructions=instructions,
+                                      memory=memory)
+            await self.reload()
+
+        self._spawn(work())
+
+    def move(self, session_id: str, project_id: str | None) -> None:
+        async def work() -> None:
+            await self.service.move(session_id, project_id)
+            await self.reload()
+            where = self._projects.get(project_id or "")
+            self._status(f"Moved to “{where.name}”" if where else "Taken out of its project")
+            self._parts.sessions.select(session_id)
+
+        self._spawn(work())
+
+    def delete(self, project_id: str) -> None:
+        p = self._projects.get(project_id)
+
+        async def work() -> None:
+            await self.service.remove(project_id)
+            await self.reload()
+            self._status(f"Project “{p.name if p else ''}” deleted; its chats are kept")
+
+        self._spawn(work())
+
+    def set_chat_memory(self, session_id: str, enabled: bool) -> None:
+        async def work() -> None:
+            await self.service.set_chat_memory(session_id, enabled)
+            self._status("This chat may search your other chats" if enabled
+                         else "This chat no longer searches your other chats")
+
+        self._spawn(work())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        async def guarded() -> None:
+            try:
+                await coro
+            except ProjectError as exc:
+                self._status(str(exc))
+
+        self._tasks.spawn(guarded(), name="projects")

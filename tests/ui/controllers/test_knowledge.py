@@ -1,0 +1,122 @@
+"""Knowledge in the window, on the real store, the real offline embedder and the loopback
+provider: a folder dropped on a chat's knowledge panel is indexed with its progress shown
+(files/s and time left); the model searches it, the reply's citation is a link and clicking
+it opens the file; the Context tab lists the passage with its source; removing it cleanly
+drops the base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QMimeData, QObject, QPointF, Qt, QUrl, Slot
+from PySide6.QtGui import QDesktopServices, QDropEvent
+from tests.support.loopback_server import Reply
+
+from treechat.core.citations import SOURCE_SCHEME
+from treechat.ui.chat.model import RowKind
+from treechat.ui.controllers.history import CONTEXT_TAB
+from treechat.ui.controllers.knowledge import Target
+
+from ..conftest import Aio, Desk
+from .controls_desk import send, turn_done
+from .knowledge_desk import shoot
+
+FILLER = ("Notes on {n}: the meeting moved to Thursday; bring the slides and the budget "
+          "sheet.\n\nA second paragraph about topic {n}, with nothing in it of sheds.\n")
+
+
+class Opened(QObject):
+    """Where the system was asked to open files (the window's own handler for `file`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[QUrl] = []
+
+    @Slot(QUrl)
+    def open_url(self, url: QUrl) -> None:
+        self.urls.append(url)
+
+
+def notes_folder(root: Path) -> Path:
+    notes = root / "notes"
+    notes.mkdir()
+    for n in range(40):
+        (notes / f"note-{n:02}.md").write_text(FILLER.format(n=n))
+    (notes / "garden.md").write_text("The tomatoes need water.\n\n"
+                                     "The shed key hangs behind the pantry door.\n")
+    return notes
+
+
+def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    notes = notes_folder(tmp_path)
+    garden = notes / "garden.md"
+    knowledge = desk.controller.projects.knowledge
+    opened = Opened()
+    slot: Any = "open_url"  # PySide takes the slot's name as text, though its stubs say bytes
+    QDesktopServices.setUrlHandler("file", opened, slot)
+    desk.provider.queue(Reply(text="Hello."))
+    try:
+        async def scenario() -> None:
+            send(desk, "Hello")
+            await turn_done(desk, aio, 1)
+            sid = desk.controller.current_session_id
+            assert sid is not None
+            panel = knowledge.open_panel(Target("chat", sid, "Garden"))
+            shown: list[str] = []
+            panel.progressShown.connect(shown.append)
+            mime = QMimeData()
+            mime.setUrls([QUrl.fromLocalFile(str(notes))])
+            drop = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime,
+                              Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+            panel.dropEvent(drop)
+            await aio.until(lambda: panel.rows and panel.rows[0].files == 41
+                            and not knowledge.indexing, what="indexed")
+            assert any("files/s" in t and "left" in t for t in shown), shown
+            assert shown[-1] == "Indexed “Garden”: 41 files."
+            (row,) = panel.rows
+            assert (row.name, row.paths, row.state) == ("Garden", (str(notes),), "indexed")
+            shoot(desk, "panel", panel)
+
+            desk.provider.reply_with_tool_calls([{
+                "name": "search_knowledge",
+                "arguments": {"query": "where does the spare key for the hut hang"}}])
+            desk.provider.queue(Reply(text="Behind the pantry door [garden.md, line 3]."))
+            send(desk, "Where is the shed key?")
+            await turn_done(desk, aio, 3)
+            tools = [t["function"]["name"] for t in desk.provider.requests[1].body["tools"]]
+            assert "search_knowledge" in tools
+            reply = next(r for r in desk.chat.model.rows if r.kind == RowKind.ASSISTANT
+                         and "pantry" in r.text)
+            assert f"[garden.md, line 3]({SOURCE_SCHEME}://" in reply.text
+            assert "**Sources**" in reply.text
+            shoot(desk, "citations")
+            link = reply.text.split("[garden.md, line 3](", 1)[1].split(")", 1)[0]
+            desk.chat._on_action(reply.key, "link:" + link)  # the click on the citation
+            await aio.until(lambda: opened.urls, what="the file opened")
+            assert [u.toLocalFile() for u in opened.urls] == [str(garden)]
+            assert knowledge.opened == [(str(garden), 0, 3)]
+
+            desk.window.dock.show()
+            desk.window.dock_tabs.setCurrentIndex(CONTEXT_TAB)
+            history = desk.controller.history
+            history.refresh_timeline()
+            await aio.until(lambda: history.timeline.passages.carried, what="passages")
+            first = history.timeline.passages.carried[0].passage
+            assert (first.kind, first.path, first.line) == ("knowledge", str(garden), 3)
+            listed = history.timeline.passages.model.item(0).text()
+            assert listed.startswith("Knowledge: garden.md, line 3")
+            shoot(desk, "context-tab")
+
+            panel.list.setCurrentIndex(panel.model.index(0, 0))
+            panel.remove.click()
+            await aio.until(lambda: not panel.rows, what="removed")
+            bases = await (await knowledge.service()).bases()
+            assert "Garden" not in bases
+            assert garden.exists()  # the files are untouched
+
+        aio.run(scenario(), timeout=240)
+    finally:
+        QDesktopServices.unsetUrlHandler("file")

@@ -1,0 +1,119 @@
+"""Projects in the chat list, on the real store: a project made from a chat's menu with that
+chat in it, shown as a folder with its chats under it, folded by a click, renamed, another
+chat moved in and one taken out, and deleted with its chats kept; all of it in the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMenu
+
+from treechat.store.database import Store
+from treechat.ui.controllers.projects import ProjectsController
+from treechat.ui.projects.project_dialog import ProjectDialog
+from treechat.ui.sessions.roles import KIND_ROLE, PROJECT_ID_ROLE, SESSION_ID_ROLE
+
+from ..conftest import Aio, Desk, Seed, chat_session
+from .knowledge_desk import shoot
+
+
+def seed(store: Store) -> None:
+    chat_session(store, "s1", "Kitchen tiles", 1_700_000_300.0, ["Which grout?", "Epoxy."])
+    chat_session(store, "s2", "Oven choice", 1_700_000_200.0, ["Gas or induction?", "Induction."])
+    chat_session(store, "s3", "Weekend hike", 1_700_000_100.0, ["Where to?", "The ridge."])
+
+
+def rows(desk: Desk) -> list[tuple[str, str]]:
+    """(kind, project id or session id) of each row of the list, in order."""
+    model = desk.window.sessions.model
+    out = []
+    for r in range(model.rowCount()):
+        index = model.index(r)
+        kind = str(index.data(KIND_ROLE))
+        ident = index.data(PROJECT_ID_ROLE) if kind == "project" else index.data(SESSION_ID_ROLE)
+        out.append((kind, str(ident or index.data())))
+    return out
+
+
+def action(menu: QMenu, text: str) -> QMenu | None:
+    for a in menu.actions():
+        if a.text() == text:
+            sub = a.menu()
+            if isinstance(sub, QMenu):
+                return sub
+            a.trigger()
+            return None
+    raise AssertionError(f"no {text!r} in {[a.text() for a in menu.actions()]}")
+
+
+def test_a_project_in_the_chat_list_from_making_to_deleting(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(seed)
+    projects = desk.controller.projects
+    assert isinstance(projects, ProjectsController)
+    listed = desk.window.sessions
+
+    async def scenario() -> None:
+        menu = QMenu()
+        listed.menuRequested.emit("s1", menu)
+        into = action(menu, "Move to project")
+        assert into is not None
+        action(into, "New project…")
+        dialog = projects.dialog
+        assert isinstance(dialog, ProjectDialog) and not dialog.save_button.isEnabled()
+        dialog.name.setText("Kitchen")
+        dialog.instructions.setPlainText("We are renovating a small kitchen.")
+        dialog.save_button.click()
+        await aio.until(lambda: ("project", _pid(desk)) in rows(desk), what="the project")
+        pid = _pid(desk)
+        assert rows(desk)[:2] == [("project", pid), ("session", "s1")]
+        found = await desk.services.chat.tools.projects.project_of("s1")
+        assert found is not None and found.instructions == "We are renovating a small kitchen."
+
+        menu = QMenu()  # another chat moves in from its menu
+        listed.menuRequested.emit("s2", menu)
+        into = action(menu, "Move to project")
+        assert into is not None
+        action(into, "Kitchen")
+        await aio.until(lambda: rows(desk)[:3] == [("project", pid), ("session", "s1"),
+                                                   ("session", "s2")], what="moved in")
+        shoot(desk, "projects")
+        header = listed.model.project_index(pid)
+        listed.view.clicked.emit(header)  # folds it
+        assert ("session", "s1") not in rows(desk)
+        assert "2 chats" in str(header.data(Qt.ItemDataRole.ToolTipRole))
+        listed.view.clicked.emit(listed.model.project_index(pid))
+        assert ("session", "s1") in rows(desk)
+
+        menu = QMenu()
+        listed.projectMenuRequested.emit(pid, menu)
+        action(menu, "Edit project…")
+        edit = projects.dialog
+        assert isinstance(edit, ProjectDialog) and edit.name.text() == "Kitchen"
+        edit.name.setText("Kitchen 2026")
+        edit.save_button.click()
+        await aio.until(lambda: listed.model.project_index(pid).data() == "Kitchen 2026",
+                        what="renamed")
+
+        menu = QMenu()
+        listed.menuRequested.emit("s2", menu)
+        action(menu, "Take out of its project")
+        await aio.until(lambda: rows(desk)[:2] == [("project", pid), ("session", "s1")]
+                        and ("session", "s2") in rows(desk)[3:], what="taken out")
+
+        menu = QMenu()
+        listed.projectMenuRequested.emit(pid, menu)
+        action(menu, "Delete project (its chats are kept)")
+        await aio.until(lambda: all(kind != "project" for kind, _ in rows(desk)),
+                        what="deleted")
+        assert {i for k, i in rows(desk) if k == "session"} == {"s1", "s2", "s3"}
+        assert (await desk.services.chat.tools.projects.all()).projects == ()
+
+    aio.run(scenario())
+
+
+def _pid(desk: Desk) -> str:
+    found = desk.window.sessions.model.projects()
+    return found[0][0] if found else ""
