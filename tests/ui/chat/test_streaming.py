@@ -44,3 +44,29 @@ def test_a_new_reply_drops_what_the_last_one_still_had_buffered(qtbot: QtBot) ->
     chat.stream.flush()
     assert chat.model.stream_text() == ""
     assert chat.repaint_count == 0
+
+
+def test_a_hidden_chat_lays_nothing_out_and_shows_every_piece_in_order_once_seen(
+    qtbot: QtBot,
+) -> None:
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    chat.list.hide()  # the replies side by side are shown in its place
+    for i in range(50):
+        chat.append_stream_text(f"w{i} ")
+    qtbot.wait(400)  # several paint intervals go by
+    assert chat.repaint_count == 0 and chat.model.stream_text() == ""
+    chat.list.show()
+    expected = "".join(f"w{i} " for i in range(50))
+    qtbot.waitUntil(lambda: chat.model.stream_text() == expected, timeout=3000)
+    assert chat.repaint_count == 1
+
+
+def test_a_reply_that_ends_while_hidden_keeps_all_its_text(qtbot: QtBot) -> None:
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    chat.list.hide()
+    chat.append_stream_text("all of ")
+    chat.append_stream_text("it")
+    chat.stream.flush()  # what end_stream, a redraw or an error asks for: painted at once
+    assert chat.model.stream_text() == "all of it"

@@ -35,3 +35,17 @@ def test_closing_the_loop_cancels_what_is_left_and_restores_the_hooks(
     assert task.cancelled() and cleaned == ["finally ran"]
     assert loop.is_closed()
     assert sys.get_asyncgen_hooks() == hooks
+
+
+def test_while_the_loop_runs_a_worker_hands_the_interpreter_back_within_a_millisecond(
+    qapp: QApplication,
+) -> None:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)  # CPython's default
+    try:
+        loop = create_event_loop(qapp)
+        assert sys.getswitchinterval() <= 0.001
+        close_event_loop(loop)
+        assert sys.getswitchinterval() == 0.005  # put back with the rest
+    finally:
+        sys.setswitchinterval(before)

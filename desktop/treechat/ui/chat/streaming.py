@@ -1,6 +1,6 @@
 """The reply streaming into the chat: its text coalesced into a few repaints a second (fewer
-when laying it out gets slow, so a long reply never starves the event loop), and the typing
-dots until its first text."""
+when laying it out gets slow, so a long reply never starves the event loop; none while the
+chat is hidden), and the typing dots until its first text."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class StreamPainter(QObject):
         self.repaint_count = 0  # flushes painted (tests read it)
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
-        self._flush_timer.timeout.connect(self.flush)
+        self._flush_timer.timeout.connect(self._flush_when_seen)
         self._typing_timer = QTimer(self)
         self._typing_timer.setInterval(380)
         self._typing_timer.timeout.connect(self._tick_typing)
@@ -48,6 +48,15 @@ class StreamPainter(QObject):
         self._parts.append(text)
         if not self._flush_timer.isActive():
             self._flush_timer.start(self._interval)
+
+    def _flush_when_seen(self) -> None:
+        """The timed paint: while the chat is not on screen (the replies side by side are
+        shown in its place) the text waits, looked at a few times a second, instead of
+        laying out a reply nobody sees; `flush` paints it at once whenever asked."""
+        if self._parts and not self._list.isVisible():
+            self._flush_timer.start(STREAM_INTERVAL_MAX_MS)
+            return
+        self.flush()
 
     def flush(self) -> None:
         self._flush_timer.stop()

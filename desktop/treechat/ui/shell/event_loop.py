@@ -1,6 +1,7 @@
 """The one asyncio loop, running on Qt's: qasync's QEventLoop plus what asyncio's own
 `run_forever` would have set up and qasync does not (finalizing abandoned async generators
-on the loop, as asyncio does, instead of in whatever thread the garbage collector runs)."""
+on the loop, as asyncio does, instead of in whatever thread the garbage collector runs), and
+a short interpreter switch interval while it runs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ from .import_hook import tolerate_lazy_modules
 
 # the hooks each loop replaced, put back when it closes
 _OLD_HOOKS: weakref.WeakKeyDictionary[qasync.QEventLoop, Any] = weakref.WeakKeyDictionary()
+_OLD_SWITCH: weakref.WeakKeyDictionary[qasync.QEventLoop, float] = weakref.WeakKeyDictionary()
+
+SWITCH_INTERVAL = 0.001
+"""Seconds another thread may hold the interpreter lock once the GUI thread asks for it
+(CPython's default is 5 ms). The GUI thread asks at every step between Qt and Python, many
+times a frame; a worker (the store's, the provider's pipe) must hand it back sooner."""
 
 
 def create_event_loop(app: QApplication) -> qasync.QEventLoop:
@@ -23,6 +30,8 @@ def create_event_loop(app: QApplication) -> qasync.QEventLoop:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     _OLD_HOOKS[loop] = sys.get_asyncgen_hooks()
+    _OLD_SWITCH[loop] = sys.getswitchinterval()
+    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
     # BaseEventLoop's own hooks: an async generator dropped half-way is closed by a task on
     # this loop, so its `finally` can still await.
     sys.set_asyncgen_hooks(
@@ -43,5 +52,8 @@ def close_event_loop(loop: qasync.QEventLoop) -> None:
     old = _OLD_HOOKS.pop(loop, None)
     if old is not None:
         sys.set_asyncgen_hooks(*old)
+    switch = _OLD_SWITCH.pop(loop, None)
+    if switch is not None:
+        sys.setswitchinterval(switch)
     loop.close()
     asyncio.set_event_loop(None)
