@@ -51,6 +51,7 @@ class ConversationController(OpenSession):
     occupancyUpdated = Signal(object)  # Occupancy | None
     turnFailed = Signal(object)  # TurnError
     turnFinished = Signal(str)  # session id
+    turnApplied = Signal(object)  # TurnChanges: a turn's changes, about to be drawn
     themeChosen = Signal(str)
 
     models: ModelsController
@@ -97,6 +98,7 @@ class ConversationController(OpenSession):
             chat_view=parts.chat, session_list=parts.sessions, status=status)
         self.turns.busyChanged.connect(self.busyChanged)
         self.turns.turnFinished.connect(self.turnFinished)
+        self.turns.turnApplied.connect(self.turnApplied)
         self.turns.turnFailed.connect(self.turnFailed)
         self.turns.occupancyShown.connect(self.occupancy.from_turn)
         self.turns.occupancyKept.connect(self.occupancy.remember)

@@ -1,5 +1,6 @@
 """What the chat shows of a turn before the store has it: the message at once (pending), the
-nodes a turn reported added to the view shown, and what Retry reruns."""
+nodes a turn reported added to the view shown, the view a finished turn's changes leave,
+and what Retry reruns."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 
 from ...core import dag
 from ...core.model import Node
+from ...services.turns.changes import TurnChanges
 from ...services.turns.sessions import SessionView
 
 PENDING_PREFIX = "pending-"
@@ -32,3 +34,18 @@ def retry_target(view: SessionView) -> str | None:
         if node.role in ("assistant", "user"):
             return node.id
     return None
+
+
+def applied_view(view: SessionView, changes: TurnChanges, *, keep_head: bool = False
+                 ) -> SessionView:
+    """The view after a turn whose `changes` are complete, without asking the store: the
+    nodes it wrote in the graph, the session's row as the turn left it, and HEAD where the
+    turn left it (where the view has it with `keep_head`: the user went to another branch
+    while the turn ran)."""
+    stored = changes.session if changes.session is not None else view.session
+    graph = view.graph.with_nodes([n for n in changes.nodes if n.id not in view.graph])
+    head = view.head if keep_head else stored.head
+    if head is not None and head not in graph:
+        head = view.head
+    session = replace(stored, head=head)
+    return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
