@@ -51,7 +51,7 @@ class ConversationController(OpenSession):
     occupancyUpdated = Signal(object)  # Occupancy | None
     turnFailed = Signal(object)  # TurnError
     turnFinished = Signal(str)  # session id
-    turnApplied = Signal(object)  # TurnChanges: a turn's changes, about to be drawn
+    turnApplied = Signal(object)  # TurnChanges: a turn's complete changes, as they come
     themeChosen = Signal(str)
 
     models: ModelsController
@@ -107,6 +107,7 @@ class ConversationController(OpenSession):
             occupancy=self.occupancy, status=status, tasks=tasks, clock=self.clock)
         self.dialogs = DialogsController(self)
         # a reply that came through an added server shows it reachable in the picker
+        self.turnApplied.connect(self.models.reply_answered)  # (heard before turnFinished)
         self.turnFinished.connect(self.models.reply_finished)
         self.history = HistoryPanels(
             self, parts=parts, chat_service=chat, sessions=sessions, engine=services.engine,

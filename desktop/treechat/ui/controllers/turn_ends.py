@@ -18,7 +18,8 @@ from .turn_views import applied_view, extend_view
 class TurnEnds:
     """Keeps each running turn's changes from its last event to its end. `moved_away`
     says whether the user went to another branch of the chat while its turn ran;
-    `applied` hears each turn's changes just before the redraw they bring."""
+    `applied` hears each turn's complete changes as they come (before the redraw they
+    bring, when the chat is shown)."""
 
     def __init__(self, *, shown: ShownChat, sessions: SessionService, rows: SessionRows,
                  session_list: SessionList, clock: Clock,
@@ -41,6 +42,7 @@ class TurnEnds:
         if changes is None or not changes.complete:
             return False
         self._changes[session_id] = changes
+        self._applied_to(changes)  # shown or not: the costs, the picker's reachability
         return True
 
     def draw(self, session_id: str, view: SessionView, nodes: Sequence[Node],
@@ -51,7 +53,6 @@ class TurnEnds:
         rest)."""
         away = self._moved_away(session_id, view)
         if changes is not None and changes.complete:
-            self._applied_to(changes)
             self._shown.redraw(applied_view(view, changes, keep_head=away))
         else:
             self._shown.redraw(extend_view(view, nodes, view.head if away else head))

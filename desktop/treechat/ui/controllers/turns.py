@@ -73,8 +73,8 @@ class TurnController(QObject):
 
     busyChanged = Signal(bool)  # the open chat's turn started or ended
     turnFinished = Signal(str)  # session id: the store has the turn's final word
-    # TurnChanges: what a turn wrote, read back whole, about to be drawn (before the redraw
-    # it brings, so what follows a redraw can tell it is accounted for)
+    # TurnChanges: what a turn wrote, read back whole, as its last event brings it (before
+    # the redraw it brings, so what follows a redraw can tell it is accounted for)
     turnApplied = Signal(object)
     turnFailed = Signal(object)  # TurnError
     occupancyShown = Signal(object)  # Occupancy: the open chat's, as its turn measured it
@@ -436,6 +436,7 @@ class TurnController(QObject):
         elif isinstance(event, TurnFinished):
             if not current:
                 self.occupancyKept.emit(session_id, event.occupancy)
+                self._end_unshown_stream(session_id)
             self._pending.pop(session_id, None)
             self._ends.take(session_id, event.changes)
             if current and view is not None:
@@ -450,6 +451,14 @@ class TurnController(QObject):
                                                   stopped=event.node.interrupted))
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)
+
+    def _end_unshown_stream(self, session_id: str) -> None:
+        """A new chat on screen leaves the chat view holding the chat it showed last: when
+        that chat's reply ends meanwhile, its stream ends there too, or opening the chat
+        again would show it still being written."""
+        held = self._chat_view.model.view
+        if held is not None and held.session.id == session_id:
+            self._chat_view.end_stream()
 
     def _moved_away(self, session_id: str, view: SessionView | None) -> bool:
         """Whether the user checked out another branch while the turn ran: what the turn
@@ -468,6 +477,8 @@ class TurnController(QObject):
         if error.kind != "busy":
             self._shown.last_errors[session_id] = error
         complete = self._ends.take(session_id, event.changes)
+        if not current:
+            self._end_unshown_stream(session_id)
         if current:
             self._chat_view.end_stream()
             view = self._shown.current_view
