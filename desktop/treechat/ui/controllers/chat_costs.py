@@ -69,6 +69,7 @@ class ChatCosts(QObject):
         # looked up (found or not) and how many replies its graph held. A redraw that shows
         # nothing new reads nothing; a turn's changes are counted in without a read.
         self._counted: tuple[str, set[str], int] | None = None
+        self._replies_seen: tuple[SessionView, tuple[str, ...], int] | None = None
         self._reading = 0  # refreshes on their way: what they read may miss a turn's rows
         self._read_token = 0
         self.usage: UsageDialog | None = None
@@ -125,8 +126,18 @@ class ChatCosts(QObject):
         if counted is None or counted[0] != view.session.id or self.total is None:
             return False
         _, known, replies = counted
-        return (all(n.id in known for n in view.path if n.role == "assistant")
-                and sum(1 for n in view.graph if n.role == "assistant") == replies)
+        on_path, in_graph = self._replies_of(view)
+        return in_graph == replies and all(i in known for i in on_path)
+
+    def _replies_of(self, view: SessionView) -> tuple[tuple[str, ...], int]:
+        """The replies on `view`'s path and how many its graph holds (counted once a view:
+        a redraw asks more than once)."""
+        seen = self._replies_seen
+        if seen is None or seen[0] is not view:
+            on_path = tuple(n.id for n in view.path if n.role == "assistant")
+            seen = (view, on_path, sum(1 for n in view.graph if n.role == "assistant"))
+            self._replies_seen = seen
+        return seen[1], seen[2]
 
     def refresh_soon(self) -> None:
         """Read the open chat's figures again, unless they already account for it."""
@@ -160,8 +171,8 @@ class ChatCosts(QObject):
         view = self._open.current_view
         if view is None or view.session.id != session_id:
             return
-        ids = [n.id for n in view.path if n.role == "assistant"]
-        replies = sum(1 for n in view.graph if n.role == "assistant")
+        on_path, replies = self._replies_of(view)
+        ids = list(on_path)
         self._read_token += 1
         token = self._read_token
         self._reading += 1

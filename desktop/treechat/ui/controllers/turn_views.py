@@ -43,9 +43,31 @@ def applied_view(view: SessionView, changes: TurnChanges, *, keep_head: bool = F
     turn left it (where the view has it with `keep_head`: the user went to another branch
     while the turn ran)."""
     stored = changes.session if changes.session is not None else view.session
-    graph = view.graph.with_nodes([n for n in changes.nodes if n.id not in view.graph])
+    added = [n for n in changes.nodes if n.id not in view.graph]
+    graph = view.graph.with_nodes(added)
     head = view.head if keep_head else stored.head
     if head is not None and head not in graph:
         head = view.head
     session = replace(stored, head=head)
-    return SessionView(session, graph, dag.active_path(graph, head), view.hidden, view.pinned)
+    path = _grown_path(view, added, head)
+    if path is None:
+        path = dag.active_path(graph, head)
+    return SessionView(session, graph, path, view.hidden, view.pinned)
+
+
+def _grown_path(view: SessionView, added: Sequence[Node], head: str | None
+                ) -> tuple[Node, ...] | None:
+    """The path to `head` when the turn only went on from the view's HEAD (what the path
+    shows is then the path shown and what was added after it, in order); None otherwise
+    (a new version, tool results, another branch), when the path is walked afresh."""
+    if head == view.head:
+        return view.path if not added else None
+    chain = [n for n in added if n.role != "tool"]
+    if not chain or len(chain) != len(added) or chain[-1].id != head:
+        return None
+    above = view.head
+    for node in chain:
+        if node.predecessor != above or node.caller is not None:
+            return None
+        above = node.id
+    return (*view.path, *chain)
