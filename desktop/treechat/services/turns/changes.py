@@ -46,6 +46,19 @@ class TurnChanges:
                 and tuple(r.id for r in self.records) == self.usage)
 
 
+@dataclass(frozen=True, slots=True)
+class HeadChanges:
+    """What moving HEAD across a graph the caller holds changed (a version switch): the new
+    HEAD and the session's row as stored after it. The graph did not change, so a view that
+    holds it redraws from this alone."""
+
+    session: Session
+
+    @property
+    def head(self) -> str | None:
+        return self.session.head
+
+
 def read_back(repo: Repository, changes: TurnChanges) -> TurnChanges:
     """`changes` with the session's row as stored now and the usage rows it names: two
     small reads on the store's worker, never the session's graph."""

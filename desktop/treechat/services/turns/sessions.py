@@ -14,6 +14,7 @@ from ...core.dag import Graph
 from ...core.model import Annotation, AnnotationKind, GraphError, Node, Role, Session
 from ...store.database import Store
 from ...store.repository import Repository
+from .changes import HeadChanges
 
 
 def new_id() -> str:
@@ -147,6 +148,21 @@ class SessionService:
             head = dag.switch_version(view.graph, node_id, index, view.hidden)
             repo.set_head(session_id, head, now)
             return load_view(repo, session_id)
+
+        return await self.store.run(work)
+
+    async def switch_version_of(self, view: SessionView, node_id: str, index: int
+                                ) -> HeadChanges:
+        """Version `index` of a node of `view` (the session as the caller shows it): HEAD
+        moves to that branch's tip, found in the view's graph; nothing runs and the session
+        is not read again, only its row once HEAD has moved."""
+        head = dag.switch_version(view.graph, node_id, index, view.hidden)
+        now = self.clock.now()
+        session_id = view.session.id
+
+        def work(repo: Repository) -> HeadChanges:
+            repo.set_head(session_id, head, now)
+            return HeadChanges(_session(repo, session_id))
 
         return await self.store.run(work)
 

@@ -1,6 +1,6 @@
 """What the chat shows of a turn before the store has it: the message at once (pending), the
-nodes a turn reported added to the view shown, the view a finished turn's changes leave,
-and what Retry reruns."""
+nodes a turn reported added to the view shown, the view a finished turn's changes (or a
+version switch) leave, and what Retry reruns."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ...core import dag
 from ...core.model import Node
-from ...services.turns.changes import TurnChanges
+from ...services.turns.changes import HeadChanges, TurnChanges
 from ...services.turns.sessions import SessionView
 
 PENDING_PREFIX = "pending-"
@@ -71,3 +71,11 @@ def _grown_path(view: SessionView, added: Sequence[Node], head: str | None
             return None
         above = node.id
     return (*view.path, *chain)
+
+
+def moved_view(view: SessionView, changes: HeadChanges) -> SessionView:
+    """The view after HEAD moved across its own graph (a version switch): the same graph,
+    the session's row as stored, the path to the new HEAD."""
+    head = changes.head if changes.head in view.graph else None
+    return SessionView(changes.session, view.graph, dag.active_path(view.graph, head),
+                       view.hidden, view.pinned)
