@@ -6,10 +6,15 @@ loopback server. Side by side in one window, turn by turn: drawn from the turn's
 (the same window with the changes withheld, so it takes that path: the chat reloaded from the
 store and drawn again, the costs and the picker's reachability read from the store).
 
+A version switch on the same chat is measured the same way, from the click to the window
+settled: HEAD moved across the graph on screen (now) against the service reading the chat,
+moving HEAD and reading it again for the window to draw (before).
+
 Writes build/bench/turn_redraw.json: turn_redraw_ms (from the changes), turn_redraw_reload_ms
 (reading the chat again), turn_redraw_ratio (the first over the second: below 1 is faster),
-and the loads of the whole chat per turn in each way (chat_loads_per_turn,
-chat_loads_per_turn_reload)."""
+the loads of the whole chat per turn in each way (chat_loads_per_turn,
+chat_loads_per_turn_reload), and version_switch_ms, version_switch_reload_ms and
+version_switch_ratio."""
 
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ pytestmark = [pytest.mark.bench, pytest.mark.timeout(1800),
 
 MESSAGES = 2000
 TURNS = 12  # in each way, alternating
+SWITCHES = 8  # version switches in each way, alternating
 MODEL = "openai/loopback-model"
 
 
@@ -125,6 +131,7 @@ def test_turn_redraw(tmp_path: Path, qapp: QApplication, bench_report) -> None: 
         return run(sink)
 
     times: dict[str, list[float]] = {"changes": [], "reload": []}
+    switches: dict[str, list[float]] = {"changes": [], "reload": []}
     reads: dict[str, list[int]] = {"changes": [], "reload": []}
 
     async def turn(i: int, way: str) -> None:
@@ -157,6 +164,31 @@ def test_turn_redraw(tmp_path: Path, qapp: QApplication, bench_report) -> None: 
         for way, taken in times.items():  # the first of each way warms up what it uses
             del taken[0]
             del reads[way][0]
+        # a version switch: HEAD moved across the graph on screen, against the way before
+        # (the service reads the chat, moves HEAD, reads it again; the window draws that)
+        provider.queue(Reply(text="Another version."))
+        done = len(finished)
+        turns.retry()
+        await until(lambda: len(finished) > done and not turns.is_running())
+        await controller.tasks.idle()
+        for i in range(2 * SWITCHES + 2):
+            view = controller.current_view
+            assert view is not None
+            node = view.path[-1]
+            target = 1 if view.version(node.id)[0] == 2 else 2
+            way = "changes" if i % 2 == 0 else "reload"
+            t0 = time.perf_counter()
+            if way == "changes":
+                controller.graph_ops.switch_version(node.id, target)
+                await until(lambda v=view: controller.current_view is not v)
+            else:
+                updated = await chat.sessions.switch_version(view.session.id, node.id, target)
+                controller.redraw(updated)
+                await controller.occupancy.refresh()
+            await controller.tasks.idle()
+            if i >= 2:
+                switches[way].append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.9)
 
     try:
         loop.run_until_complete(asyncio.wait_for(scenario(), 1500))
@@ -171,14 +203,24 @@ def test_turn_redraw(tmp_path: Path, qapp: QApplication, bench_report) -> None: 
         "turn_redraw_ratio": now / before,
         "chat_loads_per_turn": statistics.mean(reads["changes"]),
         "chat_loads_per_turn_reload": statistics.mean(reads["reload"]),
+        "version_switch_ms": statistics.median(switches["changes"]),
+        "version_switch_reload_ms": statistics.median(switches["reload"]),
         "messages": float(MESSAGES),
     }
+    figures["version_switch_ratio"] = (figures["version_switch_ms"]
+                                       / figures["version_switch_reload_ms"])
     rows = [
         ("drawn from the turn's changes", now, min(times["changes"]),
          figures["chat_loads_per_turn"]),
         ("the chat read again (before)", before, min(times["reload"]),
          figures["chat_loads_per_turn_reload"]),
         ("ratio", now / before, min(times["changes"]) / min(times["reload"]), ""),
+        ("version switch, the graph on screen", figures["version_switch_ms"],
+         min(switches["changes"]), ""),
+        ("version switch, the chat read twice (before)", figures["version_switch_reload_ms"],
+         min(switches["reload"]), ""),
+        ("ratio", figures["version_switch_ratio"],
+         min(switches["changes"]) / min(switches["reload"]), ""),
     ]
     bench_report("turn_redraw", figures, rows,
                  ("a turn's end on a 2,000-message chat", "median ms", "best ms",
