@@ -12,7 +12,7 @@ from ...services.turns.changes import TurnChanges
 from ...services.turns.sessions import SessionService, SessionView
 from ..sessions.list import SessionList
 from .ports import SessionRows, ShownChat
-from .turn_views import applied_view, extend_view
+from .turn_views import PENDING_PREFIX, applied_view, extend_view
 
 
 class TurnEnds:
@@ -52,10 +52,14 @@ class TurnEnds:
         complete changes, `nodes` and `head` as the event told them (the end reads the
         rest)."""
         away = self._moved_away(session_id, view)
-        if changes is not None and changes.complete:
+        if f"{PENDING_PREFIX}{session_id}" in view.graph:
+            # the message shown before the store had it is still on screen (its read-back
+            # is on its way): the changes have nothing to replace it with, the end reads
+            self._changes.pop(session_id, None)
+        elif changes is not None and changes.complete:
             self._shown.redraw(applied_view(view, changes, keep_head=away))
-        else:
-            self._shown.redraw(extend_view(view, nodes, view.head if away else head))
+            return
+        self._shown.redraw(extend_view(view, nodes, view.head if away else head))
 
     async def finish(self, session_id: str) -> None:
         """The store has the turn's final word: the list row from its changes, and a read
