@@ -77,7 +77,32 @@ class Graph:
         return tuple(n for n in self._children.get(node_id, ()) if n.caller == node_id)
 
     def with_nodes(self, nodes: Iterable[Node]) -> Graph:
-        return Graph([*self._nodes.values(), *nodes])
+        """This graph and `nodes`. Nodes newer than every node here (a turn's writes) are
+        appended to copies of the indexes; anything else rebuilds them."""
+        added = sorted(nodes, key=lambda n: n.seq)
+        if not added:
+            return self
+        newest = next(reversed(self._nodes.values()), None)
+        ids = {n.id for n in added}
+        if ((newest is not None and added[0].seq <= newest.seq) or len(ids) < len(added)
+                or any(i in self._nodes for i in ids)
+                or any(r.parent in ids for r in self._roots)):
+            return Graph([*self._nodes.values(), *added])
+        graph = Graph.__new__(Graph)
+        by_id = dict(self._nodes)
+        by_id.update((n.id, n) for n in added)
+        children = dict(self._children)  # the lists are shared until one of them grows
+        roots = self._roots
+        for node in added:
+            parent = node.parent
+            if parent is None or parent not in by_id:
+                roots = [*roots, node]
+            else:
+                children[parent] = [*children.get(parent, ()), node]
+        graph._nodes = by_id
+        graph._children = children
+        graph._roots = roots
+        return graph
 
 
 def ancestry(graph: Graph, node_id: str) -> tuple[Node, ...]:

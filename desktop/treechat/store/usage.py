@@ -210,6 +210,18 @@ def usage_for_heads(repo: Repository, heads: Sequence[str]) -> dict[str, tuple[U
     return {k: tuple(v) for k, v in out.items()}
 
 
+def usage_by_id(repo: Repository, ids: Sequence[str]) -> tuple[UsageRecord, ...]:
+    """The ledger rows with these ids (those that exist), in the order they were made."""
+    if not ids:
+        return ()
+    rows = repo.con.execute(
+        f"SELECT {USAGE_COLUMNS} FROM usage WHERE list_contains(?, id) "
+        "ORDER BY created_at, rowid",
+        [list(ids)],
+    ).fetchall()
+    return tuple(_record_from_row(r) for r in rows)
+
+
 def usage_rows(
     repo: Repository, session_id: str | None = None, since: float | None = None
 ) -> tuple[UsageRecord, ...]:

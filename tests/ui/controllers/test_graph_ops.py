@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
+from treechat.services.turns.sessions import SessionView
 from treechat.store.database import Store
 
 from ..conftest import MODEL, Aio, Desk, Seed
@@ -49,6 +52,36 @@ def test_stepping_through_versions_moves_head_and_sends_nothing(
     stored = desk.services.store.call(lambda r: r.get_session("v"))
     assert stored is not None and stored.head == "a2"
     assert desk.requests() == requests
+
+
+def test_a_version_switch_is_drawn_from_the_graph_on_screen_without_reading_the_chat(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = desk_with(two_answers)
+    controller = desk.controller
+    sessions = desk.services.chat.sessions
+    load = sessions.view
+    loads: list[str] = []
+
+    async def counted(session_id: str) -> SessionView:  # the service's own, counted
+        loads.append(session_id)
+        return await load(session_id)
+
+    async def scenario() -> None:
+        await controller.load_session("v")
+        await controller.tasks.idle()
+        monkeypatch.setattr(sessions, "view", counted)
+        controller.graph_ops.step_version(-1)
+        await aio.until(lambda: texts(desk) == ["Name a colour", "Blue"], what="version 1")
+        await controller.tasks.idle()
+
+    aio.run(scenario())
+    assert loads == []
+    shown = controller.current_view
+    stored = aio.run(load("v"))
+    assert shown is not None and shown.session == stored.session
+    assert shown.path == stored.path and shown.head == "a1"
+    assert desk.chat.model.rows[-1].version == (1, 2)
 
 
 def test_a_pinned_message_is_marked_and_a_branch_opens_as_a_new_chat(

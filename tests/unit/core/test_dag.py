@@ -324,3 +324,38 @@ def test_a_retry_after_a_denied_tool_call_asks_from_before_the_call() -> None:
         node("a2", 4, "assistant", "a1", text="It says 42."),
     ])
     assert dag.reply_parent(allowed, "a2") == "a1"  # an allowed result is kept
+
+
+def _same_graph(a: Graph, b: Graph) -> None:
+    assert list(a.nodes) == list(b.nodes)
+    assert [r.id for r in a.roots] == [r.id for r in b.roots]
+    for node in b:
+        assert a.children(node.id) == b.children(node.id)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=300), st.integers(min_value=0, max_value=300),
+       st.integers(min_value=0, max_value=9))
+def test_adding_nodes_gives_the_graph_built_from_all_of_them(
+        size: int, cut: int, seed: int) -> None:
+    from tests.support.synthetic_graph import conversation
+
+    nodes = conversation(size, seed=seed)
+    cut = min(cut, len(nodes))
+    whole = Graph(nodes)
+    grown = Graph(nodes[:cut]).with_nodes(nodes[cut:])
+    _same_graph(grown, whole)
+    assert dag.active_path(grown, nodes[-1].id) == dag.active_path(whole, nodes[-1].id)
+    # older nodes, or in another order, come out the same too
+    shuffled = Graph(nodes[cut:]).with_nodes(reversed(nodes[:cut]))
+    _same_graph(shuffled, whole)
+
+
+def test_adding_nothing_is_the_same_graph_and_the_old_graph_does_not_change() -> None:
+    a = Node("a", 1, 0.0, "s", "user")
+    b = Node("b", 2, 0.0, "s", "assistant", predecessor="a")
+    base = Graph([a])
+    assert base.with_nodes([]) is base
+    grown = base.with_nodes([b])
+    assert grown.children("a") == (b,) and base.children("a") == ()
+    assert "b" not in base and len(base) == 1

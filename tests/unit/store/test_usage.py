@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from treechat.store.database import Store
-from treechat.store.usage import UsageRecord, last_measurement, ledger, record_usage, session_usage
+from treechat.store.usage import (
+    UsageRecord,
+    last_measurement,
+    ledger,
+    record_usage,
+    session_usage,
+    usage_by_id,
+)
 
 
 @pytest.fixture
@@ -133,3 +140,11 @@ def test_spend_by_model_and_session_and_rows_per_reply(store: Store) -> None:
     assert len(store.call(lambda r: usage_rows(r, since=1001.0))) == 2
     with pytest.raises(ValueError):
         store.call(lambda r: spend_by(r, "colour"))
+
+
+def test_rows_by_id_are_those_that_exist_in_the_order_made(store: Store) -> None:
+    for i in (2, 0, 1):
+        store.call(lambda r, i=i: record_usage(r, row(i)))
+    found = store.call(lambda r: usage_by_id(r, ["us11", "nowhere", "us12"]))
+    assert [f.id for f in found] == ["us11", "us12"]
+    assert store.call(lambda r: usage_by_id(r, [])) == ()

@@ -27,6 +27,7 @@ from ..mcp.service import McpService
 from ..models.catalog import Endpoint, ModelCatalog
 from .agent_loop import AgentLoop
 from .chat_settings import ChatSettingsService
+from .completion import LastEvent, delivered
 from .config import ChatConfig
 from .endpoints import Endpoints
 from .estimates import Estimates
@@ -227,6 +228,9 @@ class ChatService:
             return tuple(self._busy(session_id, sink) for _, sink in runs)
 
         async def every(parent: str | None, user: Node | None) -> tuple[Node | None, ...]:
+            # Each sibling's changes stay as the loop leaves them (no session row): the
+            # replies move HEAD in turn and the caller settles it once all are written, so
+            # no one sibling's account is the session's, and a view reads it at the end.
             tasks = [asyncio.ensure_future(self._loop.run(session_id, parent, user, m, None, s))
                      for m, s in runs]
             try:
@@ -307,11 +311,12 @@ class ChatService:
 
     async def estimate_next_cost(
         self, session_id: str, draft: str = "", *, model: str | None = None,
-        api_base: str | None = None,
+        api_base: str | None = None, view: SessionView | None = None,
     ) -> CostEstimate:
-        """What the next request would cost if sent now with `draft` typed."""
+        """What the next request would cost if sent now with `draft` typed; `view` is the
+        session as the caller shows it (read from the store when not given)."""
         return await self.estimates.next_cost(session_id, draft, model=model,
-                                              api_base=api_base)
+                                              api_base=api_base, view=view)
 
     async def sees_images(self, model: str | None = None) -> bool:
         """Whether `model` (the default when None) takes images."""
@@ -347,9 +352,18 @@ class ChatService:
         if self.is_running(session_id):
             return self._busy(session_id, sink)
         reply: Node | None = await self._claimed_run(
-            session_id, before, lambda parent, user: self._loop.run(
-                session_id, parent, user, model, api_base, sink, continuing))
+            session_id, before, lambda parent, user: self._delivered(
+                sink, lambda last: self._loop.run(
+                    session_id, parent, user, model, api_base, last, continuing)))
         return reply
+
+    def _delivered(
+        self, sink: EventSink, run: Callable[[EventSink], Awaitable[Node | None]]
+    ) -> Awaitable[Node | None]:
+        """`run` with its events going to `sink`, the last one carrying its changes read
+        back whole (the session's row, the usage rows), so a view redraws from it alone."""
+        last = LastEvent(sink)
+        return delivered(run(last), last, self.store)
 
     async def _claimed_run(
         self, session_id: str,

@@ -105,14 +105,15 @@ class Estimates:
 
     async def next_cost(
         self, session_id: str, draft: str = "", *, model: str | None = None,
-        api_base: str | None = None,
+        api_base: str | None = None, view: SessionView | None = None,
     ) -> CostEstimate:
         """What the next request would cost if sent now with `draft` typed: its prompt (the
         occupancy of HEAD plus the draft) at the uncached price, and the ceiling with a
         full reply. A cache hit is never assumed (CTX-008)."""
         from ...providers import llm
 
-        view = await self.sessions.view(session_id)
+        if view is None or view.session.id != session_id:
+            view = await self.sessions.view(session_id)  # (`view`: as the caller shows it)
         chosen = model or (view.session.model if "/" in view.session.model else None)
         endpoint = await self.endpoints.for_estimate(chosen, api_base)
         occupancy = await self.occupancy(session_id, model=endpoint.choice or endpoint.model,

@@ -12,6 +12,7 @@ from ...core import dag
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.dag import Graph
 from ...core.model import Annotation, AnnotationKind, GraphError, Node, Role, Session
+from .changes import HeadChanges
 
 if TYPE_CHECKING:  # named only: a view is built at start from a file, before DuckDB loads
     from ...store.database import Store
@@ -149,6 +150,21 @@ class SessionService:
             head = dag.switch_version(view.graph, node_id, index, view.hidden)
             repo.set_head(session_id, head, now)
             return load_view(repo, session_id)
+
+        return await self.store.run(work)
+
+    async def switch_version_of(self, view: SessionView, node_id: str, index: int
+                                ) -> HeadChanges:
+        """Version `index` of a node of `view` (the session as the caller shows it): HEAD
+        moves to that branch's tip, found in the view's graph; nothing runs and the session
+        is not read again, only its row once HEAD has moved."""
+        head = dag.switch_version(view.graph, node_id, index, view.hidden)
+        now = self.clock.now()
+        session_id = view.session.id
+
+        def work(repo: Repository) -> HeadChanges:
+            repo.set_head(session_id, head, now)
+            return HeadChanges(_session(repo, session_id))
 
         return await self.store.run(work)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ...store import usage as ledger
@@ -72,6 +72,37 @@ def _reply_cost(node_id: str, rows: Sequence[ledger.UsageRecord]) -> ReplyCost:
         output_tokens=sum(r.output_tokens for r in rows),
         cost_usd=sum(r.cost_usd for r in rows),
         priced=all(r.priced for r in rows),
+    )
+
+
+def reply_costs_of(records: Sequence[ledger.UsageRecord]) -> dict[str, ReplyCost]:
+    """The cost of each reply these rows measured (a row measured at no node is left out),
+    as `SpendingService.reply_costs` reads it from the store."""
+    by_head: dict[str, list[ledger.UsageRecord]] = {}
+    for record in records:
+        if record.head is not None:
+            by_head.setdefault(record.head, []).append(record)
+    return {k: _reply_cost(k, v) for k, v in by_head.items()}
+
+
+def with_records(total: ChatTotal, records: Sequence[ledger.UsageRecord],
+                 local: Callable[[str], bool] | None = None) -> ChatTotal:
+    """`total` with `records` (new requests of the same chat) counted in, as `chat_total`
+    would count them once they are in the ledger."""
+    is_local = local or _hosted
+    hosted = [r for r in records if not is_local(r.model)]
+    unpriced = [r.model for r in hosted if not r.priced]
+    return replace(
+        total,
+        requests=total.requests + len(records),
+        input_tokens=total.input_tokens + sum(r.input_tokens for r in records),
+        cache_read=total.cache_read + sum(r.cache_read for r in records),
+        output_tokens=total.output_tokens + sum(r.output_tokens for r in records),
+        cost_usd=total.cost_usd + sum(r.cost_usd for r in hosted),
+        unpriced_requests=total.unpriced_requests + len(unpriced),
+        unpriced_models=total.unpriced_models + tuple(
+            m for m in dict.fromkeys(unpriced) if m not in total.unpriced_models),
+        free_requests=total.free_requests + len(records) - len(hosted),
     )
 
 

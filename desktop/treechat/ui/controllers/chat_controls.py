@@ -154,6 +154,8 @@ def add_chat_controls(window: MainWindow, conversation: ConversationController) 
                             export=export, replies=replies, marks=marks)
     conversation.sessionOpened.connect(controls.view_changed)
     conversation.viewChanged.connect(controls.view_changed)
+    # a turn's usage rows are counted in before its redraw; a turn that brought none is read
+    conversation.turnApplied.connect(costs.apply_turn)
     conversation.turnFinished.connect(lambda _sid: costs.refresh_soon())
     parts.chat.menuRequested.connect(replies.reply_menu)
     controls.view_changed(conversation.current_view)

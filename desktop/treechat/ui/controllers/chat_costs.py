@@ -12,13 +12,15 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolTip, QWidget
 
 from ...core.money import FREE, UNPRICED, estimate_text, money, spend_text
 from ...core.reply import can_continue, reasoning_of
+from ...services.turns.changes import TurnChanges
 from ...services.turns.chat_service import ChatService
 from ...services.turns.sessions import SessionView
-from ...services.turns.spending import ReplyCost
+from ...services.turns.spending import ChatTotal, ReplyCost, reply_costs_of, with_records
 from ..chat.view import ChatView
 from ..composer.composer import Composer
 from ..dialogs.chat_controls import UsageDialog
 from .ports import ModelPicker, OpenChat, Spawner
+from .turn_views import is_pending
 
 ESTIMATE_DELAY_MS = 700
 
@@ -62,6 +64,14 @@ class ChatCosts(QObject):
         self._chat_view = chat_view
         self._window = window
         self.costs: dict[str, ReplyCost] = {}
+        self.total: ChatTotal | None = None  # the header's figure, for `_counted[0]`
+        # What `costs` and `total` account for: the session, the replies whose cost was
+        # looked up (found or not) and how many replies its graph held. A redraw that shows
+        # nothing new reads nothing; a turn's changes are counted in without a read.
+        self._counted: tuple[str, set[str], int] | None = None
+        self._replies_seen: tuple[SessionView, tuple[str, ...], int] | None = None
+        self._reading = 0  # refreshes on their way: what they read may miss a turn's rows
+        self._read_token = 0
         self.usage: UsageDialog | None = None
         self.cost_label = QLabel("")
         self.cost_label.setObjectName("ChatCost")
@@ -100,27 +110,87 @@ class ChatCosts(QObject):
     def view_changed(self, view: SessionView | None) -> None:
         if view is None:
             self.costs = {}
+            self.total = None
+            self._counted = None
             self.cost_label.setText("")
             self.estimate_label.setText("")
             return
-        self._tasks.spawn(self.refresh_costs(view.session.id), name="chat-costs")
+        if not self.accounts_for(view):
+            self._tasks.spawn(self.refresh_costs(view.session.id), name="chat-costs")
         self._estimate_timer.start()
 
+    def accounts_for(self, view: SessionView) -> bool:
+        """Whether the figures shown are those of `view`: its chat, every reply on its path
+        looked up, and no reply in its graph that they have not counted."""
+        counted = self._counted
+        if counted is None or counted[0] != view.session.id or self.total is None:
+            return False
+        _, known, replies = counted
+        on_path, in_graph = self._replies_of(view)
+        return in_graph == replies and all(i in known for i in on_path)
+
+    def _replies_of(self, view: SessionView) -> tuple[tuple[str, ...], int]:
+        """The replies on `view`'s path and how many its graph holds (counted once a view:
+        a redraw asks more than once)."""
+        seen = self._replies_seen
+        if seen is None or seen[0] is not view:
+            on_path = tuple(n.id for n in view.path if n.role == "assistant")
+            seen = (view, on_path, sum(1 for n in view.graph if n.role == "assistant"))
+            self._replies_seen = seen
+        return seen[1], seen[2]
+
     def refresh_soon(self) -> None:
-        sid = self._open.current_session_id
-        if sid is not None:
-            self._tasks.spawn(self.refresh_costs(sid), name="chat-costs")
+        """Read the open chat's figures again, unless they already account for it."""
+        view = self._open.current_view
+        if view is not None and not self.accounts_for(view):
+            self._tasks.spawn(self.refresh_costs(view.session.id), name="chat-costs")
+
+    def apply_turn(self, changes: TurnChanges) -> None:
+        """Count a turn's usage rows in (its replies' costs, the chat's total) from what it
+        changed, without reading the ledger. When the figures shown are not the base the
+        rows add to (another chat, a read still on its way that may hold some of them, a
+        reply the figures already counted), they are read again instead."""
+        counted = self._counted
+        replies = [n for n in changes.nodes if n.role == "assistant"]
+        if counted is None or counted[0] != changes.session_id or self.total is None:
+            return  # not this chat's figures: opening it reads them
+        session_id, known, count = counted
+        if (not changes.complete or self._reading
+                or any(n.id in known for n in replies)):
+            self._read_token += 1  # what a read on its way brings back is dropped
+            self._tasks.spawn(self.refresh_costs(session_id), name="chat-costs")
+            return
+        self.costs.update(reply_costs_of(changes.records))
+        known.update(n.id for n in replies)
+        self._counted = (session_id, known, count + len(replies))
+        self.total = with_records(self.total, changes.records, self._models.is_local)
+        self._show_total(self.total)
+        self.costsShown.emit(session_id)
 
     async def refresh_costs(self, session_id: str) -> None:
         view = self._open.current_view
         if view is None or view.session.id != session_id:
             return
-        ids = [n.id for n in view.path if n.role == "assistant"]
-        costs = await self._chat.spending.reply_costs(ids)
-        total = await self._chat.spending.chat_total(session_id, local=self._models.is_local)
-        if self._open.current_session_id != session_id:
+        on_path, replies = self._replies_of(view)
+        ids = list(on_path)
+        self._read_token += 1
+        token = self._read_token
+        self._reading += 1
+        try:
+            costs = await self._chat.spending.reply_costs(ids)
+            total = await self._chat.spending.chat_total(session_id,
+                                                         local=self._models.is_local)
+        finally:
+            self._reading -= 1
+        if self._open.current_session_id != session_id or token != self._read_token:
             return
         self.costs = dict(costs)
+        self.total = total
+        self._counted = (session_id, set(ids), replies)
+        self._show_total(total)
+        self.costsShown.emit(session_id)
+
+    def _show_total(self, total: ChatTotal) -> None:
         if total.requests == 0:
             self.cost_label.setText("")
         else:
@@ -136,7 +206,6 @@ class ChatCosts(QObject):
                 f"{'s' if total.requests != 1 else ''}, {total.input_tokens:,} tokens in "
                 f"({total.cache_read:,} cached), {total.output_tokens:,} out"
                 + "".join(f"; {n}" for n in notes))
-        self.costsShown.emit(session_id)
 
     # --- the next request -----------------------------------------------------------
 
@@ -148,6 +217,15 @@ class ChatCosts(QObject):
         sid = self._open.current_session_id
         if sid is not None and not self._chat.is_running(sid):
             self._tasks.spawn(self.estimate(sid), name="estimate")
+
+    def _shown_view(self, session_id: str) -> SessionView | None:
+        """The chat as the window shows it, when it is stored whole (a message still on its
+        way is not: the estimate then reads the chat itself)."""
+        view = self._open.current_view
+        if view is None or view.session.id != session_id or (
+                view.head is not None and is_pending(view.head)):
+            return None
+        return view
 
     def asked(self) -> list[str]:
         """The models the next send goes to: those ticked under "Several…" when a set is
@@ -169,7 +247,8 @@ class ChatCosts(QObject):
         lines = []
         pending: list[str | None] = list(asked) or [None]
         for model in pending:
-            est = await self._chat.estimate_next_cost(session_id, draft, model=model)
+            est = await self._chat.estimate_next_cost(session_id, draft, model=model,
+                                                      view=self._shown_view(session_id))
             name = self._models.label_for(model) if model else self._models.selected_label()
             if self._models.is_local(model):
                 free.append(name)

@@ -52,6 +52,7 @@ class ConversationController(OpenSession):
     occupancyUpdated = Signal(object)  # Occupancy | None
     turnFailed = Signal(object)  # TurnError
     turnFinished = Signal(str)  # session id
+    turnApplied = Signal(object)  # TurnChanges: a turn's complete changes, as they come
     themeChosen = Signal(str)
 
     models: ModelsController
@@ -100,6 +101,7 @@ class ConversationController(OpenSession):
             chat_view=parts.chat, session_list=parts.sessions, status=status)
         self.turns.busyChanged.connect(self.busyChanged)
         self.turns.turnFinished.connect(self.turnFinished)
+        self.turns.turnApplied.connect(self.turnApplied)
         self.turns.turnFailed.connect(self.turnFailed)
         self.turns.occupancyShown.connect(self.occupancy.from_turn)
         self.turns.occupancyKept.connect(self.occupancy.remember)
@@ -108,6 +110,7 @@ class ConversationController(OpenSession):
             occupancy=self.occupancy, status=status, tasks=tasks, clock=self.clock)
         self.dialogs = DialogsController(self)
         # a reply that came through an added server shows it reachable in the picker
+        self.turnApplied.connect(self.models.reply_answered)  # (heard before turnFinished)
         self.turnFinished.connect(self.models.reply_finished)
         self.history = HistoryPanels(
             self, parts=parts, chat_service=chat, sessions=sessions, engine=services.engine,

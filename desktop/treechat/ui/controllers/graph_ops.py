@@ -1,5 +1,6 @@
-"""Operations on the graph from the chat view: switch to another version of a message,
-branch into a new chat, pin or unpin. HEAD moves; nothing is sent."""
+"""Operations on the graph from the chat view: switch to another version of a message
+(drawn from the graph on screen, the chat not read again), branch into a new chat, pin or
+unpin. HEAD moves; nothing is sent."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ...core.model import GraphError
 from ...services.turns.sessions import SessionService
 from ..chat.view import ChatView
 from ..sessions.list import SessionList
+from .turn_views import moved_view
 from .wiring import ChatNavigator, OccupancyRefresh, Spawner, StatusLine
 
 
@@ -45,13 +47,22 @@ class GraphOperations:
 
         async def work() -> None:
             try:
-                updated = await self._sessions.switch_version(view.session.id, node_id, index)
+                moved = await self._sessions.switch_version_of(view, node_id, index)
             except GraphError as exc:
                 self._status(str(exc))
                 return
-            if nav.current_session_id == view.session.id:
-                nav.redraw(updated)
-                await self._occupancy.refresh()
+            if nav.current_session_id != view.session.id:
+                return
+            shown = nav.current_view
+            if shown is not None and shown.graph is view.graph:
+                nav.redraw(moved_view(view, moved))  # the graph on screen is the one moved in
+            else:
+                # the chat on screen moved on while HEAD moved (a reply landed): read it
+                fresh = await self._sessions.view(view.session.id)
+                if nav.current_session_id != view.session.id:
+                    return
+                nav.redraw(fresh)
+            await self._occupancy.refresh()
 
         self._tasks.spawn(work(), name="switch-version")
 

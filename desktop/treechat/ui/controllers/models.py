@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from ...core.model import GraphError
 from ...services.models.catalog import Endpoint, ModelCatalog, ModelChoice, ModelUnavailable
+from ...services.turns.changes import TurnChanges
 from ...services.turns.sessions import SessionService
 from ..composer.composer import Composer
 from .wiring import ChatScreen, Refresh, Spawner
@@ -39,6 +40,7 @@ class ModelsController:
         self._again = False  # a change came while the list was being read
         self._closed = False
         self._since = catalog.connections.clock.now()  # replies before it say nothing now
+        self._noted: set[str] = set()  # chats whose turn's changes named its reply already
         composer.modelChanged.connect(self.set_model)
         composer.picker.refreshRequested.connect(self.refresh_servers)
         # Connections added, edited or removed, and local servers found or gone (the
@@ -70,9 +72,23 @@ class ModelsController:
             if not self._again or self._closed:
                 return
 
+    def reply_answered(self, changes: TurnChanges) -> None:
+        """A turn's changes, as the window draws them: when its newest reply has text, the
+        connection it came through answered (read from them, not from the chat again)."""
+        self._noted.add(changes.session_id)
+        replies = [n for n in changes.nodes if n.role == "assistant" and n.output]
+        newest = replies[-1] if replies else None
+        if newest is not None and newest.created_at >= self._since:
+            self._catalog.connections.note_answered(str(newest.metadata.get("model", "")),
+                                                    newest.created_at)
+
     def reply_finished(self, session_id: str) -> None:
         """A turn of `session_id` ended: when its newest reply has text, the connection it
-        came through answered, and the picker and Settings say it is reachable."""
+        came through answered, and the picker and Settings say it is reachable. A turn whose
+        changes said so already (`reply_answered`) is not read again."""
+        if session_id in self._noted:
+            self._noted.discard(session_id)
+            return
 
         async def work() -> None:
             try:

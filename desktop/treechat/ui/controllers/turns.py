@@ -48,6 +48,7 @@ from .ports import (
     StatusLine,
 )
 from .store_health import StoreHealth
+from .turn_ends import TurnEnds
 from .turn_views import PENDING_PREFIX, extend_view, retry_target
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ class TurnController(QObject):
 
     busyChanged = Signal(bool)  # the open chat's turn started or ended
     turnFinished = Signal(str)  # session id: the store has the turn's final word
+    # TurnChanges: what a turn wrote, read back whole, as its last event brings it (before
+    # the redraw it brings, so what follows a redraw can tell it is accounted for)
+    turnApplied = Signal(object)
     turnFailed = Signal(object)  # TurnError
     occupancyShown = Signal(object)  # Occupancy: the open chat's, as its turn measured it
     occupancyKept = Signal(str, object)  # (session, Occupancy | None): a chat not shown
@@ -104,6 +108,9 @@ class TurnController(QObject):
         self._several: tuple[Callable[[], Sequence[str]], SeveralRun] | None = None
         self._too_long: tuple[str, MessageFit] | None = None  # held until cut or cancelled
         self._turn_heads: dict[str, str | None] = {}  # session -> the head its turn showed
+        self._ends = TurnEnds(shown=shown, sessions=self._sessions, rows=rows,
+                              session_list=session_list, clock=clock,
+                              moved_away=self._moved_away, applied=self.turnApplied.emit)
         composer.sendRequested.connect(self.send)
         composer.stopRequested.connect(self.stop)
         chat_view.retryRequested.connect(self.retry)
@@ -361,7 +368,8 @@ class TurnController(QObject):
             self._set_running(session_id, False)
             self._pending.pop(session_id, None)
             self._preview_base.pop(session_id, None)
-        await self._after_turn(session_id)
+        await self._ends.finish(session_id)
+        self.turnFinished.emit(session_id)
         self._turn_heads.pop(session_id, None)
 
     def _set_running(self, session_id: str, running: bool) -> None:
@@ -373,26 +381,10 @@ class TurnController(QObject):
             self.busyChanged.emit(running)
 
     async def _reload(self, session_id: str) -> None:
+        # attach pointers were written just before the message and are not in the view
         view = await self._sessions.view(session_id)
         if self._shown.current_session_id == session_id:
             self._shown.redraw(view)
-
-    async def _after_turn(self, session_id: str) -> None:
-        """The store has the final word: redraw from it, and refresh the list entry."""
-        await self._rows.refresh_session(session_id)
-        if self._shown.current_session_id == session_id:
-            shown = self._shown.current_view.head if self._shown.current_view is not None else None
-            view = await self._sessions.view(session_id)
-            if (shown is not None and shown in view.graph
-                    and all(node.id != shown for node in view.path)):
-                # the user checked out another branch while the reply ran: the reply landed
-                # on its own branch, and the view stays where the user went
-                view = await self._sessions.checkout(session_id, shown)
-            if self._shown.current_session_id == session_id:
-                self._shown.redraw(view)
-        else:
-            self._shown.forget_view(session_id)
-        self.turnFinished.emit(session_id)
 
     def sink(self, session_id: str) -> EventSink:
         return lambda event: self._on_event(session_id, event)
@@ -444,12 +436,12 @@ class TurnController(QObject):
         elif isinstance(event, TurnFinished):
             if not current:
                 self.occupancyKept.emit(session_id, event.occupancy)
+                self._end_unshown_stream(session_id)
             self._pending.pop(session_id, None)
+            self._ends.take(session_id, event.changes)
             if current and view is not None:
                 chat.end_stream()
-                away = self._moved_away(session_id, view)
-                self._shown.redraw(extend_view(view, [event.node],
-                                     view.head if away else event.node.id))
+                self._ends.draw(session_id, view, [event.node], event.node.id, event.changes)
                 if event.occupancy is not None:
                     self.occupancyShown.emit(event.occupancy)
                 self._status("Reply stopped" if event.node.interrupted else "")
@@ -460,11 +452,19 @@ class TurnController(QObject):
         elif isinstance(event, TurnFailed):
             self._failed(session_id, event)
 
-    def _moved_away(self, session_id: str, view: SessionView) -> bool:
+    def _end_unshown_stream(self, session_id: str) -> None:
+        """A new chat on screen leaves the chat view holding the chat it showed last: when
+        that chat's reply ends meanwhile, its stream ends there too, or opening the chat
+        again would show it still being written."""
+        held = self._chat_view.model.view
+        if held is not None and held.session.id == session_id:
+            self._chat_view.end_stream()
+
+    def _moved_away(self, session_id: str, view: SessionView | None) -> bool:
         """Whether the user checked out another branch while the turn ran: what the turn
         last showed is no longer on the path on screen."""
         shown = self._turn_heads.get(session_id)
-        return (shown is not None and view.head != shown
+        return (shown is not None and view is not None and view.head != shown
                 and all(node.id != shown for node in view.path))
 
     def _failed(self, session_id: str, event: TurnFailed) -> None:
@@ -476,11 +476,17 @@ class TurnController(QObject):
         text = self._pending.pop(session_id, None)
         if error.kind != "busy":
             self._shown.last_errors[session_id] = error
+        complete = self._ends.take(session_id, event.changes)
+        if not current:
+            self._end_unshown_stream(session_id)
         if current:
             self._chat_view.end_stream()
             view = self._shown.current_view
-            if view is not None and event.partial is not None:
-                self._shown.redraw(extend_view(view, [event.partial], event.partial.id))
+            if view is not None and (event.partial is not None or complete):
+                partial = [event.partial] if event.partial is not None else []
+                self._ends.draw(session_id, view, partial,
+                                event.partial.id if event.partial is not None else None,
+                                event.changes)
             if text is not None and error.kind not in ("cancelled",):
                 self._composer.restore(text)
             self._banner.show_error(error)

@@ -74,6 +74,27 @@ async def test_retry_edit_switch_and_branch(service: SessionService) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_version_switch_across_a_shown_graph_says_what_the_store_then_holds(
+        service: SessionService) -> None:
+    s = await service.create()
+    u1 = await service.append_message(s.id, "first")
+    a1 = await reply(service, s.id, "answer one")
+    u2 = await service.append_message(s.id, "second")
+    a1b = await service.append_message(
+        s.id, "answer two", role="assistant", parent=u1.id, use_parent=True)
+    shown = await service.view(s.id)
+    moved = await service.switch_version_of(shown, a1b.id, 1)
+    # version 1 of the reply is the branch that went on: its tip
+    assert moved.head == u2.id
+    assert moved.session == (await service.view(s.id)).session
+    back = await service.switch_version_of(shown, a1.id, 2)
+    assert back.head == a1b.id and back.session.head == a1b.id
+    with pytest.raises(GraphError):
+        await service.switch_version_of(shown, a1.id, 3)  # no third version: nothing moves
+    assert (await service.view(s.id)).head == a1b.id
+
+
+@pytest.mark.asyncio
 async def test_edit_refuses_an_assistant_message(service: SessionService) -> None:
     s = await service.create()
     await service.append_message(s.id, "q")

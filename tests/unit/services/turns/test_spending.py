@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from treechat.core.model import Session
-from treechat.services.turns.spending import SpendingService
+from treechat.services.turns.spending import SpendingService, reply_costs_of, with_records
 from treechat.store.database import Store
 from treechat.store.usage import UsageRecord, record_usage
 
@@ -64,3 +64,32 @@ async def test_spend_by_day_model_and_chat(store: Store) -> None:
     assert [(c.key, c.label) for c in chats] == [("s1", "Trip plans"), ("s2", "s2")]
     with pytest.raises(ValueError):
         await spending.spend("week")  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_new_rows_counted_in_say_what_the_ledger_then_says(store: Store) -> None:
+    spending = SpendingService(store)
+
+    def local(model: str) -> bool:
+        return model == "openai/local"
+
+    before = await spending.chat_total("s1", local=local)
+    new = [
+        UsageRecord("u4", "s1", "openai/gpt-4o", at(3, 9), input_tokens=900, cache_read=100,
+                    output_tokens=40, cost_usd=0.004, head="a3"),
+        UsageRecord("u5", "s1", "openai/local", at(3, 9), input_tokens=50, output_tokens=5,
+                    priced=False, head="a4"),
+        UsageRecord("u6", "s1", "x/unknown", at(3, 10), input_tokens=70, priced=False,
+                    head="a4"),
+    ]
+    for row in new:
+        store.call(lambda r, row=row: record_usage(r, row))
+    after = await spending.chat_total("s1", local=local)
+    counted = with_records(before, new, local)
+    assert counted.requests == after.requests == 5
+    assert counted.cost_usd == pytest.approx(after.cost_usd)
+    assert (counted.input_tokens, counted.cache_read, counted.output_tokens) == (
+        after.input_tokens, after.cache_read, after.output_tokens)
+    assert (counted.free_requests, counted.unpriced_requests) == (1, 1)
+    assert set(counted.unpriced_models) == set(after.unpriced_models) == {"x/unknown"}
+    assert reply_costs_of(new) == await spending.reply_costs(["a3", "a4"])
