@@ -472,6 +472,12 @@ class FullTextIndex:
             (rowid, limit)).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
+    def count_between(self, low: int, high: int) -> int:
+        """How many passages have a row id in (low, high]."""
+        row = self._open().execute("SELECT count(*) FROM passages WHERE rowid > ? AND rowid <= ?",
+                                   (low, high)).fetchone()
+        return int(row[0]) if row else 0
+
     def rowids_of(self, seqs: Iterable[int]) -> list[int]:
         """Row ids of every passage of these nodes."""
         con = self._open()
