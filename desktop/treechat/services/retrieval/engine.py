@@ -32,7 +32,6 @@ from ...store.fulltext import (
     FullTextIndex,
     Passage,
     QueryError,
-    any_terms_query,
     content_terms,
     index_for,
     terms_of,
@@ -307,15 +306,11 @@ class RetrievalEngine:
         meaning = await self._open_meaning()
         q = await asyncio.to_thread(meaning.query, query)
         index = self.fulltext
-        try:
-            fts: str | None = any_terms_query(query)
-        except QueryError:
-            fts = None
 
         def lexical(repo: Repository) -> tuple[list[Passage], list[int] | None]:
             index.sync(repo)
             seqs = index.seqs_of_session(session_id) if session_id is not None else None
-            found = index.search(fts, seqs=seqs, limit=CANDIDATES) if fts else []
+            found = index.search_question(query, seqs=seqs, limit=CANDIDATES)
             keys = index.rowids_of(seqs) if seqs is not None else None
             return found, keys
 
