@@ -181,11 +181,17 @@ class VectorIndex:
 
     def search(self, vector: np.ndarray[Any, Any], limit: int) -> list[tuple[int, float]]:
         """(key, centred cosine similarity) of about the `limit` nearest units, best first:
-        the graph's nearest `2 * limit` by plain cosine, re-scored centred."""
+        the graph's nearest `2 * limit` by plain cosine, re-scored centred (uncentred: the
+        graph's own `limit` nearest and its cosines, read from the same 8-bit vectors)."""
         with self._lock:
             if not len(self._index):
                 return []
-            found = self._index.search(np.asarray(vector, dtype=np.float32), limit * 2)
+            query = np.asarray(vector, dtype=np.float32)
+            if not self.centred:
+                found = self._index.search(query, limit)
+                return [(int(k), 1.0 - float(d))
+                        for k, d in zip(found.keys, found.distances, strict=True)]
+            found = self._index.search(query, limit * 2)
         return self.score(vector, [int(k) for k in found.keys])[:limit]
 
     def score(self, vector: np.ndarray[Any, Any],

@@ -304,7 +304,6 @@ class RetrievalEngine:
         if catch_up:
             await self.catch_up()
         meaning = await self._open_meaning()
-        q = await asyncio.to_thread(meaning.query, query)
         index = self.fulltext
 
         def lexical(repo: Repository) -> tuple[list[Passage], list[int] | None]:
@@ -314,7 +313,9 @@ class RetrievalEngine:
             keys = index.rowids_of(seqs) if seqs is not None else None
             return found, keys
 
-        words, confined = await self.store.run(lexical)
+        # The question's embedding and its words' search run at once, on two threads.
+        q, (words, confined) = await asyncio.gather(asyncio.to_thread(meaning.query, query),
+                                                    self.store.run(lexical))
         if confined is not None:
             semantic = (await asyncio.to_thread(
                 meaning.rank_within, q, confined, self._texts))[:CANDIDATES]

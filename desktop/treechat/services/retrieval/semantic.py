@@ -31,8 +31,10 @@ from .units import best_per_passage, embed_passages, first_keys, unit_keys
 # Passages the quick model ranks highest among those the fine one has not embedded yet, which
 # a search embeds with the fine model before it ranks (bounded work while a backlog lasts).
 REFINE_NOW = 24
-# How far each stage's nearest-neighbour search reads (units, before they become passages).
+# How far each stage's nearest-neighbour search reads (units, before they become passages):
+# the fine stage's cosines need no re-scoring, so its graph is read only as deep as it is used.
 NEAREST_UNITS = 400
+FINE_NEAREST_UNITS = 200
 # The fine model's cosine below which a passage is no evidence for a question: unrelated
 # sentences score 0.0-0.15 with it, a paraphrase of the question 0.3 and more.
 FINE_FLOOR = 0.15
@@ -142,7 +144,7 @@ class Meaning:
         if self.fine is None or q.fine is None:
             nearest = best_per_passage(self.quick.search(q.quick, NEAREST_UNITS))
             return self._above(nearest)[:limit]
-        found = best_per_passage(self.fine.search(q.fine, NEAREST_UNITS))
+        found = best_per_passage(self.fine.search(q.fine, FINE_NEAREST_UNITS))
         if not complete:
             quick = [r for r, _ in best_per_passage(self.quick.search(q.quick, NEAREST_UNITS))]
             missing = self.unrefined(quick)[:REFINE_NOW]
