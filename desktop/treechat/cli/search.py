@@ -13,6 +13,10 @@ from ._common import Subcommands, add_command, open_store, result_limit
 # The search engine is imported inside the command: this module is loaded with the parser
 # (`--help` builds it), and it would load DuckDB and the embedding model.
 
+# Passages the fine model embeds before a search answers, when the window has not done it yet
+# (the rest are judged by it only when the quick model ranks them among the likeliest).
+REFINE_FIRST = 1000
+
 
 def add_parser(sub: Subcommands) -> None:
     p = add_command(sub, "search", cmd_search,
@@ -24,7 +28,7 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from ..services.retrieval.engine import RetrievalEngine
+    from ..services.retrieval.engine import RetrievalEngine, RetrievalHit
     from ..store.fulltext import QueryError
 
     limit = result_limit(args)
@@ -36,8 +40,15 @@ def cmd_search(args: argparse.Namespace) -> int:
                 raise LookupError(f"no chat matches {args.session!r}")
             session = found.id
         engine = RetrievalEngine(store)
+
+        async def search() -> list[RetrievalHit]:
+            await engine.catch_up()
+            await engine.refine(limit=REFINE_FIRST)
+            return await engine.search(args.query, limit=limit, session_id=session,
+                                       catch_up=False)
+
         try:
-            hits = asyncio.run(engine.search(args.query, limit=limit, session_id=session))
+            hits = asyncio.run(search())
         except QueryError:
             print("treechat: the query has no words to search for", file=sys.stderr)
             return 2

@@ -24,6 +24,9 @@ CATCH_UP_SLICE = 5000  # nodes indexed per worker job
 # finds its chat; a list of every vaguely related chat would hide it).
 MEANING_SESSIONS = 5
 MEANING_RANK = 5
+# The fine stage of meaning embeds in the background at this pace: idle a second for every
+# second of work, which leaves the window and the replies most of the machine.
+REFINE_PAUSE = 1.0
 
 
 class SearchService:
@@ -64,7 +67,8 @@ class SearchService:
 
     async def catch_up(self) -> int:
         """Index everything not yet indexed, a slice at a time, then embed the passages not
-        yet embedded (on a worker thread, in slices). Returns the nodes read."""
+        yet embedded (on a worker thread, in slices): by the quick model, then, at a
+        background pace, by the fine one. Returns the nodes read."""
         index = self._index
         total = 0
         while True:
@@ -74,6 +78,7 @@ class SearchService:
                 break
             await asyncio.sleep(0)  # let other store jobs in between slices
         await self._engine.catch_up()
+        await self._engine.refine(pause=REFINE_PAUSE)
         return total
 
     async def rebuild(self) -> int:

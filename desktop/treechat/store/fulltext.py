@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -38,15 +37,32 @@ from typing import Any
 
 from ..core.chunking import TARGET_CHARS, chunks
 from .database import Store
+from .question_query import (
+    MAX_QUERY_TERMS,
+    STOPWORDS,
+    QueryError,
+    all_terms_query,
+    any_terms_query,
+    content_terms,
+    near_pairs_query,
+    question_query,
+    terms_of,
+)
+from .question_query import quote_term as _quote
 from .repository import Repository
+
+__all__ = [  # the words of a question live in question_query; callers import them here too
+    "MAX_QUERY_TERMS", "STOPWORDS", "FilePassage", "FullTextIndex", "Passage", "QueryError",
+    "all_terms_query", "any_terms_query", "content_terms", "index_for", "index_path",
+    "near_pairs_query", "passages", "question_query", "terms_of",
+]
 
 INDEX_VERSION = "treechat-fts-4"
 PASSAGE_CHARS = 1000
 PASSAGES_PER_NODE = 1024
-MAX_QUERY_TERMS = 32
-MAX_TERM_CHARS = 64
 _SYNC_BATCH = 20_000
 STORE_ID_SETTING = "fulltext.store_id"
+TOKENIZE = "porter unicode61 remove_diacritics 2"
 # How often a search checks for purged nodes (a purge is rare and explicit).
 RECONCILE_SECONDS = 5.0
 
@@ -58,18 +74,6 @@ NODE_TEXT_SQL = (
 )
 INDEXED_ROLES = ("user", "assistant", "tool")
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Function words carry no meaning of their own; an OR query (recall) leaves them out so they
-# do not pull in every message. A plain English list, not tuned to any conversation.
-_STOPWORDS_TEXT = """a an and are as at be been but by can could did do does for from had has
-have he her his how i if in into is it its me my no not of on or our she so than that the
-their them then there these they this to up us was we were what when where which who whom
-why will with would you your again also about please tell remind say said"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-
-
-class QueryError(ValueError):
-    """A query with nothing to search for (empty, or only punctuation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,59 +95,6 @@ def passages(text: str, size: int = PASSAGE_CHARS) -> Iterator[tuple[int, str]]:
     """(offset, passage) pieces of `text`, each at most `size` characters: paragraphs, code
     blocks and tool-result sections (`core.chunking`), the same cut the semantic index uses."""
     return chunks(text, target=min(TARGET_CHARS, size), size=size)
-
-
-def terms_of(query: str) -> list[str]:
-    """The distinct words of a query, in order, at most `MAX_QUERY_TERMS` of them (a pasted
-    page of text is a query too, and must not become a pathological one)."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        w = word[:MAX_TERM_CHARS]
-        if w not in seen:
-            seen[w] = None
-            if len(seen) >= MAX_QUERY_TERMS:
-                break
-    return list(seen)
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def all_terms_query(query: str) -> str:
-    """FTS5 query: every word must occur; the last may be the start of a word (typing)."""
-    terms = terms_of(query)
-    if not terms:
-        raise QueryError("nothing to search for")
-    parts = [_quote(t) for t in terms]
-    parts[-1] += "*"
-    return " AND ".join(parts)
-
-
-def content_terms(query: str) -> list[str]:
-    """The words of a question that carry its meaning (function words left out)."""
-    terms = terms_of(query)
-    return [t for t in terms if t not in STOPWORDS] or terms
-
-
-def near_pairs_query(query: str, distance: int = 6) -> str | None:
-    """FTS5 query matching passages where two of the question's content words stand within
-    `distance` words of each other (proximity: "on call this month" beats a file that says
-    "call" a hundred times and "month" once, far away). None for a one-word question."""
-    terms = content_terms(query)[:10]
-    if len(terms) < 2:
-        return None
-    pairs = [f"NEAR({_quote(a)} {_quote(b)}, {distance})"
-             for i, a in enumerate(terms) for b in terms[i + 1:]]
-    return " OR ".join(pairs)
-
-
-def any_terms_query(query: str) -> str:
-    """FTS5 query for a question: any of its content words, best BM25 first."""
-    content = content_terms(query)
-    if not content:
-        raise QueryError("nothing to search for")
-    return " OR ".join(_quote(t) for t in content)
 
 
 class FullTextIndex:
@@ -199,7 +150,7 @@ class FullTextIndex:
                         (uuid.uuid4().hex,))
             con.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5(body, start UNINDEXED, "
-                "tokenize='porter unicode61 remove_diacritics 2')"
+                f"tokenize={TOKENIZE!r})"
             )
             # Which node and session a passage belongs to, by seq: reading these from a
             # plain table keeps a ranking pass from touching the passages' text at all.
@@ -361,10 +312,12 @@ class FullTextIndex:
 
     # --- searching ---------------------------------------------------------------------
 
-    def search(self, fts_query: str, *, limit: int = 50,
-               seqs: Iterable[int] | None = None) -> list[Passage]:
+    def search(self, fts_query: str, *, limit: int = 50, seqs: Iterable[int] | None = None,
+               ranked: bool = True) -> list[Passage]:
         """Passages matching an FTS5 query (see `all_terms_query`, `any_terms_query`), best
-        first. `seqs` restricts the search to those nodes."""
+        first. `seqs` restricts the search to those nodes. `ranked` False: the newest first,
+        unscored (BM25 counts every passage holding each word of the query before it ranks
+        one, which for a common word is most of the cost)."""
         con = self._open()
         params: list[object] = [fts_query]
         where = "passages MATCH ?"
@@ -378,8 +331,9 @@ class FullTextIndex:
             con.executemany("INSERT INTO wanted VALUES (?)", ((s,) for s in wanted))
             where += f" AND (rowid / {PASSAGES_PER_NODE}) IN (SELECT seq FROM wanted)"
         params.append(limit)
+        score, order = ("bm25(passages)", "rank") if ranked else ("0.0", "rowid DESC")
         rows = con.execute(
-            f"SELECT rowid, bm25(passages) FROM passages WHERE {where} ORDER BY rank LIMIT ?",
+            f"SELECT rowid, {score} FROM passages WHERE {where} ORDER BY {order} LIMIT ?",
             params,
         ).fetchall()
         return self.passages_of([(int(r[0]), float(r[1])) for r in rows])
@@ -417,6 +371,17 @@ class FullTextIndex:
                 tie[r] = tie.get(r, 0.0) + float(score)
         ranked = sorted(weight, key=lambda r: (-weight[r], tie[r], -r))[:limit]
         return self.passages_of([(r, tie[r]) for r in ranked])
+
+    def search_question(self, query: str, *, limit: int,
+                        seqs: Iterable[int] | None = None) -> list[Passage]:
+        """Passages for a question by its words, best first, at a cost that does not grow
+        with the index: the query is shaped by how many passages hold each word
+        (`question_query`), ranked by BM25 when its words are rare, the newest first when
+        all are common."""
+        found = question_query(self._open(), "passages", query)
+        if found is None:
+            return []
+        return self.search(found.fts, limit=limit, seqs=seqs, ranked=found.ranked)
 
     def newest(self, fts_query: str, *, scan: int) -> list[tuple[int, float]]:
         """(row id, BM25 score) of the `scan` newest passages matching, best first: FTS5
@@ -471,6 +436,12 @@ class FullTextIndex:
             "SELECT rowid, body FROM passages WHERE rowid > ? ORDER BY rowid LIMIT ?",
             (rowid, limit)).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
+
+    def count_between(self, low: int, high: int) -> int:
+        """How many passages have a row id in (low, high]."""
+        row = self._open().execute("SELECT count(*) FROM passages WHERE rowid > ? AND rowid <= ?",
+                                   (low, high)).fetchone()
+        return int(row[0]) if row else 0
 
     def rowids_of(self, seqs: Iterable[int]) -> list[int]:
         """Row ids of every passage of these nodes."""

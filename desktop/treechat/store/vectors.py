@@ -42,12 +42,16 @@ def _private(path: Path) -> None:
 
 class VectorIndex:
     """Passage key -> embedding, searched by cosine similarity. `path` None keeps it in
-    memory. `model` names the embedder; a file written by another is started afresh."""
+    memory. `model` names the embedder; a file written by another is started afresh.
+    `centred` False: plain cosine (for a model whose vectors share little direction, a
+    sentence encoder's)."""
 
-    def __init__(self, path: Path | None, *, ndim: int, model: str) -> None:
+    def __init__(self, path: Path | None, *, ndim: int, model: str,
+                 centred: bool = True) -> None:
         self.path = path
         self.ndim = ndim
         self.model = model
+        self.centred = centred
         self._lock = threading.Lock()
         self._meta: dict[str, Any] = {}
         self._index = self._load()
@@ -171,15 +175,23 @@ class VectorIndex:
         with self._lock:
             n = int(self._meta.get("n") or 0)
             total = np.asarray(self._meta.get("sum") or [0.0] * self.ndim, dtype=np.float32)
-        return total / (n + CENTRE_PRIOR) if n else np.zeros(self.ndim, dtype=np.float32)
+        if not self.centred or not n:
+            return np.zeros(self.ndim, dtype=np.float32)
+        return total / (n + CENTRE_PRIOR)
 
     def search(self, vector: np.ndarray[Any, Any], limit: int) -> list[tuple[int, float]]:
         """(key, centred cosine similarity) of about the `limit` nearest units, best first:
-        the graph's nearest `2 * limit` by plain cosine, re-scored centred."""
+        the graph's nearest `2 * limit` by plain cosine, re-scored centred (uncentred: the
+        graph's own `limit` nearest and its cosines, read from the same 8-bit vectors)."""
         with self._lock:
             if not len(self._index):
                 return []
-            found = self._index.search(np.asarray(vector, dtype=np.float32), limit * 2)
+            query = np.asarray(vector, dtype=np.float32)
+            if not self.centred:
+                found = self._index.search(query, limit)
+                return [(int(k), 1.0 - float(d))
+                        for k, d in zip(found.keys, found.distances, strict=True)]
+            found = self._index.search(query, limit * 2)
         return self.score(vector, [int(k) for k in found.keys])[:limit]
 
     def score(self, vector: np.ndarray[Any, Any],

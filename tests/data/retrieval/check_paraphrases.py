@@ -35,11 +35,17 @@ def problems(entries: list[dict[str, str]]) -> list[str]:
     return out
 
 
-def load() -> list[dict[str, str]]:
-    return list(json.loads((Path(__file__).parent / "paraphrases.json").read_text()))
+SETS = ("paraphrases.json", "heldout.json")
+
+
+def load(name: str = "paraphrases.json") -> list[dict[str, str]]:
+    return list(json.loads((Path(__file__).parent / name).read_text()))
 
 
 if __name__ == "__main__":
-    found = problems(load())
-    print("\n".join(found) or f"ok: {len(load())} facts")
-    sys.exit(1 if found else 0)
+    bad = 0
+    for name in SETS:
+        found = problems(load(name))
+        bad += len(found)
+        print("\n".join(f"{name} {f}" for f in found) or f"ok: {name}, {len(load(name))} facts")
+    sys.exit(1 if bad else 0)

@@ -71,3 +71,13 @@ def test_the_mean_is_shrunk_towards_zero_while_there_are_few() -> None:
     index = filled(None)
     plain = np.stack([unit(1, 0.1), unit(0.1, 1), unit(-1, 0, 0.2)]).mean(axis=0)
     assert np.linalg.norm(index.mean()) < np.linalg.norm(plain)
+
+
+def test_an_uncentred_index_gives_plain_cosines_and_no_mean() -> None:
+    index = VectorIndex(None, ndim=NDIM, model="test/8", centred=False)
+    index.add([1, 2], np.stack([unit(1, 0.1), unit(0.1, 1)]))
+    assert not index.mean().any()
+    (near, far) = index.search(unit(1, 0), 2)
+    assert near[0] == 1 and abs(near[1] - float(unit(1, 0.1) @ unit(1, 0))) < 0.02
+    assert far[0] == 2 and far[1] < near[1]
+    assert index.score(unit(1, 0), [1])[0][1] > 0.98

@@ -1,24 +1,28 @@
 """The retrieval engine over the conversations: every passage of every message on every branch,
 found by its words (the full-text index, BM25) and by its meaning (embeddings in the vector
-index), the rankings fused (reciprocal rank fusion) with recency and the current branch as
+indexes), the rankings fused (reciprocal rank fusion) with recency and the current branch as
 further signals.
 
-Both indexes are derived data beside the store, keyed by the same passage numbers. Keeping
-them current is incremental: the full-text index reads the nodes appended since its mark on
-the store's worker; the passages it has not embedded yet are read there too, embedded on a
-thread of their own (the model never runs on the event loop or the store's worker) and added
-to the vector index, which is saved every few thousand passages and when a catch-up ends.
+Meaning comes in two stages (`semantic.Meaning`): the quick embedder (WordLlama) embeds every
+passage as it is indexed, the fine one (the MiniLM sentence encoder) in the background
+(`refine`), and ranks what it has reached. Both indexes are derived data beside the store,
+keyed by the same passage numbers. Keeping them current is incremental: the full-text index
+reads the nodes appended since its mark on the store's worker; the passages a stage has not
+embedded yet are read there too, embedded on a thread of their own (a model never runs on the
+event loop or the store's worker) and added to that stage's vector index, which is saved every
+few thousand passages and when a catch-up ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...core.fusion import Ranking, boost_list, fuse
 from ...providers.embeddings import Embedder, WordLlamaEmbedder
@@ -28,18 +32,20 @@ from ...store.fulltext import (
     FullTextIndex,
     Passage,
     QueryError,
-    any_terms_query,
     content_terms,
     index_for,
     terms_of,
 )
 from ...store.repository import Repository
 
-if TYPE_CHECKING:  # numpy and usearch load with the vector index, off start-up
+if TYPE_CHECKING:  # numpy, usearch and onnxruntime load with the vector index, off start-up
+    from ...providers.embeddings_minilm import MiniLMEmbedder
     from ...store.knowledge import KnowledgePassage
     from ...store.vectors import VectorIndex
+    from .semantic import Meaning
 
 EMBED_SLICE = 512  # passages embedded per step
+REFINE_SLICE = 64  # passages the fine model embeds per step in the background
 SAVE_EVERY = 8192  # passages embedded between saves of the vector file
 CANDIDATES = 100  # how deep each ranking is read before fusing
 SEMANTIC_WEIGHT = 1.0
@@ -80,6 +86,7 @@ def vectors_path(store_path: Path) -> Path:
 
 
 _DEFAULT_EMBEDDER: WordLlamaEmbedder | None = None
+_FINE_EMBEDDER: MiniLMEmbedder | None = None
 _EMBEDDER_LOCK = threading.Lock()
 
 
@@ -92,45 +99,80 @@ def default_embedder() -> WordLlamaEmbedder:
         return _DEFAULT_EMBEDDER
 
 
+def fine_embedder() -> MiniLMEmbedder:
+    """The process's offline sentence encoder, the fine stage (loaded on first use)."""
+    global _FINE_EMBEDDER
+    with _EMBEDDER_LOCK:
+        if _FINE_EMBEDDER is None:
+            from ...providers.embeddings_minilm import MiniLMEmbedder
+
+            _FINE_EMBEDDER = MiniLMEmbedder()
+        return _FINE_EMBEDDER
+
+
+def _fine_of(fine: Embedder | bool) -> Embedder | None:
+    if fine is True:
+        return fine_embedder()
+    return fine or None
+
+
 class RetrievalEngine:
-    """One store's hybrid search. `embedder` None: the offline default."""
+    """One store's hybrid search. `embedder` None: the offline quick embedder; `fine` True:
+    the offline sentence encoder as the fine stage, False: none, or the one given."""
 
     def __init__(self, store: Store, embedder: Embedder | None = None, *,
-                 in_memory: bool = False) -> None:
+                 fine: Embedder | bool = True, in_memory: bool = False) -> None:
         self.store = store
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        self.fine_embedder: Embedder | None = _fine_of(fine)
         self.fulltext: FullTextIndex = index_for(store)
         self._in_memory = in_memory
-        self._vectors: VectorIndex | None = None
+        self._meaning: Meaning | None = None
+        self._open_lock = threading.Lock()
         self._catching = asyncio.Lock()
+        self._refining = asyncio.Lock()
 
-    # --- the vector index ------------------------------------------------------------------
+    # --- the vector indexes --------------------------------------------------------------
+
+    def meaning(self) -> Meaning:
+        """Both stages' vector indexes, opened on first use (call it off the event loop: it
+        reads files that may be large)."""
+        with self._open_lock:
+            if self._meaning is None:
+                from .semantic import Meaning
+
+                path = None if self._in_memory else vectors_path(Path(self.store.path))
+                self._meaning = Meaning(path, self.embedder, self.fine_embedder)
+            return self._meaning
 
     def vectors(self) -> VectorIndex:
-        """The vector index, opened on first use (call it off the event loop: it reads a
-        file that may be large)."""
-        if self._vectors is None:
-            from ...store.vectors import VectorIndex
+        """The quick stage's vector index (every indexed passage is in it)."""
+        return self.meaning().quick
 
-            path = None if self._in_memory else vectors_path(Path(self.store.path))
-            self._vectors = VectorIndex(path, ndim=self.embedder.ndim, model=self.embedder.name)
-        return self._vectors
+    async def _open_meaning(self) -> Meaning:
+        if self._meaning is not None:
+            return self._meaning
+        return await asyncio.to_thread(self.meaning)
 
-    async def _open_vectors(self) -> VectorIndex:
-        if self._vectors is not None:
-            return self._vectors
-        return await asyncio.to_thread(self.vectors)
+    def _texts(self, rowids: Sequence[int]) -> list[tuple[int, str]]:
+        """(row id, text) of these passages, read on the store's worker (called from a
+        worker thread of the semantic stage)."""
+        if not rowids:
+            return []
+        index = self.fulltext
+        wanted = [(k, 0.0) for k in rowids]
+        return [(p.rowid, p.text) for p in self.store.call(lambda r: index.passages_of(wanted))]
 
     # --- keeping current ---------------------------------------------------------------
 
     async def catch_up(self, *, limit: int | None = None,
                        progress: Progress | None = None) -> int:
-        """Index the nodes written since the last call and embed their passages (at most
-        `limit` passages; all when None). Returns how many passages were embedded."""
-        from .units import embed_passages
-
+        """Index the nodes written since the last call and embed their passages with the
+        quick model (at most `limit` passages; all when None). Returns how many passages were
+        embedded. The fine model follows in `refine`."""
         async with self._catching:
-            vectors = await self._open_vectors()
+            meaning = await self._open_meaning()
+            vectors = meaning.quick
             index = self.fulltext
 
             def read(repo: Repository, mark: int, generation: str,
@@ -153,13 +195,12 @@ class RetrievalEngine:
                 now, rows = await self.store.run(step)
                 if now != generation:
                     # The full-text index was rebuilt: its passage numbers are new.
-                    await asyncio.to_thread(vectors.clear)
+                    await asyncio.to_thread(meaning.clear)
                     vectors.set_mark(_GENERATION, now)
                     vectors.set_mark(_MARK, "0")
                 if not rows:
                     break
-                keys, embedded = await asyncio.to_thread(embed_passages, self.embedder, rows)
-                await asyncio.to_thread(vectors.add, keys, embedded)
+                await asyncio.to_thread(meaning.add, rows)
                 vectors.set_mark(_MARK, str(rows[-1][0]))
                 done += len(rows)
                 since_save += len(rows)
@@ -173,49 +214,114 @@ class RetrievalEngine:
             await asyncio.to_thread(vectors.save)
             return done
 
+    def refined(self) -> tuple[int, int]:
+        """(passages the fine model has embedded, passages indexed), from the marks: how far
+        the background stage has come (call off the event loop)."""
+        meaning = self.meaning()
+        fine = meaning.fine
+        quick_mark = int(meaning.quick.mark(_MARK) or 0)
+        if fine is None:
+            return 0, 0
+        fine_mark = (int(fine.mark(_MARK) or 0)
+                     if fine.mark(_GENERATION) == meaning.quick.mark(_GENERATION) else 0)
+        index = self.fulltext
+        return self.store.call(lambda r: (index.count_between(0, fine_mark),
+                                          index.count_between(0, quick_mark)))
+
+    def _complete(self, meaning: Meaning) -> bool:
+        fine = meaning.fine
+        if fine is None:
+            return True
+        quick = meaning.quick
+        return (fine.mark(_GENERATION) == quick.mark(_GENERATION)
+                and int(fine.mark(_MARK) or 0) >= int(quick.mark(_MARK) or 0))
+
+    async def refine(self, *, limit: int | None = None, progress: Progress | None = None,
+                     pause: float = 0.0) -> int:
+        """Embed with the fine model the passages the quick one has and it has not, oldest
+        first, a slice at a time (at most `limit`; all when None). `pause`: seconds idle
+        after a slice per second it took (1.0 leaves half of a core to everything else).
+        Returns how many passages it embedded; `progress(done, left)` after each slice."""
+        meaning = await self._open_meaning()
+        fine = meaning.fine
+        if fine is None:
+            return 0
+        index = self.fulltext
+        async with self._refining:
+            done = since_save = 0
+            while limit is None or done < limit:
+                generation = meaning.quick.mark(_GENERATION)
+                if fine.mark(_GENERATION) != generation:
+                    await asyncio.to_thread(fine.clear)
+                    fine.set_mark(_GENERATION, generation)
+                    fine.set_mark(_MARK, "0")
+                start = int(fine.mark(_MARK) or 0)
+                end = int(meaning.quick.mark(_MARK) or 0)
+                if start >= end:
+                    break
+                want = REFINE_SLICE if limit is None else min(REFINE_SLICE, limit - done)
+
+                def read(repo: Repository, s: int = start, e: int = end,
+                         w: int = want) -> tuple[list[tuple[int, str]], int]:
+                    rows = [r for r in index.passages_after(s, w) if r[0] <= e]
+                    left = index.count_between(rows[-1][0] if rows else s, e)
+                    return rows, left
+
+                rows, left = await self.store.run(read)
+                if not rows:
+                    break
+                started = time.perf_counter()
+                await asyncio.to_thread(meaning.refine, rows)
+                if fine.mark(_GENERATION) == generation:
+                    fine.set_mark(_MARK, str(rows[-1][0]))
+                done += len(rows)
+                since_save += len(rows)
+                if progress is not None:
+                    progress(done, left)
+                if since_save >= SAVE_EVERY:
+                    await asyncio.to_thread(fine.save)
+                    since_save = 0
+                if pause > 0:
+                    await asyncio.sleep((time.perf_counter() - started) * pause)
+            await asyncio.to_thread(fine.save)
+            return done
+
     async def rebuild(self) -> int:
-        """Throw both indexes away and build them again from the store."""
+        """Throw both indexes away and build them again from the store (the fine stage
+        follows in `refine`)."""
         await self.store.run(self.fulltext.rebuild)
         return await self.catch_up()
 
     # --- searching ---------------------------------------------------------------------
-
-    async def embed_query(self, query: str) -> Any:
-        return (await asyncio.to_thread(self.embedder.embed, [query]))[0]
 
     async def search(self, query: str, *, limit: int = 10, session_id: str | None = None,
                      branch: Iterable[int] = (), catch_up: bool = True) -> list[RetrievalHit]:
         """The best `limit` passages for `query` over every chat and branch (or one
         session's), best first. `branch`: seqs of the current branch, ranked up. Raises
         `QueryError` (a ValueError) for a query without words."""
-        from .units import best_per_passage, unit_keys
-
         if not terms_of(query):
             raise QueryError("nothing to search for")
         if catch_up:
             await self.catch_up()
-        vectors = await self._open_vectors()
-        qvec = await self.embed_query(query)
+        meaning = await self._open_meaning()
         index = self.fulltext
-        try:
-            fts: str | None = any_terms_query(query)
-        except QueryError:
-            fts = None
 
         def lexical(repo: Repository) -> tuple[list[Passage], list[int] | None]:
             index.sync(repo)
             seqs = index.seqs_of_session(session_id) if session_id is not None else None
-            found = index.search(fts, seqs=seqs, limit=CANDIDATES) if fts else []
+            found = index.search_question(query, seqs=seqs, limit=CANDIDATES)
             keys = index.rowids_of(seqs) if seqs is not None else None
             return found, keys
 
-        words, confined = await self.store.run(lexical)
+        # The question's embedding and its words' search run at once, on two threads.
+        q, (words, confined) = await asyncio.gather(asyncio.to_thread(meaning.query, query),
+                                                    self.store.run(lexical))
         if confined is not None:
-            semantic = best_per_passage(
-                await asyncio.to_thread(vectors.score, qvec, unit_keys(confined)))[:CANDIDATES]
+            semantic = (await asyncio.to_thread(
+                meaning.rank_within, q, confined, self._texts))[:CANDIDATES]
         else:
-            semantic = best_per_passage(
-                await asyncio.to_thread(vectors.search, qvec, CANDIDATES * 4))
+            semantic = await asyncio.to_thread(meaning.nearest, q, CANDIDATES, self._texts,
+                                               complete=self._complete(meaning))
         return await self._fuse(query, words, semantic, limit=limit, branch=set(branch))
 
     async def search_within(self, query: str, seqs: Sequence[int], *,
@@ -224,9 +330,9 @@ class RetrievalEngine:
         lexical passes, best first) with the exact semantic ranking of the same nodes. Their
         passages not embedded yet are embedded now (a first catch-up of years of history
         need not finish before a recall can use meaning)."""
-        from .units import best_per_passage, embed_passages, first_keys, unit_keys
+        from .units import first_keys
 
-        vectors = await self._open_vectors()
+        meaning = await self._open_meaning()
         index = self.fulltext
 
         def keys_of(repo: Repository) -> list[int]:
@@ -234,18 +340,17 @@ class RetrievalEngine:
             return index.rowids_of(seqs)
 
         keys = await self.store.run(keys_of)
-        have = set(await asyncio.to_thread(vectors.present, first_keys(keys)))
+        have = set(await asyncio.to_thread(meaning.quick.present, first_keys(keys)))
         missing = [k for k, f in zip(keys, first_keys(keys), strict=True) if f not in have]
         if missing:
             rows = await self.store.run(
                 lambda repo: index.passages_of([(k, 0.0) for k in missing]))
             if rows:
-                ukeys, embedded = await asyncio.to_thread(
-                    embed_passages, self.embedder, [(p.rowid, p.text) for p in rows])
-                await asyncio.to_thread(vectors.add, ukeys, embedded)
-        qvec = await self.embed_query(query)
-        semantic = _standouts(best_per_passage(
-            await asyncio.to_thread(vectors.score, qvec, unit_keys(keys))))
+                await asyncio.to_thread(meaning.add, [(p.rowid, p.text) for p in rows])
+        q = await asyncio.to_thread(meaning.query, query)
+        semantic = await asyncio.to_thread(meaning.rank_within, q, keys, self._texts)
+        if meaning.fine is None:
+            semantic = _standouts(semantic)  # the fine model's floor is its own test
         return await self._fuse(query, list(lexical), semantic, limit=limit, branch=set())
 
     async def _fuse(self, query: str, words: list[Passage], semantic: list[tuple[int, float]],

@@ -25,10 +25,9 @@ from ...providers.embeddings import Embedder
 from ...store.database import Store
 from ...store.fulltext import QueryError, any_terms_query, terms_of
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
-from ...store.vectors import VectorIndex
-from .engine import CANDIDATES, covering, default_embedder
+from .engine import CANDIDATES, covering, default_embedder, fine_embedder
 from .extract import ExtractError, file_passages
-from .units import best_per_passage, embed_passages, unit_keys
+from .semantic import Meaning, refine_backlog
 
 BASES_SETTING = "knowledge.bases"
 SESSION_SETTING = "knowledge.session."
@@ -120,21 +119,21 @@ class KnowledgeService:
         self.store = store
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self._index: KnowledgeIndex | None = None
-        self._vectors: VectorIndex | None = None
+        self._vectors: Meaning | None = None
 
-    def _open(self) -> tuple[KnowledgeIndex, VectorIndex]:
+    def _open(self) -> tuple[KnowledgeIndex, Meaning]:
         if self._index is None or self._vectors is None:
             base = knowledge_path(Path(self.store.path))
             self._index = KnowledgeIndex(base)
-            self._vectors = VectorIndex(base.with_name(base.name + ".usearch"),
-                                        ndim=self.embedder.ndim, model=self.embedder.name)
-            if len(self._vectors) == 0 and self._index.bases():
+            self._vectors = Meaning(base.with_name(base.name + ".usearch"), self.embedder,
+                                    fine_embedder())
+            if len(self._vectors.quick) == 0 and self._index.bases():
                 # vectors lost or of another model: every file is read again
                 for name in list(self._index.bases()):
                     self._index.drop_base(name)
         return self._index, self._vectors
 
-    async def _both(self) -> tuple[KnowledgeIndex, VectorIndex]:
+    async def _both(self) -> tuple[KnowledgeIndex, Meaning]:
         return await asyncio.to_thread(self._open)
 
     # --- bases -------------------------------------------------------------------------
@@ -167,7 +166,7 @@ class KnowledgeService:
         await self.store.run(lambda r: r.set_setting(BASES_SETTING, bases))
         index, vectors = await self._both()
         dropped = await asyncio.to_thread(index.drop_base, name)
-        await asyncio.to_thread(vectors.remove, unit_keys(dropped))
+        await asyncio.to_thread(vectors.remove, dropped)
         await asyncio.to_thread(vectors.save)
 
     async def stats(self) -> dict[str, tuple[int, int]]:
@@ -229,19 +228,26 @@ class KnowledgeService:
         gone = [p for p in known if p not in seen]
         for p in gone:
             dropped = await asyncio.to_thread(index.drop_file, name, p)
-            await asyncio.to_thread(vectors.remove, unit_keys(dropped))
+            await asyncio.to_thread(vectors.remove, dropped)
         await asyncio.to_thread(vectors.save)
         return IndexReport(name, len(seen) - len(skipped), read, len(gone), tuple(skipped),
                            time.monotonic() - started)
 
-    def _index_file(self, index: KnowledgeIndex, vectors: VectorIndex, name: str, path: Path,
+    def _index_file(self, index: KnowledgeIndex, vectors: Meaning, name: str, path: Path,
                     mtime: float, size: int) -> None:
         passages = file_passages(path)
         old, ids = index.put_file(name, str(path), mtime, size, passages)
-        keys, embedded = embed_passages(
-            self.embedder, [(i, t) for i, (_, _, t) in zip(ids, passages, strict=True)])
-        vectors.remove(unit_keys(old))
-        vectors.add(keys, embedded)
+        vectors.remove(old)
+        vectors.add([(i, t) for i, (_, _, t) in zip(ids, passages, strict=True)])
+
+    async def refine(self, names: Sequence[str], *, pause: float = 1.0,
+                     progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed these bases' passages with the fine model, in the background after
+        `reindex` (see `semantic.Meaning`). Returns how many passages it embedded."""
+        index, vectors = await self._both()
+        rowids = await asyncio.to_thread(index.rowids, names)
+        return await refine_backlog(vectors, rowids, _texts_of(index), pause=pause,
+                                    progress=progress)
 
     # --- searching ---------------------------------------------------------------------
 
@@ -255,7 +261,7 @@ class KnowledgeService:
             if n not in bases:
                 raise KnowledgeError(f"no knowledge base named {n!r}")
         index, vectors = await self._both()
-        qvec = (await asyncio.to_thread(self.embedder.embed, [query]))[0]
+        q = await asyncio.to_thread(vectors.query, query)
         try:
             fts: str | None = any_terms_query(query)
         except QueryError:
@@ -263,8 +269,8 @@ class KnowledgeService:
 
         def find() -> tuple[list[KnowledgePassage], list[tuple[int, float]]]:
             words = index.search(fts, list(names), CANDIDATES) if fts else []
-            keys = unit_keys(index.rowids(names))
-            return words, best_per_passage(vectors.score(qvec, keys))[:CANDIDATES]
+            ranked = vectors.rank_within(q, index.rowids(names), _texts_of(index))
+            return words, ranked[:CANDIDATES]
 
         words, semantic = await asyncio.to_thread(find)
         by_row = {p.rowid: p for p in words}
@@ -280,3 +286,7 @@ class KnowledgeService:
             if hit is not None:
                 out.append(KnowledgeHit(hit.base, hit.path, hit.page, hit.line, hit.text, s))
         return out
+
+
+def _texts_of(index: KnowledgeIndex) -> Callable[[Sequence[int]], list[tuple[int, str]]]:
+    return lambda rowids: [(p.rowid, p.text) for p in index.passages_of([(r, 0.0) for r in rowids])]
