@@ -187,6 +187,14 @@ class KnowledgeController(QObject):
                 panel.say(text)
                 await self.refresh(t)
         self._status(f"Knowledge {text}")
+        # the finer reading of meaning follows in the background, at a gentle pace; a search
+        # before it ends judges its likeliest candidates by it on the spot
+        self._tasks.spawn(self._refine(name), name="knowledge-refine")
+
+    async def _refine(self, name: str) -> None:
+        service = await self.service()
+        done = await service.refine([name], pause=1.0)
+        log.info("knowledge %s: %d passage(s) read for meaning", name, done)
 
     def remove(self, target: Target, name: str) -> None:
         self._tasks.spawn(self.detach(target, name), name="knowledge-remove")
