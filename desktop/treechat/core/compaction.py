@@ -267,6 +267,8 @@ def _summary_target(tokens: int, config: RuleConfig) -> int:
                min(config.max_summary_tokens, int(tokens * config.summary_ratio)))
 
 
+# The share of a roll-up's size its carried fact lines may take at most.
+ROLLUP_FACTS_SHARE = 0.7
 # What a roll-up's fence and header cost on top of its lines.
 ROLLUP_FENCE_TOKENS = 60
 
@@ -321,7 +323,7 @@ def _plan_rollup(
     carried = sum(len(ln) // 4 + 1 for p in run for ln in section_lines(items[p].rendered))
     others = sum(len(ln) // 4 + 1 for ln in facts_so_far(
         items[p] for p in summaries if p not in run))
-    room = min(carried, max(0, facts_budget - others), int(0.7 * target))
+    room = min(carried, max(0, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
     request = SummaryRequest(
         entries=_entries(items, run),
         target_tokens=max(config.min_summary_tokens, target - room),

@@ -183,8 +183,14 @@ def _json_facts(doc: Any) -> Iterator[Fact]:
     values = Counter(v for _, _, v in leaves)
     df = _part_counts(" ".join(v for _, _, v in leaves))
     by_key: dict[str, Counter[str]] = {}
-    for _, k, v in leaves:
+    # The fields of each list element (a record), so a fact about one of them is said with
+    # its record: the odd status beside the name and the rest of its row.
+    records: dict[str, list[str]] = {}
+    for path, k, v in leaves:
         by_key.setdefault(k, Counter())[v] += 1
+        head, _, last = path.rpartition(".")
+        if head.endswith("]"):
+            records.setdefault(head, []).append(f"{last}={v}")
     for i, (path, key, value) in enumerate(leaves):
         score = 1.5 + _value_weight(value) + _info(value, df)
         if values[value] == 1:
@@ -200,7 +206,11 @@ def _json_facts(doc: Any) -> Iterator[Fact]:
         if _SEVERE.search(key) or _SEVERE.search(value[:80]):
             score += 1.0
         score -= 0.25 * path.count(".") + 0.01 * i
-        yield Fact(_cut(f"{path}: {value}"), score, i)
+        head = path.rpartition(".")[0]
+        if head in records:
+            yield Fact(_cut(f"{head}: {', '.join(records[head])}"), score, i)
+        else:
+            yield Fact(_cut(f"{path}: {value}"), score, i)
 
 
 # --- tables -----------------------------------------------------------------------------
