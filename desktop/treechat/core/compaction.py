@@ -14,6 +14,7 @@ from .compaction_facts import (
     facts_so_far,
     facts_tokens,
     folded_facts,
+    line_cost,
     new_lines,
     section_lines,
     within,
@@ -320,8 +321,8 @@ def _plan_rollup(
     # The fact lines of the rolled summaries are carried over as they are, within what the
     # facts' budget leaves beside the other summaries' lines and most of the target.
     facts_budget = int(config.facts_share * budget / cal)
-    carried = sum(len(ln) // 4 + 1 for p in run for ln in section_lines(items[p].rendered))
-    others = sum(len(ln) // 4 + 1 for ln in facts_so_far(
+    carried = sum(line_cost(ln) for p in run for ln in section_lines(items[p].rendered))
+    others = sum(line_cost(ln) for ln in facts_so_far(
         items[p] for p in summaries if p not in run))
     room = min(carried, max(0, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
     request = SummaryRequest(
@@ -355,7 +356,7 @@ def apply_compaction(
     known = facts_so_far(it for it in items if it.live and it.is_summary)
     for run, text in zip(plan.runs, texts, strict=True):
         scope = run.request.scope
-        lines = _run_facts(items, run, plan, known, counter)
+        lines = _run_facts(items, run, plan, known)
         rendered = fence(text, scope=scope, count=_count_covered(items, run.positions)) + (
             facts_section(lines))
         tokens = item_tokens("user", rendered, counter)
@@ -408,7 +409,7 @@ def apply_compaction(
 
 
 def _run_facts(items: Sequence[ContextItem], run: FoldRun, plan: CompactionPlan,
-               known: Sequence[str], counter: TokenCounter) -> list[str]:
+               known: Sequence[str]) -> list[str]:
     """The fact lines a run's summary carries: for a fold, what its items state and found
     that no summary carries yet; for a roll-up, the lines of the summaries it rolls up,
     verbatim, within its room."""
@@ -419,7 +420,7 @@ def _run_facts(items: Sequence[ContextItem], run: FoldRun, plan: CompactionPlan,
     carried = [ln for p in run.positions for ln in section_lines(items[p].rendered)]
     if plan.facts_budget <= 0:
         return carried
-    return within(carried, run.facts_room, counter)
+    return within(carried, run.facts_room)
 
 
 def _gainful(plan: CompactionPlan, commit: ContextCommit,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from .commit import ContextItem
 from .findings import stated_facts
 from .summarize import fence_lines
-from .tokens import TokenCounter
 from .tool_facts import tool_facts
 
 FACTS_OPEN = "<<<facts-so-far"
@@ -89,9 +88,16 @@ def folded_facts(items: Sequence[ContextItem]) -> list[FactLine]:
     return out
 
 
+def line_cost(line: str) -> int:
+    """About what a fact line takes (three characters a token: ids, paths and numbers
+    split finely). Planning and trimming use this one measure, so a roll-up leaves out no
+    line its room was planned to hold."""
+    return len(line) // 3 + 1
+
+
 def facts_tokens(items: Sequence[ContextItem]) -> int:
-    """About what the facts of `items` will take (four characters a token)."""
-    return sum(len(f.text) // 4 + 1 for f in folded_facts(items))
+    """About what the facts of `items` will take."""
+    return sum(line_cost(f.text) for f in folded_facts(items))
 
 
 def new_lines(found: Sequence[FactLine], known: Iterable[str]) -> list[str]:
@@ -105,10 +111,10 @@ def new_lines(found: Sequence[FactLine], known: Iterable[str]) -> list[str]:
     return out
 
 
-def within(lines: Sequence[str], budget: int, counter: TokenCounter) -> list[str]:
+def within(lines: Sequence[str], budget: int) -> list[str]:
     """`lines` in their order, the oldest tool facts and then the oldest statements left out
-    until they fit `budget` tokens."""
-    sizes = [counter.count(ln) + 1 for ln in lines]
+    until they fit `budget` (by `line_cost`)."""
+    sizes = [line_cost(ln) for ln in lines]
     total = sum(sizes)
     keep = [True] * len(lines)
     for stated in (False, True):
