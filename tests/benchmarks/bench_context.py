@@ -1,14 +1,17 @@
 """Context engine benchmark: Treechat's engine against peers that trim on the same seeded
 conversations with the same tokenizer, plus prepare() scaling and commit storage growth.
 
-Three generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
+Four generators, three seeds each: the synthetic one (`context_sim.simulate`: billing-service
 chatter, code, tool results up to 30k characters, an edited message, an attached branch, a
 two-hour pause), one of real prose (`context_sim.simulate_prose`: the running interpreter's
 standard library docstrings and source files) and one of long replies
 (`long_replies.simulate_long_replies`: 300-800 words of the Language Reference a reply, facts
 in several phrasings), the two prose ones with facts of three kinds planted in plain words:
-said by the user, concluded by the assistant, and only inside a tool result. Two more seeds
-of each prose generator, never looked at while tuning, are reported on their own (`_heldout`).
+said by the user, concluded by the assistant, and only inside a tool result; and one of varied
+tool output (`tool_outputs.simulate_tool_outputs`: JSON, tables, logs, listings, search hits,
+settings, test runs; its tool facts are the one record that differs, the one error, the
+setting looked up). Two more seeds of each prose and tool generator, never looked at while
+tuning, are reported on their own (`_heldout`).
 Each fact is asked about once, later, and is counted at that turn: kept when the request holds
 its key and value together, or (for Treechat) when `recall` for the question returns it in its
 top three.
@@ -49,6 +52,7 @@ from tests.support.context_sim import (
     simulate_prose,
 )
 from tests.support.long_replies import simulate_long_replies
+from tests.support.tool_outputs import simulate_tool_outputs
 
 from treechat.core.budget import plan_budget
 from treechat.core.commit import ContextCommit
@@ -939,7 +943,10 @@ def _pooled(arms: Sequence[Arm], kind: str, *, request_only: bool = False) -> fl
     return sum(got) / len(got) if got else None
 
 
-_GEN_SLUG = {"prose": "stdlib", "long replies": "long_replies", "synthetic": "synthetic"}
+_GEN_SLUG = {"prose": "stdlib", "long replies": "long_replies", "synthetic": "synthetic",
+             "tool outputs": "tool_outputs"}
+# The generators the compaction figures are taken over (each headline the worst of them).
+_FIGURE_GENS = ("prose", "long replies", "tool outputs")
 
 
 def same_size_cost(ours: Arm, arms: Sequence[Arm], cost: Callable[[Arm, Prices], float],
@@ -969,7 +976,7 @@ def _issue_figures(per: Mapping[tuple[str, str], list[Arm]],
     plain: list[float] = []
     tool: list[float] = []
     for split, table in (("", per), ("_heldout", held)):
-        for gen in ("prose", "long replies"):
+        for gen in _FIGURE_GENS:
             ours, same = table[(gen, "treechat")], table[(gen, "same-size trim")]
             tag = f"_{_GEN_SLUG[gen]}{split}"
             extra = [long_ours] if gen == "prose" and not split else []
@@ -1022,6 +1029,8 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
                   for s in SEEDS],
         "long replies": [asyncio.run(run_conversation(simulate_long_replies(s, TURNS), tmp_path,
                                                       tag="l")) for s in SEEDS],
+        "tool outputs": [asyncio.run(run_conversation(simulate_tool_outputs(s, TURNS), tmp_path,
+                                                      tag="t")) for s in SEEDS],
     }
     heldout: dict[str, list[dict[str, Any]]] = {
         "prose": [asyncio.run(run_conversation(simulate_prose(s, TURNS), tmp_path, peers=False,
@@ -1029,12 +1038,15 @@ def test_context_arms(tmp_path: Path, bench_report: Callable[..., Path]) -> None
         "long replies": [asyncio.run(run_conversation(simulate_long_replies(s, TURNS), tmp_path,
                                                       peers=False, tag="hl"))
                          for s in HELDOUT_SEEDS],
+        "tool outputs": [asyncio.run(run_conversation(simulate_tool_outputs(s, TURNS), tmp_path,
+                                                      peers=False, tag="ht"))
+                         for s in HELDOUT_SEEDS],
     }
     long_run = asyncio.run(run_conversation(simulate_prose(SEEDS[0], LONG_TURNS), tmp_path,
                                             peers=False, tag="long"))
     names = ["treechat", "trim", "trim + summary", "same-size trim", "litellm", "langchain"]
     kinds = {"synthetic": ["synthetic"], "prose": ["plain", "assistant", "tool"],
-             "long replies": ["plain", "assistant", "tool"]}
+             "long replies": ["plain", "assistant", "tool"], "tool outputs": ["plain", "tool"]}
     figures: dict[str, float] = {}
     rows: list[list[object]] = []
     per: dict[tuple[str, str], list[Arm]] = {}

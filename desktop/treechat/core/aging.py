@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from .attachments import stub_text
 from .commit import ContextItem, item_tokens
-from .findings import tool_findings
 from .rule_config import RuleConfig
 from .tokens import TokenCounter
+from .tool_facts import tool_facts
 
 CLEARED_PLACEHOLDER = (
     "[tool result cleared after an hour unused; the recall tool returns it, or run the tool "
@@ -35,7 +35,7 @@ def aged_tool_item(it: ContextItem, counter: TokenCounter, config: RuleConfig) -
     findings: the lines that stand out from the rest, not merely the first."""
     text = it.rendered
     lines = len(text.splitlines())
-    found = tool_findings(text, limit=2) or tuple(
+    found = it.facts or tool_facts(text, limit=2) or tuple(
         ln.strip()[:120] for ln in text.splitlines()[:1] if ln.strip())
     call = " ".join(it.tool_args.split())
     if len(call) > 80:

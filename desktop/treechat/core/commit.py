@@ -53,6 +53,9 @@ class ContextItem:
     order: int = 0
     # The files a user message carries (none once it has aged: the stub names them).
     files: tuple[AttachmentRef, ...] = ()
+    # A tool result's facts, read from its whole output when it arrived (what its aged stub
+    # and the facts kept by compaction quote, whatever the cap cut).
+    facts: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -142,6 +145,7 @@ def item_record(item: ContextItem) -> dict[str, Any]:
         "o": item.order,
         # only when there are files, so items without any keep their digests
         **({"fl": [f.as_meta() for f in item.files]} if item.files else {}),
+        **({"fx": list(item.facts)} if item.facts else {}),
     }
 
 
@@ -176,6 +180,7 @@ def item_from_record(rec: Mapping[str, Any]) -> ContextItem:
         args_ref=bool(r["aref"]),
         order=int(r["o"]),
         files=node_attachments({"attachments": r.get("fl") or ()}),
+        facts=tuple(str(f) for f in r.get("fx") or ()),
     )
 
 

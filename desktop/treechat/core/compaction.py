@@ -9,6 +9,16 @@ from dataclasses import dataclass, field, replace
 
 from .aging import age_tools, clear_idle
 from .commit import ContextCommit, ContextItem, item_tokens, make_commit, summary_id
+from .compaction_facts import (
+    facts_section,
+    facts_so_far,
+    facts_tokens,
+    folded_facts,
+    line_cost,
+    new_lines,
+    section_lines,
+    within,
+)
 from .rule_config import CompactionMode, CompactionRequest, RuleConfig
 from .summarize import SummaryEntry, SummaryRequest, fence
 from .tokens import TokenCounter
@@ -19,6 +29,8 @@ class FoldRun:
     positions: tuple[int, ...]
     group: str | None
     request: SummaryRequest
+    # A roll-up's room for the fact lines it carries over (their tokens).
+    facts_room: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +39,9 @@ class CompactionPlan:
     level: int
     mode: CompactionMode = "auto"
     notes: tuple[str, ...] = field(default=())
+    # Tokens the facts so far may take together (0: none are kept apart; what a fold finds
+    # is left to its summary's own lines).
+    facts_budget: int = 0
 
 
 
@@ -193,6 +208,9 @@ def plan_compaction(
 
     live = commit.live
     protect_from = kept_from(commit, config, int(budget / cal))
+    facts_budget = int(config.facts_share * budget / cal)
+    if facts_budget < config.min_summary_tokens:
+        facts_budget = 0
     runs: list[list[int]] = []
     groups: list[str | None] = []
     cur: list[int] = []
@@ -229,15 +247,20 @@ def plan_compaction(
             group=g,
             request=SummaryRequest(
                 entries=_entries(items, run),
-                target_tokens=_summary_target(sum(items[p].tokens for p in run), config),
+                # What the fold adds to the facts block comes out of its summary's target:
+                # together they take no more than a summary alone did.
+                target_tokens=max(config.min_summary_tokens, _summary_target(
+                    sum(items[p].tokens for p in run), config) - (
+                    facts_tokens([items[p] for p in run]) if facts_budget and not g else 0)),
                 instructions=instructions,
                 level=0,
                 scope=f"attached from {g}" if g else "",
+                facts_apart=facts_budget > 0 and not g,
             ),
         )
         for run, g in zip(runs, groups, strict=True)
     )
-    return CompactionPlan(runs=fold_runs, level=0, mode=mode)
+    return CompactionPlan(runs=fold_runs, level=0, mode=mode, facts_budget=facts_budget)
 
 
 def _summary_target(tokens: int, config: RuleConfig) -> int:
@@ -245,6 +268,8 @@ def _summary_target(tokens: int, config: RuleConfig) -> int:
                min(config.max_summary_tokens, int(tokens * config.summary_ratio)))
 
 
+# The share of a roll-up's size its carried fact lines may take at most.
+ROLLUP_FACTS_SHARE = 0.7
 # What a roll-up's fence and header cost on top of its lines.
 ROLLUP_FENCE_TOKENS = 60
 
@@ -290,17 +315,25 @@ def _plan_rollup(
     run.reverse()
     if len(run) < 2:
         return None
+    # Free what must be freed and keep the rest: a roll-up condensed further than that
+    # loses more than it must, and makes the next one come sooner.
+    target = max(config.min_summary_tokens, int(max(acc * config.rollup_ratio, acc - free)))
+    # The fact lines of the rolled summaries are carried over as they are, within what the
+    # facts' budget leaves beside the other summaries' lines and most of the target.
+    facts_budget = int(config.facts_share * budget / cal)
+    carried = sum(line_cost(ln) for p in run for ln in section_lines(items[p].rendered))
+    others = sum(line_cost(ln) for ln in facts_so_far(
+        items[p] for p in summaries if p not in run))
+    room = min(carried, max(0, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
     request = SummaryRequest(
         entries=_entries(items, run),
-        # Free what must be freed and keep the rest: a roll-up condensed further than that
-        # loses more than it must, and makes the next one come sooner.
-        target_tokens=max(config.min_summary_tokens,
-                          int(max(acc * config.rollup_ratio, acc - free))),
+        target_tokens=max(config.min_summary_tokens, target - room),
         instructions=instructions,
         level=1,
         scope=f"attached from {group}" if group else "",
     )
-    return CompactionPlan(runs=(FoldRun(tuple(run), group, request),), level=1)
+    return CompactionPlan(runs=(FoldRun(tuple(run), group, request, facts_room=room),),
+                          level=1, facts_budget=facts_budget)
 
 
 def apply_compaction(
@@ -320,9 +353,12 @@ def apply_compaction(
     changed: set[int] = set()
     folded = 0
     applied = 0
+    known = facts_so_far(it for it in items if it.live and it.is_summary)
     for run, text in zip(plan.runs, texts, strict=True):
         scope = run.request.scope
-        rendered = fence(text, scope=scope, count=_count_covered(items, run.positions))
+        lines = _run_facts(items, run, plan, known)
+        rendered = fence(text, scope=scope, count=_count_covered(items, run.positions)) + (
+            facts_section(lines))
         tokens = item_tokens("user", rendered, counter)
         if not fold_saves(tokens, (items[p] for p in run.positions)):
             # A summary no smaller than what it would fold only makes the request bigger:
@@ -344,13 +380,14 @@ def apply_compaction(
             seq=max(items[p].seq for p in run.positions),
             order=order,
         )
+        known.extend(lines)
         for p in run.positions:
             # A folded item only needs to say where it went; dropping the rest keeps every
             # later keyframe small.
             items[p] = replace(
                 items[p], state="summarized", merged_into=sid, rendered="", tokens=0,
                 text_ref="", tool_args="", args_ref=False, reason="", tool_name="",
-                tool_call_id="", call_of=None, touched_at=0.0, is_anchor=False,
+                tool_call_id="", call_of=None, touched_at=0.0, is_anchor=False, facts=(),
             )
             changed.add(p)
         folded += len(run.positions)
@@ -369,6 +406,21 @@ def apply_compaction(
         summary=f"compaction ({plan.mode}): {verb} {folded} items into {applied}",
         max_seq=commit.max_seq, aged_through=aged_through,
     )
+
+
+def _run_facts(items: Sequence[ContextItem], run: FoldRun, plan: CompactionPlan,
+               known: Sequence[str]) -> list[str]:
+    """The fact lines a run's summary carries: for a fold, what its items state and found
+    that no summary carries yet; for a roll-up, the lines of the summaries it rolls up,
+    verbatim, within its room."""
+    if plan.level == 0:
+        if plan.facts_budget <= 0 or run.group:
+            return []
+        return new_lines(folded_facts([items[p] for p in run.positions]), known)
+    carried = [ln for p in run.positions for ln in section_lines(items[p].rendered)]
+    if plan.facts_budget <= 0:
+        return carried
+    return within(carried, run.facts_room)
 
 
 def _gainful(plan: CompactionPlan, commit: ContextCommit,

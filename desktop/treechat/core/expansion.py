@@ -10,10 +10,10 @@ from dataclasses import replace
 from .aging import age_tools, clear_idle, cleared_item
 from .attachments import missing_files_note, node_attachments
 from .commit import ContextCommit, ContextItem, item_tokens, make_commit, tool_args_text
-from .findings import tool_findings
 from .model import Node
 from .rule_config import RuleConfig
 from .tokens import TokenCounter
+from .tool_facts import tool_facts
 
 
 def node_item(
@@ -40,6 +40,7 @@ def node_item(
             text_ref="node" if rendered == text else "cap",
             args_ref=True,
             locked=bool(node.metadata.get("locked")),
+            facts=tool_facts(text, limit=2, ranked=True),
         )
     if node.role == "runtime" and not text:
         return None
@@ -76,7 +77,7 @@ def capped_text(text: str, node_id: str, max_chars: int) -> str:
     head = keep * 2 // 3
     tail = keep - head
     middle = text[head:len(text) - tail]
-    lines = tool_findings(middle, limit=2)
+    lines = tool_facts(middle, limit=2)
     quoted = "".join(f"\n  {ln}" for ln in lines)[:CUT_FINDINGS_CHARS]
     said = f"; in it:{quoted}\n" if quoted else ""
     marker = f"\n[… {len(middle):,} characters cut{note}{said} …]\n"

@@ -42,6 +42,10 @@ class RuleConfig:
     # re-sent after a compaction small: the summaries before the fold stay byte-identical (a
     # cached prefix), only the short run of recent items after them is written again.
     summary_share: float = 0.78
+    # The facts so far (the user's statements, the tool results' facts, carried in the
+    # summaries' facts sections) may take this share of the history budget, within the
+    # summaries' share.
+    facts_share: float = 0.12
     rollup_ratio: float = 0.5
     # A roll-up brings the summaries down to this fraction of their share: just under it, so
     # each roll-up folds only the newest few summaries and leaves the older ones alone.

@@ -68,7 +68,7 @@ def test_what_the_user_stated_survives_roll_ups_in_any_case() -> None:
     assert any("rolled up" in c.summary for c in commits)
     text = "\n".join(_summaries(last))
     assert "Tampere" in text
-    assert "- fact:" in text
+    assert "- user said: Also, OUR office is in Tampere" in text
 
 
 def test_a_tool_run_folds_into_its_findings_not_its_first_line() -> None:
