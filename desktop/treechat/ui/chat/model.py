@@ -14,12 +14,12 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistent
 from ...core.citations import TurnSources, with_sources
 from ...core.model import GraphError, Node
 from ...core.reply import reasoning_of
+from ...core.tool_names import shown_tool_name
 from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionView
 
 ROW_ROLE = int(Qt.ItemDataRole.UserRole) + 1
-# Changes are announced for these roles only: naming no role (or the size hint role) makes
-# QListView lay out all rows again, and the chat view does its own layout.
+# Changes are announced for these roles only: naming none (or the size hint's) lays out all rows
 CONTENT_ROLES = [ROW_ROLE, int(Qt.ItemDataRole.DisplayRole),
                  int(Qt.ItemDataRole.AccessibleTextRole)]
 
@@ -184,7 +184,6 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
                 rows.append(ChatRow(RowKind.TOOL, key, node, thinking, label="Thinking",
                                     model=label, expanded=key in expanded))
             # a step that only called tools says nothing itself: its tool rows stand for it
-            # (and its reasoning, when it had some, is shown above them all the same)
             if (not text.strip() and node.id in tool_callers and not node.interrupted
                     and version[1] == 1 and not pinned):
                 continue
@@ -192,8 +191,8 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
                                 version=version, pinned=pinned, interrupted=node.interrupted,
                                 expanded=node.id in expanded))
         elif node.role == "tool":
-            caller = view.graph.find(node.caller)
-            rows.append(ChatRow(RowKind.TOOL, node.id, node, node.text, label=node.name or "tool",
+            caller, tool = view.graph.find(node.caller), shown_tool_name(node.name)
+            rows.append(ChatRow(RowKind.TOOL, node.id, node, node.text, label=tool,
                                 model=model_label(caller) if caller is not None else "",
                                 pinned=pinned, expanded=node.id in expanded))
         elif node.role == "system":
