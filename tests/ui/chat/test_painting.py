@@ -47,3 +47,24 @@ def test_a_failed_turn_is_painted_as_an_error_card(qtbot: QtBot) -> None:
                                    action="retry"))
     qtbot.waitUntil(lambda: "error" in chat.row_keys(), timeout=3000)
     assert close(pixel_in(chat, "error", "card"), chat.delegate.colors.error_bg)
+
+
+def test_a_denied_tool_call_says_so_in_its_folded_row(qtbot: QtBot) -> None:
+    nodes = [Node("q", 0, 1.0, "s", "user", output="add two and three"),
+             Node("a", 1, 2.0, "s", "assistant", output="", predecessor="q"),
+             Node("t", 2, 3.0, "s", "tool", name="alpha__add", caller="a",
+                  output="The user denied this call: alpha › add did not run.",
+                  metadata={"denied": True}),
+             Node("r", 3, 4.0, "s", "assistant", output="It was not allowed.", predecessor="a")]
+    chat = shown_chat(qtbot, session_view(nodes))
+    qtbot.waitUntil(lambda: chat.row_rect("t").height() > 0, timeout=3000)
+    row = chat.model.row_at(chat.model.index_of("t"))
+    assert row.denied and "denied" in row.accessible_text()
+    card = chat.delegate.layout(row).card
+    assert card is not None
+    origin = chat.list.visualRect(chat.model.index(chat.model.index_of("t"))).topLeft()
+    image = chat.list.viewport().grab().toImage()
+    status = [image.pixelColor(QPoint(int(x), int(card.top() + 18)) + origin)
+              for x in range(int(card.right() - 110), int(card.right() - 34))]
+    error = chat.delegate.colors.error
+    assert any(close(colour, error, 40) for colour in status)  # "denied", in the error's red

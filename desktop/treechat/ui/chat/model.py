@@ -124,6 +124,10 @@ class ChatRow(NamedTuple):
     def failed(self) -> bool:
         return bool(self.node is not None and self.node.metadata.get("is_error"))
 
+    @property
+    def denied(self) -> bool:  # a tool call the person said no to: it did not run
+        return bool(self.node is not None and self.node.metadata.get("denied") is True)
+
     def accessible_text(self) -> str:
         who = {
             RowKind.USER: "You",
@@ -134,13 +138,9 @@ class ChatRow(NamedTuple):
             RowKind.NOTE: self.label or "Note",
             RowKind.ERROR: "Error",
         }[self.kind]
-        extras = []
-        if self.has_versions:
-            extras.append(f"version {self.version[0]} of {self.version[1]}")
-        if self.pinned:
-            extras.append("pinned")
-        if self.interrupted:
-            extras.append("interrupted")
+        extras = [f"version {self.version[0]} of {self.version[1]}"] if self.has_versions else []
+        marks = {"pinned": self.pinned, "interrupted": self.interrupted, "denied": self.denied}
+        extras += [word for word, on in marks.items() if on]
         body = self.error.message if self.error is not None else self.text
         suffix = f" ({', '.join(extras)})" if extras else ""
         return f"{who}{suffix}: {body}"

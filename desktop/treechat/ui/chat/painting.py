@@ -181,11 +181,12 @@ class RowPainter:
         summary = row.arguments_summary if row.kind == RowKind.TOOL else _first_line(row.text)
         status = ""
         if row.kind == RowKind.TOOL:
-            status = "failed" if failed else _lines_label(row.text)
+            # a denied call did not run: said in its row, folded or not
+            status = "denied" if row.denied else "failed" if failed else _lines_label(row.text)
             sfm = QFontMetricsF(self._layouter.small)
             sw = sfm.horizontalAdvance(status) + 4
             p.setFont(self._layouter.small)
-            p.setPen(c.error if failed else c.muted)
+            p.setPen(c.error if failed or row.denied else c.muted)
             p.drawText(QRectF(right - sw, line.top(), sw, line.height()),
                        int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight), status)
             right -= sw + 12
