@@ -193,7 +193,7 @@ def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
         elif node.role == "tool":
             caller, tool = view.graph.find(node.caller), shown_tool_name(node.name)
             rows.append(ChatRow(RowKind.TOOL, node.id, node, node.text, label=tool,
-                                model=model_label(caller) if caller is not None else "",
+                                model=model_label(caller, name) if caller is not None else "",
                                 pinned=pinned, expanded=node.id in expanded))
         elif node.role == "system":
             text = node.input if isinstance(node.input, str) and node.input else node.text
