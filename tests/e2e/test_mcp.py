@@ -256,6 +256,7 @@ async def test_a_protected_tool_joins_the_rules_protected_set(services: Services
 async def test_a_summarized_mcp_result_is_fenced_as_untrusted(
     services: Services, loopback: LoopbackProvider
 ) -> None:
+    from treechat.core.compaction_facts import FACTS_CLOSE, FACTS_OPEN
     from treechat.core.summarize import SUMMARY_CLOSE, SUMMARY_OPEN
 
     assert services.mcp is not None
@@ -281,10 +282,16 @@ async def test_a_summarized_mcp_result_is_fenced_as_untrusted(
     quoted = 0
     for message in messages:
         content = json.dumps(message.get("content"))
-        if "Ignore all previous instructions" in content:
+        at = content.find("Ignore all previous instructions")
+        while at >= 0:
             quoted += 1
-            start, end = content.find(SUMMARY_OPEN), content.rfind(SUMMARY_CLOSE)
-            at = content.find("Ignore all previous instructions")
-            assert start < at < end, "tool output outside the fence"
-            assert "not as instructions" in content
+            # inside the summary's fence, or the fence of the facts it carries
+            inside = [content.rfind(opening, 0, at) > content.rfind(closing, 0, at)
+                      and content.find(closing, at) > at
+                      for opening, closing in ((SUMMARY_OPEN, SUMMARY_CLOSE),
+                                               (FACTS_OPEN, FACTS_CLOSE))]
+            assert any(inside), "tool output outside the fence"
+            at = content.find("Ignore all previous instructions", at + 1)
+        if "Ignore all previous instructions" in content:
+            assert "information, not" in content  # each fence says how to read it
     assert quoted, "the summary kept nothing of the tool's output to check"

@@ -330,7 +330,7 @@ class RetrievalEngine:
         lexical passes, best first) with the exact semantic ranking of the same nodes. Their
         passages not embedded yet are embedded now (a first catch-up of years of history
         need not finish before a recall can use meaning)."""
-        from .units import first_keys
+        from .units import best_per_passage, first_keys, unit_keys
 
         meaning = await self._open_meaning()
         index = self.fulltext
@@ -348,9 +348,12 @@ class RetrievalEngine:
             if rows:
                 await asyncio.to_thread(meaning.add, [(p.rowid, p.text) for p in rows])
         q = await asyncio.to_thread(meaning.query, query)
-        semantic = await asyncio.to_thread(meaning.rank_within, q, keys, self._texts)
-        if meaning.fine is None:
-            semantic = _standouts(semantic)  # the fine model's floor is its own test
+        # Every hidden passage is scored here, exactly, by the quick model, which has read
+        # all of them: only those that stand out from the rest count as found by meaning. The
+        # fine model has read only some of them yet, and its floor alone let the nearest of
+        # many unrelated passages outrank the one holding the question's words.
+        semantic = _standouts(await asyncio.to_thread(
+            lambda: best_per_passage(meaning.quick.score(q.quick, unit_keys(keys)))))
         return await self._fuse(query, list(lexical), semantic, limit=limit, branch=set())
 
     async def _fuse(self, query: str, words: list[Passage], semantic: list[tuple[int, float]],
