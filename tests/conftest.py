@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,23 @@ os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
 
 if TYPE_CHECKING:
     from tests.support.loopback_server import LoopbackProvider
+
+
+@pytest.fixture(autouse=True, scope="session")
+def collect_cycles_on_the_main_thread() -> Iterator[None]:
+    """As in the window (`ui.shell.collector`): the cycle collector never runs on a worker
+    thread, where freeing a Qt object left by an earlier test crashes Qt."""
+    was = gc.isenabled()
+    gc.disable()
+    yield
+    if was:
+        gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def collect_after_each_test() -> Iterator[None]:
+    yield
+    gc.collect()
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """The one asyncio loop, running on Qt's: qasync's QEventLoop plus what asyncio's own
 `run_forever` would have set up and qasync does not (finalizing abandoned async generators
-on the loop, as asyncio does, instead of in whatever thread the garbage collector runs), and
-a short interpreter switch interval while it runs."""
+on the loop, as asyncio does, instead of in whatever thread the garbage collector runs), a
+short interpreter switch interval while it runs, and the cycle collector on its thread."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from .collector import GuiThreadCollector
 from .import_hook import tolerate_lazy_modules
 
 # the hooks each loop replaced, put back when it closes
 _OLD_HOOKS: weakref.WeakKeyDictionary[qasync.QEventLoop, Any] = weakref.WeakKeyDictionary()
 _OLD_SWITCH: weakref.WeakKeyDictionary[qasync.QEventLoop, float] = weakref.WeakKeyDictionary()
+_COLLECTORS: weakref.WeakKeyDictionary[qasync.QEventLoop, GuiThreadCollector] = (
+    weakref.WeakKeyDictionary())
 
 SWITCH_INTERVAL = 0.001
 """Seconds another thread may hold the interpreter lock once the GUI thread asks for it
@@ -32,6 +35,7 @@ def create_event_loop(app: QApplication) -> qasync.QEventLoop:
     _OLD_HOOKS[loop] = sys.get_asyncgen_hooks()
     _OLD_SWITCH[loop] = sys.getswitchinterval()
     sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
+    _COLLECTORS[loop] = GuiThreadCollector(app)  # cycles are freed on this thread only
     # BaseEventLoop's own hooks: an async generator dropped half-way is closed by a task on
     # this loop, so its `finally` can still await.
     sys.set_asyncgen_hooks(
@@ -55,5 +59,9 @@ def close_event_loop(loop: qasync.QEventLoop) -> None:
     switch = _OLD_SWITCH.pop(loop, None)
     if switch is not None:
         sys.setswitchinterval(switch)
+    collector = _COLLECTORS.pop(loop, None)
+    if collector is not None:
+        collector.stop()
+        collector.deleteLater()
     loop.close()
     asyncio.set_event_loop(None)
