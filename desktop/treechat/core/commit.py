@@ -117,6 +117,15 @@ class ContextCommit:
     def attached_sources(self) -> frozenset[str]:
         return frozenset(i.attached_from for i in self.items if i.attached_from)
 
+    def newest_question(self) -> str:
+        """The text of the newest live message the user wrote here (not a summary, not an
+        attached branch's), "" when there is none: what passages are looked up for."""
+        items = self.items
+        newest = next((items[p] for p in reversed(self.live)
+                       if items[p].role == "user" and not items[p].is_summary
+                       and not items[p].attached_from), None)
+        return newest.rendered if newest is not None and newest.rendered.strip() else ""
+
 
 # --- content addressing ---------------------------------------------------------------
 

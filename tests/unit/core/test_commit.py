@@ -242,3 +242,18 @@ def test_any_sequence_of_attaches_expands_each_source_once(steps: list[str]) -> 
             assert sum(1 for i in attached if i.source_node_id.endswith("#end")) == 1
         else:
             assert attached == []
+
+
+def test_the_newest_question_is_the_users_own_newest_live_message() -> None:
+    items = (ContextItem("u1", "user", rendered="first question", seq=1),
+             ContextItem("a1", "assistant", rendered="an answer", seq=2),
+             ContextItem("u2", "user", rendered="the newest question", seq=3),
+             ContextItem("x", "user", rendered="from another branch", seq=4,
+                         attached_from="cc_peer"),
+             ContextItem("u3", "user", rendered="   ", seq=5))
+    commit = make_commit(None, items, (), session_id="s", head_node_id="u3", now=1.0)
+    assert commit.newest_question() == ""  # the newest one says nothing
+    shorter = make_commit(None, items[:4], (), session_id="s", head_node_id="x", now=1.0)
+    assert shorter.newest_question() == "the newest question"
+    assert make_commit(None, items[1:2], (), session_id="s", head_node_id="a1",
+                       now=1.0).newest_question() == ""

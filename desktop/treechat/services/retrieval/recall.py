@@ -118,13 +118,10 @@ async def recall_in(store: Store, commit: ContextCommit | None, lookup: CommitLo
 async def fallback_digest(store: Store, commit: ContextCommit, lookup: CommitLookup) -> str:
     """For a model without tools: passages `recall` finds for the newest user message,
     quoted after the cached prefix. Deterministic for the same commit and store."""
-    items = commit.items
-    newest = next((items[p] for p in reversed(commit.live)
-                   if items[p].role == "user" and not items[p].is_summary
-                   and not items[p].attached_from), None)
-    if newest is None or not newest.rendered.strip():
+    question = commit.newest_question()
+    if not question:
         return ""
-    result = await recall_in(store, commit, lookup, newest.rendered, limit=FALLBACK_HITS,
+    result = await recall_in(store, commit, lookup, question, limit=FALLBACK_HITS,
                              max_chars=FALLBACK_CHARS)
     if not result.hits:
         return ""

@@ -177,14 +177,11 @@ class SessionTools:
         names = self._knowledge_of.get(session_id)
         if not names:
             return ""
-        items = commit.items
-        newest = next((items[p] for p in reversed(commit.live)
-                       if items[p].role == "user" and not items[p].is_summary
-                       and not items[p].attached_from), None)
-        if newest is None or not newest.rendered.strip():
+        question = commit.newest_question()
+        if not question:
             return ""
         try:
-            hits = await self.knowledge().search(names, newest.rendered, limit=TAIL_PASSAGES)
+            hits = await self.knowledge().search(names, question, limit=TAIL_PASSAGES)
         except (QueryError, ValueError):
             return ""
         if not hits:
