@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..core.money import UNPRICED, spend_text
@@ -49,12 +49,10 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         rows = store.call(lambda r: ledger(r, session_id))
         local = runs_here(store)
 
-    def free_of(row: UsageFigures) -> int:
-        return row.requests if local(getattr(row, "model", "")) else 0
-
+    free = [r.requests if local(r.model) else 0 for r in rows]  # ran on this computer
     if args.json:
-        print(json.dumps([{"model": r.model, **usage_record(r), "free_requests": free_of(r)}
-                          for r in rows], indent=2))
+        print(json.dumps([{"model": r.model, **usage_record(r), "free_requests": f}
+                          for r, f in zip(rows, free, strict=True)], indent=2))
         return 0
     if not rows:
         print("No requests recorded yet.")
@@ -63,14 +61,14 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         f"{'model':<36} {'requests':>8} {'input':>10} {'cache read':>10} "
         f"{'cache write':>11} {'output':>9} {'cost':>11}"
     )
-    for r in rows:
+    for r, f in zip(rows, free, strict=True):
         print(
             f"{display_name(r.model):<36} {r.requests:>8} {r.input_tokens:>10,} "
             f"{r.cache_read:>10,} "
             f"{r.cache_write:>11,} {r.output_tokens:>9,} "
-            f"{cost_cell(r, free_of(r)):>11}"
+            f"{cost_cell(r, f):>11}"
         )
-    print_unpriced_note(rows, free_of)
+    print_unpriced_note(rows, free)
     return 0
 
 
@@ -105,7 +103,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
                        sum(r.free_requests for r in rows))
     print(f"{'total':<36} {sum(r.requests for r in rows):>8} {'':>10} {'':>10} {'':>9} "
           f"{total:>11}")
-    print_unpriced_note(rows, lambda r: getattr(r, "free_requests", 0))
+    print_unpriced_note(rows, [r.free_requests for r in rows])
     return 0
 
 
@@ -115,9 +113,9 @@ def cost_cell(row: UsageFigures, free: int = 0) -> str:
     return spend_text(row.cost_usd, row.requests, row.unpriced_requests, free) or "$0"
 
 
-def print_unpriced_note(rows: Iterable[UsageFigures],
-                        free: Callable[[UsageFigures], int] = lambda r: 0) -> None:
+def print_unpriced_note(rows: Sequence[UsageFigures], free: Sequence[int]) -> None:
     """Under a table with unpriced requests: what the word means (their cost is not known, so
     no sum includes it). Requests that ran on this computer (`free`) are not unpriced."""
-    if any(min(r.unpriced_requests, r.requests - free(r)) > 0 for r in rows):
+    if any(min(r.unpriced_requests, r.requests - f) > 0
+           for r, f in zip(rows, free, strict=True)):
         print(f"{UNPRICED}: requests to a model with no known price; no sum above counts them.")
