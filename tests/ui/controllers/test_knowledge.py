@@ -120,3 +120,36 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
         aio.run(scenario(), timeout=240)
     finally:
         QDesktopServices.unsetUrlHandler("file")
+
+
+def test_the_background_reading_of_a_base_never_runs_twice_at_once(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    notes = notes_folder(tmp_path)
+    knowledge = desk.controller.projects.knowledge
+
+    async def scenario() -> None:
+        service = await knowledge.service()
+        await service.add("Garden", [str(notes)])
+        await service.reindex("Garden", None)
+        real, running, most, runs = service.refine, [0], [0], [0]
+
+        async def counted(*args: Any, **kwargs: Any) -> int:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            runs[0] += 1
+            try:
+                return await real(*args, **kwargs)
+            finally:
+                running[0] -= 1
+
+        vars(service)["refine"] = counted  # counts the calls the controller makes
+        # three indexings end while the first reading runs: one more run follows it
+        first = aio.loop.create_task(knowledge._refine("Garden"))
+        await aio.settle(0.05)
+        await knowledge._refine("Garden")
+        await knowledge._refine("Garden")
+        await first
+        assert most[0] == 1 and runs[0] == 2
+
+    aio.run(scenario())

@@ -52,6 +52,7 @@ class KnowledgeController(QObject):
         self._service: KnowledgeService | None = None
         self.panels: dict[Target, KnowledgePanel] = {}
         self.indexing: dict[str, asyncio.Task[None]] = {}
+        self._refining: dict[str, bool] = {}  # base -> run once more when this run ends
         self.opened: list[tuple[str, int, int]] = []  # citations opened: (file, page, line)
         self._watched: dict[str, set[str]] = {}  # path -> bases
         self._changed: set[str] = set()
@@ -192,9 +193,21 @@ class KnowledgeController(QObject):
         self._tasks.spawn(self._refine(name), name="knowledge-refine")
 
     async def _refine(self, name: str) -> None:
+        """One background reading per base: passages indexed while it runs are read by one
+        more run after it, not by a second run beside it."""
+        if name in self._refining:
+            self._refining[name] = True
+            return
+        self._refining[name] = False
         service = await self.service()
-        done = await service.refine([name], pause=1.0)
-        log.info("knowledge %s: %d passage(s) read for meaning", name, done)
+        try:
+            again = True
+            while again:
+                done = await service.refine([name], pause=1.0)
+                log.info("knowledge %s: %d passage(s) read for meaning", name, done)
+                again, self._refining[name] = self._refining[name], False
+        finally:
+            del self._refining[name]
 
     def remove(self, target: Target, name: str) -> None:
         self._tasks.spawn(self.detach(target, name), name="knowledge-remove")
