@@ -200,12 +200,17 @@ class Repository:
         ).fetchone()
         return node_from_row(row) if row else None
 
-    def get_nodes(self, node_ids: Iterable[str]) -> tuple[Node, ...]:
+    def get_nodes(self, node_ids: Iterable[str], seqs: tuple[int, int] | None = None
+                  ) -> tuple[Node, ...]:
+        """The nodes by id; `seqs` bounds their seq (first, last), which lets the scan skip
+        the rest of the file (the end of a long session is a few blocks of it)."""
         ids = list(dict.fromkeys(node_ids))
         if not ids:
             return ()
+        low, high = seqs if seqs is not None else (-(2**62), 2**62)
         rows = self.con.execute(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE id IN (SELECT unnest(?)) ORDER BY seq", [ids]
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE seq BETWEEN ? AND ? "
+            "AND id IN (SELECT unnest(?)) ORDER BY seq", [low, high, ids]
         ).fetchall()
         return tuple(nodes_from_rows(rows))
 
@@ -245,6 +250,15 @@ class Repository:
                 }
                 _add_ancestors_from(by_id, foreign)
         return tuple(sorted(by_id.values(), key=lambda n: n.seq))
+
+    def session_edges(self, session_id: str) -> list[tuple[str, str | None, str, int]]:
+        """(id, parent, role, seq) of every node written in the session, without content:
+        enough to walk a long session's path and read only its end in full."""
+        return self.con.execute(
+            "SELECT id, coalesce(predecessor, caller), role, seq FROM nodes "
+            "WHERE session_id = ?",
+            [session_id],
+        ).fetchall()
 
     def all_node_ids(self) -> set[str]:
         return {r[0] for r in self.con.execute("SELECT id FROM nodes").fetchall()}

@@ -1,6 +1,6 @@
 """The list keeps still while the chat changes under it: at the end it follows new messages;
 scrolled up, the message at the top stays where it is when the chat grows or the window
-is resized."""
+is resized, or when the rows above a long chat's end come in."""
 
 from __future__ import annotations
 
@@ -43,3 +43,24 @@ def test_scrolled_up_the_top_message_stays_put(qtbot: QtBot) -> None:
     qtbot.waitUntil(lambda: chat.list.viewport().width() > 560, timeout=3000)
     assert chat.list.indexAt(chat.list.viewport().rect().topLeft()).row() == top.row()
     assert chat.list.verticalScrollBar().value() > 0
+
+
+def test_scrolled_near_the_top_of_a_long_chat_the_rows_above_come_in_under_a_still_screen(
+    qtbot: QtBot,
+) -> None:
+    chat = shown_chat(qtbot, view_of(1_000), (600, 420))
+    qtbot.waitUntil(chat.at_bottom, timeout=3000)
+    held = len(chat.model.rows)
+    assert held < 1_000 and chat.model.has_earlier()
+    bar = chat.list.verticalScrollBar()
+    first = chat.model.rows[0].key
+    bar.setValue(bar.minimum() + 20)  # up to the top of what the list holds
+    assert len(chat.model.rows) > held and chat.model.rows[0].key != first
+    # the message that was at the top is still on screen: the rows came in above it
+    assert chat.list.viewport().rect().intersects(chat.row_rect(first).toRect())
+    assert bar.value() > 0  # ... to scroll on to
+    top = chat.list.indexAt(chat.list.viewport().rect().topLeft())
+    key = chat.model.row_at(top.row()).key
+    before = chat.row_rect(key).top()
+    chat.set_view(view_of(1_002))  # the chat grows at its end meanwhile
+    assert abs(chat.row_rect(key).top() - before) <= 1

@@ -78,3 +78,40 @@ def test_a_view_differs_from_the_store_when_anything_shown_changed(
     assert differs(view, SessionView(view.session, view.graph, view.path, view.hidden,
                                      frozenset({"c1-0"})))
     assert VIEW_CACHE >= 2
+
+
+def chats_with_a_long_one(store: Store) -> None:
+    two_chats(store)
+    chat_session(store, "long", "Long", 3_000.0,
+                 [f"question {i}" if i % 2 == 0 else f"answer {i} about deep sea fish"
+                  for i in range(600)])
+
+
+def test_a_long_chat_shows_its_end_first_and_then_holds_all_of_it(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(chats_with_a_long_one)
+    controller, chat = desk.controller, desk.chat
+    opened: list[SessionView | None] = []
+    controller.sessionOpened.connect(opened.append)
+    redrawn: list[SessionView] = []
+    controller.viewChanged.connect(redrawn.append)
+    aio.run(controller.load_session("c1"))
+    aio.run(controller.load_session("long"))
+    end = opened[-1]
+    assert end is not None and end.is_tail and len(end.path) < 600
+    assert "600 messages" in desk.window.subtitle.text()  # the whole chat's, from its end
+    assert redrawn and len(redrawn[-1].path) == 600 and not redrawn[-1].is_tail
+    assert chat.row_keys()[-1] == "long-599" and chat.at_bottom()
+    assert "600 messages" in desk.window.subtitle.text()
+    # a message far up the chat (a search hit) is brought in and shown, selected
+    assert chat.reveal("long-5", "deep")
+    assert chat.model.row_at(chat.list.currentIndex().row()).key == "long-5"
+    assert chat.list.viewport().rect().intersects(chat.row_rect("long-5").toRect())
+    assert chat.selector.selected_text() == "deep"
+    # opened again, it shows at once from memory, whole, at its end
+    aio.run(controller.load_session("c2"))
+    aio.run(controller.load_session("long"))
+    again = opened[-1]
+    assert again is not None and not again.is_tail and len(again.path) == 600
+    assert chat.row_keys()[-1] == "long-599" and chat.model.has_earlier()

@@ -32,14 +32,25 @@ class SessionView:
     path: tuple[Node, ...]
     hidden: frozenset[str]
     pinned: frozenset[str]
+    # Set when the view holds only the end of the path (`load_tail_view`): how many messages
+    # the whole path has. None: the view is whole.
+    whole_messages: int | None = None
 
     @property
     def head(self) -> str | None:
         return self.session.head
 
+    @property
+    def is_tail(self) -> bool:
+        return self.whole_messages is not None
+
     def version(self, node_id: str) -> tuple[int, int]:
         """(N, M) for the `< N/M >` control of a node on the path."""
         return dag.version_of(self.graph, node_id)
+
+
+# Nodes of a long path's end read first (`load_tail_view`): more than a tall screen shows.
+TAIL_NODES = 60
 
 
 def load_view(repo: Repository, session_id: str) -> SessionView:
@@ -55,6 +66,46 @@ def load_view(repo: Repository, session_id: str) -> SessionView:
         path=dag.active_path(graph, head),
         hidden=dag.hidden_set(notes),
         pinned=dag.pinned_set(notes),
+    )
+
+
+def load_tail_view(repo: Repository, session_id: str, nodes: int = TAIL_NODES) -> SessionView:
+    """The end of the session's path, read without the rest of it: the last `nodes` nodes of
+    the chain to HEAD with their tool calls and their other versions, found from the
+    session's edges alone, so that a long chat shows its end at once (`load_view` follows
+    with the whole). A short session, or a path that leaves the session's own nodes (a
+    branch of another chat), is read whole."""
+    session = repo.get_session(session_id)
+    if session is None:
+        raise GraphError(f"no session {session_id!r}")
+    edges = repo.session_edges(session_id) if session.head is not None else []
+    if len(edges) <= 2 * nodes:
+        return load_view(repo, session_id)  # as quick to read whole
+    parent_of = {node_id: parent for node_id, parent, _, _ in edges}
+    is_message = {node_id for node_id, _, role, _ in edges if role in ("user", "assistant")}
+    chain: list[str] = []
+    current = session.head
+    while current is not None:
+        if current not in parent_of or len(chain) > len(edges):
+            return load_view(repo, session_id)  # another session's history, or a cycle
+        chain.append(current)
+        current = parent_of[current]
+    tail = chain[:nodes]
+    wanted = set(tail)
+    wanted.update(n for n, parent in parent_of.items() if parent in wanted)
+    oldest_parent = parent_of[tail[-1]]
+    wanted.update(n for n, parent in parent_of.items()
+                  if parent is not None and parent == oldest_parent)  # the oldest's versions
+    seqs = [seq for node_id, _, _, seq in edges if node_id in wanted]
+    graph = Graph(repo.get_nodes(wanted, (min(seqs), max(seqs))))
+    notes = repo.annotations(graph.nodes.keys())
+    return SessionView(
+        session=session,
+        graph=graph,
+        path=dag.active_path(graph, session.head),
+        hidden=dag.hidden_set(notes),
+        pinned=dag.pinned_set(notes),
+        whole_messages=sum(1 for n in chain if n in is_message),
     )
 
 
@@ -89,6 +140,10 @@ class SessionService:
 
     async def view(self, session_id: str) -> SessionView:
         return await self.store.run(lambda r: load_view(r, session_id))
+
+    async def tail_view(self, session_id: str) -> SessionView:
+        """The end of a long session's path (whole when it is short): see `load_tail_view`."""
+        return await self.store.run(lambda r: load_tail_view(r, session_id))
 
     async def append_message(
         self,

@@ -3,20 +3,27 @@ call as a compact row after its assistant, plus the reply streaming in and an in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
-from ...core.citations import TurnSources, with_sources
-from ...core.model import GraphError, Node
-from ...core.reply import reasoning_of
-from ...core.tool_names import shown_tool_name
 from ...services.turns.events import TurnError
 from ...services.turns.sessions import SessionView
+from .rows import (
+    THINKING_KEY,
+    TURN_KINDS,
+    ChatRow,
+    RowKind,
+    model_label,
+    rows_for,
+    turn_start,
+    with_turn_marks,
+)
+
+__all__ = ["CONTENT_ROLES", "ROW_ROLE", "THINKING_KEY", "TURN_KINDS", "ChatModel", "ChatRow",
+           "RowKind", "model_label", "rows_for", "with_turn_marks"]
 
 ROW_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 # Changes are announced for these roles only: naming none (or the size hint's) lays out all rows
@@ -25,233 +32,8 @@ CONTENT_ROLES = [ROW_ROLE, int(Qt.ItemDataRole.DisplayRole),
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
-
-class RowKind(Enum):
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
-    SYSTEM = "system"
-    NOTE = "note"
-    STREAM = "stream"
-    ERROR = "error"
-
-
-TURN_KINDS = (RowKind.ASSISTANT, RowKind.TOOL, RowKind.STREAM)
-THINKING_KEY = "thinking:"  # a reply's Thinking row: this, then the reply's node id
-
-
-class ChatRow(NamedTuple):
-    """Everything the delegate needs to lay out and paint one row.
-
-    A named tuple rather than a frozen dataclass: just as immutable, and several times
-    cheaper to make, which counts when a 2,000-message session opens."""
-
-    kind: RowKind
-    key: str  # node id; "stream" / "error" for the rows without a node
-    node: Node | None = None
-    text: str = ""
-    label: str = ""  # model of an assistant reply, tool name, note title
-    model: str = ""  # the model that wrote the reply this row belongs to (header text)
-    version: tuple[int, int] = (1, 1)
-    pinned: bool = False
-    interrupted: bool = False
-    starts_turn: bool = False  # the first row of a reply: draws the assistant header
-    ends_turn: bool = True  # the last row of a reply: draws the action bar
-    expanded: bool = False  # tool / system rows show their full content
-    is_last: bool = False  # last message of the path (a user message here can be retried)
-    at_end: bool = False  # the bottom row of the list (gets room below it)
-    revision: int = 0  # grows with the streamed text
-    streaming: bool = False
-    error: TurnError | None = None
-    retry_target: str | None = None  # the node an error row's retry re-runs
-    waiting: str = ""  # a reply not started yet says why ("queued · next"), not "writing…"
-
-    def marked(self, starts_turn: bool, ends_turn: bool, is_last: bool, at_end: bool
-               ) -> ChatRow:
-        """A copy with new turn marks (positional: `_replace` is too slow for 2,000 rows)."""
-        return ChatRow(self.kind, self.key, self.node, self.text, self.label, self.model,
-                       self.version, self.pinned, self.interrupted, starts_turn, ends_turn,
-                       self.expanded, is_last, at_end, self.revision, self.streaming,
-                       self.error, self.retry_target, self.waiting)
-
-    @property
-    def layout_key(self) -> tuple[Any, ...]:
-        """What the row's height depends on (besides the width)."""
-        return (self.key, self.revision, self.starts_turn, self.ends_turn, self.expanded,
-                self.is_last, self.interrupted, self.at_end)
-
-    @property
-    def node_id(self) -> str | None:
-        return self.node.id if self.node is not None else None
-
-    @property
-    def has_versions(self) -> bool:
-        return self.version[1] > 1
-
-    @property
-    def arguments_text(self) -> str:
-        """Tool arguments as display text (pretty JSON when they are structured)."""
-        value = self.node.input if self.node is not None else None
-        if value is None or value == "":
-            return ""
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                return value
-        return json.dumps(value, ensure_ascii=False, indent=2)
-
-    @property
-    def arguments_summary(self) -> str:
-        """Tool arguments on one line: `path=src/app.py, limit=20`."""
-        value = self.node.input if self.node is not None else None
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                return " ".join(value.split())
-        if isinstance(value, dict):
-            parts = []
-            for k, v in value.items():
-                shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                parts.append(f"{k}={' '.join(str(shown).split())}")
-            return ", ".join(parts)
-        if value is None:
-            return ""
-        return json.dumps(value, ensure_ascii=False)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.node is not None and self.node.metadata.get("is_error"))
-
-    @property
-    def denied(self) -> bool:  # a tool call the person said no to: it did not run
-        return bool(self.node is not None and self.node.metadata.get("denied") is True)
-
-    def accessible_text(self) -> str:
-        who = {
-            RowKind.USER: "You",
-            RowKind.ASSISTANT: self.label or "Assistant",
-            RowKind.STREAM: self.label or "Assistant",
-            RowKind.TOOL: f"Tool {self.label}",
-            RowKind.SYSTEM: "System prompt",
-            RowKind.NOTE: self.label or "Note",
-            RowKind.ERROR: "Error",
-        }[self.kind]
-        extras = [f"version {self.version[0]} of {self.version[1]}"] if self.has_versions else []
-        marks = {"pinned": self.pinned, "interrupted": self.interrupted, "denied": self.denied}
-        extras += [word for word, on in marks.items() if on]
-        body = self.error.message if self.error is not None else self.text
-        suffix = f" ({', '.join(extras)})" if extras else ""
-        return f"{who}{suffix}: {body}"
-
-
-def model_label(node: Node, name: Callable[[str], str] | None = None) -> str:
-    """The model's display name for the reply header, as it was when the reply was written
-    ("Ollama · llama3.2:3b"); for a reply saved without one, the short model name
-    (`anthropic/claude-x` -> `claude-x`), or its one name by `name` when given."""
-    shown = str(node.metadata.get("model_label") or "").strip()
-    if shown:
-        return shown
-    raw = node.metadata.get("model") or node.name or ""
-    raw = str(raw).strip()
-    if raw and name is not None:
-        return name(raw)
-    return raw.rsplit("/", 1)[-1] if raw else "Assistant"
-
-
-def rows_for(view: SessionView, expanded: frozenset[str] = frozenset(),
-             name: Callable[[str], str] | None = None) -> list[ChatRow]:
-    """The rows showing `view.path`, before any stream or error is added."""
-    path = [n for n in view.path if not n.metadata.get("hidden")]
-    tool_callers = {n.caller for n in path if n.role == "tool" and n.caller is not None}
-    rows: list[ChatRow] = []
-    sources = TurnSources()  # a reply's citations link to the passages its turn retrieved
-    for node in path:
-        sources.see(node)
-        version = _version(view, node)
-        pinned = node.id in view.pinned
-        if node.role == "user":
-            rows.append(ChatRow(RowKind.USER, node.id, node, node.text, version=version,
-                                pinned=pinned, expanded=node.id in expanded))
-        elif node.role == "assistant":
-            text = with_sources(node.text, sources.of(node))
-            label = model_label(node, name)
-            thinking = reasoning_of(node)
-            if thinking:
-                # the reasoning the model streamed, apart from its answer: collapsed above it
-                key = THINKING_KEY + node.id
-                rows.append(ChatRow(RowKind.TOOL, key, node, thinking, label="Thinking",
-                                    model=label, expanded=key in expanded))
-            # a step that only called tools says nothing itself: its tool rows stand for it
-            if (not text.strip() and node.id in tool_callers and not node.interrupted
-                    and version[1] == 1 and not pinned):
-                continue
-            rows.append(ChatRow(RowKind.ASSISTANT, node.id, node, text, label=label, model=label,
-                                version=version, pinned=pinned, interrupted=node.interrupted,
-                                expanded=node.id in expanded))
-        elif node.role == "tool":
-            caller, tool = view.graph.find(node.caller), shown_tool_name(node.name)
-            rows.append(ChatRow(RowKind.TOOL, node.id, node, node.text, label=tool,
-                                model=model_label(caller, name) if caller is not None else "",
-                                pinned=pinned, expanded=node.id in expanded))
-        elif node.role == "system":
-            text = node.input if isinstance(node.input, str) and node.input else node.text
-            rows.append(ChatRow(RowKind.SYSTEM, node.id, node, text, label="System prompt",
-                                pinned=pinned, expanded=node.id in expanded))
-        else:
-            rows.append(ChatRow(RowKind.NOTE, node.id, node, _note_text(node),
-                                label=node.name.capitalize() or "Note", pinned=pinned))
-    return rows
-
-
-def _version(view: SessionView, node: Node) -> tuple[int, int]:
-    if node.role not in ("user", "assistant", "runtime"):
-        return (1, 1)
-    graph = view.graph
-    parent = node.parent
-    if parent is not None and parent in graph and len(graph.children(parent)) == 1:
-        return (1, 1)  # an only child has no versions (the common case, kept cheap)
-    try:
-        return view.version(node.id)
-    except (GraphError, ValueError):
-        return (1, 1)
-
-
-def _note_text(node: Node) -> str:
-    if node.is_attach:
-        title = node.metadata.get("title") or node.text or "another branch"
-        return f"Attached {title}"
-    if node.is_merge:
-        return "Merged branches" + (f": {node.text}" if node.text else "")
-    return node.text
-
-
-def with_turn_marks(rows: list[ChatRow]) -> list[ChatRow]:
-    """Mark where each reply starts (header) and ends (action bar), and the last message."""
-    out: list[ChatRow] = []
-    last_message = next(
-        (i for i in range(len(rows) - 1, -1, -1)
-         if rows[i].kind in (RowKind.USER, RowKind.ASSISTANT)),
-        -1,
-    )
-    in_turn = [r.kind in TURN_KINDS for r in rows]
-    in_turn.append(False)  # past the end: the last row ends its turn
-    end = len(rows) - 1
-    for i, row in enumerate(rows):
-        turn = in_turn[i]
-        starts = turn and not (i > 0 and in_turn[i - 1])
-        ends = not (turn and in_turn[i + 1])
-        if row.kind == RowKind.ASSISTANT and (row.has_versions or row.interrupted or row.pinned):
-            ends = True  # its version switch and actions must stay reachable
-        is_last = i == last_message
-        at_end = i == end
-        if (starts == row.starts_turn and ends == row.ends_turn and is_last == row.is_last
-                and at_end == row.at_end):
-            out.append(row)
-        else:
-            out.append(row.marked(starts, ends, is_last, at_end))
-    return out
+SHOWN_NODES = 120  # nodes of a long path's end a session opens on: a few screens' worth
+EARLIER_NODES = 150  # nodes brought in above at a time as the list is scrolled up
 
 
 @dataclass(slots=True)
@@ -278,6 +60,7 @@ class ChatModel(QAbstractListModel):
         self._error: TurnError | None = None
         self._error_revision = 0
         self._expanded: set[str] = set()
+        self._start = 0  # the rows show the path from this node on (`show_earlier`)
 
     # --- Qt model interface --------------------------------------------------------------
 
@@ -325,6 +108,61 @@ class ChatModel(QAbstractListModel):
                 return i
         return -1
 
+    def has_earlier(self) -> bool:
+        """Whether the path goes on above the first row (`show_earlier` brings it in)."""
+        return self._start > 0
+
+    # --- the part of a long path on show -------------------------------------------------
+    # A long path's rows are made, laid out and measured only from a few screens above its
+    # end: the list lays out and asks the height of every row it holds at each change, and
+    # 10,000 of them would hold the window still for a third of a second every time. The
+    # rows above come in a slice at a time as the list is scrolled up to them.
+
+    def show_earlier(self, nodes: int = EARLIER_NODES) -> int:
+        """Bring in the rows of about `nodes` more nodes above the first; returns how many
+        rows came in (inserted at the top: the rows below keep their order, one index on per
+        row added)."""
+        view = self._view
+        if view is None or self._start == 0:
+            return 0
+        start = turn_start(view.path, self._start - nodes)
+        before = len(self._rows)
+        self._base = rows_for(view, frozenset(self._expanded), self.model_name, start,
+                              self._start) + self._base
+        self._start = start
+        self._publish()
+        return len(self._rows) - before
+
+    def show_from(self, key: str) -> int:
+        """Bring in the rows down from the message `key` (a node of the path, or its
+        Thinking row) if it is above the first row; returns its row, -1 when it is not on
+        the path at all."""
+        index = self.index_of(key)
+        view = self._view
+        if index >= 0 or view is None:
+            return index
+        node_id = key.removeprefix(THINKING_KEY)
+        at = next((i for i, n in enumerate(view.path[:self._start]) if n.id == node_id), -1)
+        if at < 0:
+            return -1
+        self.show_earlier(self._start - at)
+        return self.index_of(key)
+
+    def _first_shown(self, view: SessionView) -> int:
+        """Where the rows of `view` begin: at the node the rows began at before when it is
+        still on the path (the same session redrawn, or read whole after its end), else a
+        few screens above the end."""
+        previous = self._view
+        if (previous is not None and previous.session.id == view.session.id
+                and self._start < len(previous.path)):
+            first = previous.path[self._start].id
+            at = next((i for i, n in enumerate(view.path) if n.id == first), -1)
+            if at >= 0:
+                return at
+        if len(view.path) <= SHOWN_NODES:
+            return 0
+        return turn_start(view.path, len(view.path) - SHOWN_NODES)
+
     # --- updates -------------------------------------------------------------------------
 
     def set_view(self, view: SessionView) -> None:
@@ -333,6 +171,7 @@ class ChatModel(QAbstractListModel):
             self._stream = None
             self._error = None
             self._expanded.clear()
+        self._start = self._first_shown(view)
         self._view = view
         stream = self._stream
         if stream is not None:
@@ -345,7 +184,7 @@ class ChatModel(QAbstractListModel):
                 stream.parent_id = view.head
                 stream.text = ""
                 stream.revision += 1
-        self._base = rows_for(view, frozenset(self._expanded), self.model_name)
+        self._base = rows_for(view, frozenset(self._expanded), self.model_name, self._start)
         self._publish()
 
     def begin_stream(self, parent_id: str | None, label: str) -> None:
@@ -452,27 +291,33 @@ class ChatModel(QAbstractListModel):
         return rows
 
     def _publish(self) -> None:
-        """Move to the composed rows with the smallest change Qt needs to hear about:
-        a shared prefix stays, the rest is removed and inserted."""
+        """Move to the composed rows with the smallest change Qt needs to hear about: a
+        shared prefix and suffix stay (rows brought in above are inserted at the top), the
+        rest between them is removed and inserted."""
         new = self._compose()
         old = self._rows
-        prefix = 0
         limit = min(len(old), len(new))
+        prefix = 0
         while prefix < limit and old[prefix].key == new[prefix].key:
             prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old[-1 - suffix].key == new[-1 - suffix].key:
+            suffix += 1
         changed = [i for i in range(prefix) if old[i] != new[i]]
-        if prefix < len(old):
-            self.beginRemoveRows(QModelIndex(), prefix, len(old) - 1)
-            self._rows = old[:prefix]
+        changed_below = [len(new) - k for k in range(suffix, 0, -1) if old[-k] != new[-k]]
+        if prefix < len(old) - suffix:
+            self.beginRemoveRows(QModelIndex(), prefix, len(old) - suffix - 1)
+            self._rows = old[:prefix] + old[len(old) - suffix:]
             self.endRemoveRows()
-        for i in changed:
-            self._rows[i] = new[i]
-        if changed:
-            self.dataChanged.emit(self.index(changed[0]), self.index(changed[-1]), CONTENT_ROLES)
-        if prefix < len(new):
-            self.beginInsertRows(QModelIndex(), prefix, len(new) - 1)
-            self._rows = self._rows[:prefix] + new[prefix:]
+        if prefix < len(new) - suffix:
+            self.beginInsertRows(QModelIndex(), prefix, len(new) - suffix - 1)
+            self._rows = self._rows[:prefix] + new[prefix:len(new) - suffix] + self._rows[prefix:]
             self.endInsertRows()
+        for i in (*changed, *changed_below):
+            self._rows[i] = new[i]
+        for span in (changed, changed_below):
+            if span:
+                self.dataChanged.emit(self.index(span[0]), self.index(span[-1]), CONTENT_ROLES)
 
 
 def _stream_on_path(view: SessionView, parent_id: str | None) -> bool:

@@ -22,6 +22,7 @@ BACKGROUND_SLICE_MS = 12
 IDLE_AFTER_SCROLL_S = 0.3
 APPLY_EVERY_SLICES = 20  # background heights go live about every 0.5 s (one relayout)
 STICK_SLACK = 6
+EARLIER_WITHIN_SCREENS = 2  # rows above a long path's part on show come in this near its top
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +274,16 @@ class ScrollKeeper(QObject):
         bar = self._list.verticalScrollBar()
         self.stick = value >= bar.maximum() - STICK_SLACK
         anchor = self.capture_anchor()
+        if value < EARLIER_WITHIN_SCREENS * self._list.viewport().height() \
+                and self._model.has_earlier():
+            # near the top of a long path's part on show: the rows above come in, and
+            # what is on screen stays where it is (its rows moved down by those added)
+            with self.guard():
+                added = self._model.show_earlier()
+            if anchor.row >= 0:
+                anchor = Anchor(row=anchor.row + added, offset=anchor.offset)
+            self.settle(anchor)
+            return
         with self.guard():
             for _ in range(3):
                 if not self._measure_near_viewport():

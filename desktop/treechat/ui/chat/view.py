@@ -419,8 +419,8 @@ class ChatView(QWidget):
     def reveal(self, key: str, needle: str = "") -> bool:
         """Scroll message `key` into view, make it the current one and select the first
         place its text holds `needle` (any case), a third of the way down the screen;
-        False when the message is not shown."""
-        index = self.model.index_of(key)
+        False when the message is not on the path shown."""
+        index = self.model.show_from(key)
         if index < 0:
             return False
         self.selector.clear()

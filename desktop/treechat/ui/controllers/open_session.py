@@ -101,10 +101,19 @@ class OpenSession(QObject):
             if differs(cached, fresh):
                 self.redraw(fresh)
         else:
-            view = await self.sessions.view(session_id)
+            # a long chat shows its end first, read on its own; the whole path follows
+            view = await self.sessions.tail_view(session_id)
             if token != self._open_token or (unless is not None and unless()):
                 return  # the user moved on while this loaded
             self._present(view)
+            if view.is_tail:
+                whole = await self.sessions.view(session_id)
+                if token != self._open_token:
+                    return
+                # a turn started meanwhile draws from what is shown: that stays (the chat is
+                # read whole when opened next, as an end alone is never kept to reopen)
+                if not self._is_running(session_id):
+                    self.redraw(whole)
         await self.occupancy.refresh()
 
     def _present(self, view: SessionView) -> None:
@@ -185,6 +194,8 @@ class OpenSession(QObject):
         self._views.pop(session_id, None)
 
     def _remember(self, view: SessionView) -> None:
+        if view.is_tail:
+            return  # only the end of the chat: reopening reads it again
         self._views[view.session.id] = view
         self._views.move_to_end(view.session.id)
         while len(self._views) > VIEW_CACHE:

@@ -385,6 +385,8 @@ class MainWindow(QMainWindow):
         if session.model:
             bits.append(self._model_name(session.model))
         if messages is None:
+            messages = view.whole_messages
+        if messages is None:
             messages = sum(1 for n in view.path if n.role in ("user", "assistant"))
         bits.append(f"{messages} message{'s' if messages != 1 else ''}")
         if session.forked_from:

@@ -12,7 +12,8 @@ from tests.support.attachment_files import png
 from tests.support.chat import Events
 from tests.support.loopback_server import LoopbackProvider, Reply
 
-from treechat.core.model import GraphError, Node
+from treechat.core.dag import Change
+from treechat.core.model import GraphError, Node, Session
 from treechat.services.bootstrap import Services, build_services
 from treechat.services.models.catalog import ModelChoice
 from treechat.services.turns.events import TurnFailed
@@ -219,3 +220,69 @@ async def test_a_chat_the_user_named_keeps_its_name_when_a_file_is_sent(
         await services.chat.send(session.id, "Look", files=[photo])
         view = await services.chat.sessions.view(session.id)
         assert view.session.title == "Holiday photos"
+
+
+def long_chat(store: Store, session_id: str, turns: int, under: str | None = None
+              ) -> list[Node]:
+    """`turns` questions and replies written in one go (below `under`, in a session made
+    before); every tenth reply called a tool."""
+    nodes: list[Node] = []
+    prev = under
+    for i in range(turns):
+        for role in ("user", "assistant"):
+            node = Node(f"{session_id}-{len(nodes)}", 0, float(len(nodes)), session_id, role,
+                        output=f"{role} {i}", predecessor=prev)
+            nodes.append(node)
+            prev = node.id
+        if i % 10 == 0:
+            nodes.append(Node(f"{session_id}-{len(nodes)}", 0, float(len(nodes)), session_id,
+                              "tool", name="read_file", output=f"file {i}", caller=prev,
+                              metadata={"tool_call_id": f"call-{i}"}))
+    if under is None:
+        store.call(lambda r: r.create_session(Session(session_id, "Long", None, "m", 0.0)))
+    store.call(lambda r: r.apply_change(session_id, Change(tuple(nodes), prev), 1.0))
+    return nodes
+
+
+@pytest.mark.asyncio
+async def test_the_end_of_a_long_chat_reads_as_the_whole_shows_it(
+    service: SessionService,
+) -> None:
+    long_chat(service.store, "long", 300)
+    # versions near the end: a retried reply and an edited question, and an old branch
+    # that must not count as messages of the path
+    path = (await service.view("long")).path
+    retried = next(n for n in reversed(path) if n.role == "assistant" and n.seq < path[-8].seq)
+    await service.append_message("long", "another answer", role="assistant",
+                                 parent=retried.predecessor, use_parent=True)
+    await service.edit("long", path[-2].id, "asked again")
+    await reply(service, "long", "the edited question's answer")
+    await service.annotate("long", path[-5].id, "pin")
+
+    whole = await service.view("long")
+    tail = await service.tail_view("long")
+    assert tail.is_tail and not whole.is_tail
+    assert len(tail.graph) < len(whole.graph) // 4  # only the end was read in full
+    assert [n.id for n in tail.path] == [n.id for n in whole.path[-len(tail.path):]]
+    assert len(tail.path) >= 60
+    assert [tail.version(n.id) for n in tail.path] == [whole.version(n.id)
+                                                      for n in tail.path]
+    assert any(tail.version(n.id)[1] > 1 for n in tail.path)
+    assert tail.pinned == whole.pinned
+    assert tail.whole_messages == sum(n.role in ("user", "assistant") for n in whole.path)
+    assert tail.head == whole.head and tail.session == whole.session
+
+
+@pytest.mark.asyncio
+async def test_a_short_chat_and_a_branch_of_another_are_read_whole(
+    service: SessionService,
+) -> None:
+    long_chat(service.store, "short", 20)
+    short = await service.tail_view("short")
+    assert not short.is_tail and short.path == (await service.view("short")).path
+    nodes = long_chat(service.store, "trunk", 200)
+    branch = await service.branch("trunk", nodes[-30].id)
+    long_chat(service.store, branch.id, 100, under=nodes[-30].id)
+    tail = await service.tail_view(branch.id)  # its path runs on in the other chat's nodes
+    whole = await service.view(branch.id)
+    assert not tail.is_tail and tail.path == whole.path and len(tail.graph) == len(whole.graph)
