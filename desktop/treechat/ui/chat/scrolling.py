@@ -22,6 +22,7 @@ BACKGROUND_SLICE_MS = 12
 IDLE_AFTER_SCROLL_S = 0.3
 APPLY_EVERY_SLICES = 20  # background heights go live about every 0.5 s (one relayout)
 STICK_SLACK = 6
+MEASURE_REACH_SCREENS = 0.5  # rows measured beyond the screen while scrolling
 EARLIER_WITHIN_SCREENS = 2  # rows above a long path's part on show come in this near its top
 
 
@@ -179,8 +180,9 @@ class ScrollKeeper(QObject):
 
     def _measure_near_viewport(self) -> bool:
         """Make the rows on screen exact; True if any height moved. When some are missing,
-        measure three screens each way too, so that scrolling on costs a relayout every few
-        screens instead of every step."""
+        measure half a screen each way too: a frame of scrolling lays out the row or two
+        coming into view, never a burst of a few screens' Markdown at once (the list holds
+        only the part of a long chat on show, so the relayout this costs is small)."""
         rows = self._model.rows
         if not rows:
             return False
@@ -192,7 +194,7 @@ class ScrollKeeper(QObject):
         if all(self._delegate.is_measured(rows[i]) for i in range(first, last + 1)):
             return False
         changed = False
-        for i in self._span(first, last, height * 3):
+        for i in self._span(first, last, height * MEASURE_REACH_SCREENS):
             changed |= self._ensure(rows[i])
         return changed
 
