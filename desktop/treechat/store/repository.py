@@ -34,6 +34,9 @@ _NAMED_ATTACHMENTS = (
 # Attachment bytes are read this many at a time.
 _BLOB_PIECE = 1 << 20
 
+# Rows whose JSON is parsed in one go when many are read (a 10,000-message session).
+JSON_SLICE = 256
+
 # Above this many rows a write goes through one bulk statement instead of row inserts.
 BULK_THRESHOLD = 32
 
@@ -75,9 +78,13 @@ def nodes_from_rows(rows: Sequence[Sequence[Any]]) -> list[Node]:
 
 
 def _load_all(rows: Sequence[Sequence[Any]], column: int) -> list[Any]:
-    # every value is JSON text (the column's type guarantees it) or NULL
-    return list(json.loads("[" + ",".join("null" if r[column] is None else r[column]
-                                          for r in rows) + "]"))
+    # every value is JSON text (the column's type guarantees it) or NULL; parsed a slice at
+    # a time, as one parse holds the interpreter lock throughout and the window would wait
+    out: list[Any] = []
+    for at in range(0, len(rows), JSON_SLICE):
+        out.extend(json.loads("[" + ",".join("null" if r[column] is None else r[column]
+                                             for r in rows[at:at + JSON_SLICE]) + "]"))
+    return out
 
 
 def node_from_row(row: Sequence[Any]) -> Node:
