@@ -343,11 +343,11 @@ def _open_store(data_dir: Path, clock: Clock) -> tuple[Store | None, tuple[Sessi
 
 def _read_view(store: Store, session_id: str) -> SessionView | None:
     from .core.model import GraphError
-    from .services.turns.sessions import load_view
+    from .services.turns.sessions import load_tail_view
     from .store.database import StoreError
 
-    try:
-        view = store.call(lambda r: load_view(r, session_id))
+    try:  # a long chat's end only: the controller reads the whole when it starts
+        view = store.call(lambda r: load_tail_view(r, session_id))
     except (StoreError, GraphError):  # the controller says why when it opens it
         return None
     _preload("ui.chat.view")

@@ -101,8 +101,13 @@ class OpenSession(QObject):
             if differs(cached, fresh):
                 self.redraw(fresh)
         else:
-            # a long chat shows its end first, read on its own; the whole path follows
-            view = await self.sessions.tail_view(session_id)
+            # a long chat shows its end first, read on its own; the whole path follows (at
+            # once when the window already shows the chat: its first frame had its end)
+            shown = self.parts.chat.model.view
+            if shown is not None and shown.session.id == session_id:
+                view = await self.sessions.view(session_id)
+            else:
+                view = await self.sessions.tail_view(session_id)
             if token != self._open_token or (unless is not None and unless()):
                 return  # the user moved on while this loaded
             self._present(view)
