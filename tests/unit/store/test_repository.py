@@ -247,3 +247,23 @@ def test_attachment_bytes_are_written_once_and_survive_a_purge_while_a_node_name
     store.call(lambda r: r.purge_nodes(["u2"]))
     assert store.call(lambda r: r.attachment_bytes("h1")) is None
     assert store.call(lambda r: r.attachment_meta("h1")) is None
+
+
+def test_a_sessions_edges_read_without_content_and_nodes_read_within_seqs(
+    store: Store,
+) -> None:
+    tool = Node("t1", 0, 1.0, "s1", "tool", name="read_file", output="x", caller="a1",
+                metadata={"tool_call_id": "c1"})
+    nodes = [msg("u1", None), msg("a1", "u1", "assistant"), tool, msg("u2", "a1")]
+    stored = store.call(lambda r: r.apply_change("s1", Change(tuple(nodes), "u2"), 1.0))
+    seq = {n.id: n.seq for n in stored}
+    edges = store.call(lambda r: r.session_edges("s1"))
+    assert sorted(edges) == sorted([("u1", None, "user", seq["u1"]),
+                                    ("a1", "u1", "assistant", seq["a1"]),
+                                    ("t1", "a1", "tool", seq["t1"]),  # hangs from its caller
+                                    ("u2", "a1", "user", seq["u2"])])
+    ids = ["u1", "t1", "u2"]
+    within = store.call(lambda r: r.get_nodes(ids, (seq["t1"], seq["u2"])))
+    assert [n.id for n in within] == ["t1", "u2"]  # u1 is before the first seq asked for
+    assert within[0] == replace(tool, seq=seq["t1"])
+    assert [n.id for n in store.call(lambda r: r.get_nodes(ids))] == ids
