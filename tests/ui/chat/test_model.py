@@ -30,11 +30,16 @@ def test_a_long_path_shows_its_end_and_brings_earlier_rows_in_at_the_top() -> No
 def test_the_same_chat_read_whole_keeps_the_rows_its_end_showed() -> None:
     nodes = chain(1_000)
     model = ChatModel()
-    end = session_view(nodes[-60:])  # what reading the end alone gives
+    end = session_view(nodes[-59:])  # what reading the end alone gives: from a reply on
     model.set_view(end)
     shown = [r.key for r in model.rows]
+    assert shown[0] == "n941"
     removed: list[int] = []
     model.rowsRemoved.connect(lambda *_: removed.append(1))
+    inserted: list[tuple[int, int]] = []
+    model.rowsInserted.connect(lambda _parent, first, last: inserted.append((first, last)))
     model.set_view(session_view(nodes))
-    assert [r.key for r in model.rows] == shown and not removed
+    # the rows stay; the question the first reply answers comes in above them
+    assert [r.key for r in model.rows] == ["n940", *shown] and not removed
+    assert inserted == [(0, 0)]
     assert model.has_earlier() and model.show_from("n0") == 0

@@ -64,3 +64,17 @@ def test_scrolled_near_the_top_of_a_long_chat_the_rows_above_come_in_under_a_sti
     before = chat.row_rect(key).top()
     chat.set_view(view_of(1_002))  # the chat grows at its end meanwhile
     assert abs(chat.row_rect(key).top() - before) <= 1
+
+
+def test_a_long_chat_read_whole_after_its_end_keeps_the_screen_still(qtbot: QtBot) -> None:
+    nodes = chain(1_000, repeat=25)
+    chat = shown_chat(qtbot, session_view(nodes[-59:]), (600, 420))  # its end, read alone
+    qtbot.waitUntil(chat.at_bottom, timeout=3000)
+    bar = chat.list.verticalScrollBar()
+    bar.setValue(bar.maximum() // 2)  # scrolled up while the rest is read
+    top = chat.list.indexAt(chat.list.viewport().rect().topLeft())
+    key = chat.model.row_at(top.row()).key
+    before = chat.row_rect(key).top()
+    chat.set_view(session_view(nodes))
+    assert chat.model.rows[0].key == "n940"  # a row came in above
+    assert abs(chat.row_rect(key).top() - before) <= 1

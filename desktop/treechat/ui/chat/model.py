@@ -157,8 +157,8 @@ class ChatModel(QAbstractListModel):
                 and self._start < len(previous.path)):
             first = previous.path[self._start].id
             at = next((i for i, n in enumerate(view.path) if n.id == first), -1)
-            if at >= 0:
-                return at
+            if at >= 0:  # (the end read alone may begin within a turn: from its question)
+                return turn_start(view.path, at)
         if len(view.path) <= SHOWN_NODES:
             return 0
         return turn_start(view.path, len(view.path) - SHOWN_NODES)

@@ -33,6 +33,7 @@ class Anchor:
     row: int = -1
     offset: int = 0
     bottom: bool = False
+    key: str = ""  # the row's key: found again when rows came in or went above it
 
 
 class ScrollKeeper(QObject):
@@ -92,8 +93,9 @@ class ScrollKeeper(QObject):
         if rect.top() < 0 and index.row() + 1 < self._model.rowCount():
             below = self._list.visualRect(self._model.index(index.row() + 1))
             if below.top() < self._list.viewport().height():
-                return Anchor(row=index.row() + 1, offset=below.top())
-        return Anchor(row=index.row(), offset=rect.top())
+                return Anchor(row=index.row() + 1, offset=below.top(),
+                              key=self._model.row_at(index.row() + 1).key)
+        return Anchor(row=index.row(), offset=rect.top(), key=self._model.row_at(index.row()).key)
 
     def current_anchor(self) -> Anchor:
         """The end when following it, else the row on screen."""
@@ -107,8 +109,12 @@ class ScrollKeeper(QObject):
         if anchor.bottom:
             bar.setValue(bar.maximum())
             return
-        if 0 <= anchor.row < self._model.rowCount():
-            rect = self._list.visualRect(self._model.index(anchor.row))
+        row = anchor.row
+        if anchor.key:
+            found = self._model.index_of(anchor.key)
+            row = found if found >= 0 else row
+        if 0 <= row < self._model.rowCount():
+            rect = self._list.visualRect(self._model.index(row))
             bar.setValue(bar.value() + rect.top() - anchor.offset)
 
     def at_bottom(self) -> bool:
@@ -281,9 +287,7 @@ class ScrollKeeper(QObject):
             # near the top of a long path's part on show: the rows above come in, and
             # what is on screen stays where it is (its rows moved down by those added)
             with self.guard():
-                added = self._model.show_earlier()
-            if anchor.row >= 0:
-                anchor = Anchor(row=anchor.row + added, offset=anchor.offset)
+                self._model.show_earlier()
             self.settle(anchor)
             return
         with self.guard():
