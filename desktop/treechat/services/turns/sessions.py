@@ -90,6 +90,8 @@ def load_tail_view(repo: Repository, session_id: str, nodes: int = TAIL_NODES) -
             return load_view(repo, session_id)  # another session's history, or a cycle
         chain.append(current)
         current = parent_of[current]
+    if len(chain) <= nodes:
+        return load_view(repo, session_id)  # a short path among many branches
     tail = chain[:nodes]
     wanted = set(tail)
     wanted.update(n for n, parent in parent_of.items() if parent in wanted)

@@ -280,6 +280,14 @@ async def test_a_short_chat_and_a_branch_of_another_are_read_whole(
     long_chat(service.store, "short", 20)
     short = await service.tail_view("short")
     assert not short.is_tail and short.path == (await service.view("short")).path
+    # many versions of a short path's first question: its path is short, read whole
+    long_chat(service.store, "tries", 10)
+    for k in range(70):
+        await service.edit("tries", "tries-0", f"the first question, try {k}")
+        await reply(service, "tries", f"answer {k}")
+    tries, whole_tries = await service.tail_view("tries"), await service.view("tries")
+    assert not tries.is_tail and tries.path == whole_tries.path
+    assert tries.version(tries.path[0].id) == (71, 71)
     nodes = long_chat(service.store, "trunk", 200)
     branch = await service.branch("trunk", nodes[-30].id)
     long_chat(service.store, branch.id, 100, under=nodes[-30].id)
