@@ -235,7 +235,8 @@ def long_chat_in_the_window(
     async def scenario() -> None:
         await controller.start("other")
         for target in ids:
-            await asyncio.sleep(0.5)  # the previous open's background work finishes
+            await asyncio.sleep(0.5)  # the previous open's background work finishes,
+            await bench.services.store.run(lambda _r: None)  # the store's queue too
             beats = Heartbeat()
             started = time.perf_counter()
             controller.open_session(target)
@@ -249,6 +250,7 @@ def long_chat_in_the_window(
             await controller.tasks.idle()
             stalls.append(beats.stop())
         await asyncio.sleep(0.5)
+        await bench.services.store.run(lambda _r: None)  # scrolled with nothing else running
 
     try:
         loop.run_until_complete(asyncio.wait_for(scenario(), 600))
