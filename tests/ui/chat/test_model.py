@@ -16,7 +16,9 @@ def test_a_long_path_shows_its_end_and_brings_earlier_rows_in_at_the_top() -> No
     inserted: list[tuple[int, int]] = []
     model.rowsInserted.connect(lambda _parent, first, last: inserted.append((first, last)))
     first_key, before = model.rows[0].key, len(model.rows)
+    ahead = model.earlier_rows()  # measured while idle: they come in just as they were
     added = model.show_earlier()
+    assert model.rows[:added] == ahead
     assert added > 0 and inserted == [(0, added - 1)]  # above: the rows below keep their order
     assert model.rows[added].key == first_key and len(model.rows) == before + added
     # a message far above comes in with everything below it; one not on the path does not

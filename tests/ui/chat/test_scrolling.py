@@ -54,7 +54,11 @@ def test_scrolled_near_the_top_of_a_long_chat_the_rows_above_come_in_under_a_sti
     assert held < 1_000 and chat.model.has_earlier()
     bar = chat.list.verticalScrollBar()
     first = chat.model.rows[0].key
+    ahead = chat.model.earlier_rows()
+    # left idle, the list measures the rows above what it holds too
+    qtbot.waitUntil(lambda: all(chat.delegate.is_known(r) for r in ahead), timeout=10_000)
     bar.setValue(bar.minimum() + 20)  # up to the top of what the list holds
+    assert all(chat.delegate.is_measured(r) for r in ahead)  # in with their heights
     assert len(chat.model.rows) > held and chat.model.rows[0].key != first
     # the message that was at the top is still on screen: the rows came in above it
     assert chat.list.viewport().rect().intersects(chat.row_rect(first).toRect())

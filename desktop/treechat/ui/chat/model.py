@@ -61,6 +61,7 @@ class ChatModel(QAbstractListModel):
         self._error_revision = 0
         self._expanded: set[str] = set()
         self._start = 0  # the rows show the path from this node on (`show_earlier`)
+        self._earlier: tuple[SessionView, int, list[ChatRow]] | None = None
 
     # --- Qt model interface --------------------------------------------------------------
 
@@ -132,6 +133,21 @@ class ChatModel(QAbstractListModel):
         self._start = start
         self._publish()
         return len(self._rows) - before
+
+    def earlier_rows(self) -> list[ChatRow]:
+        """The rows `show_earlier` brings in next, marked as they will be there: measured
+        ahead while the window is idle, they come in with their heights known."""
+        view = self._view
+        if view is None or self._start == 0:
+            return []
+        cached = self._earlier
+        if cached is None or cached[0] is not view or cached[1] != self._start:
+            start = turn_start(view.path, self._start - EARLIER_NODES)
+            above = rows_for(view, frozenset(self._expanded), self.model_name, start,
+                             self._start)
+            marked = with_turn_marks([*above, *self._rows[:1]])[:len(above)]
+            cached = self._earlier = (view, self._start, marked)
+        return cached[2]
 
     def show_from(self, key: str) -> int:
         """Bring in the rows down from the message `key` (a node of the path, or its

@@ -265,6 +265,8 @@ class ScrollKeeper(QObject):
             if time.perf_counter() > deadline:
                 remaining = distance < len(rows)
                 break
+        if not remaining:
+            remaining = self._measure_earlier(deadline)
         self._background_distance = distance
         self._background_slices += 1
         apply = not remaining or self._background_slices % APPLY_EVERY_SLICES == 0
@@ -274,6 +276,17 @@ class ScrollKeeper(QObject):
             self._background.start(BACKGROUND_SLICE_MS)
         else:
             self._background_distance = 0
+
+    def _measure_earlier(self, deadline: float) -> bool:
+        """Measure the rows that come in next above a long chat's part on show, nearest
+        first, so that scrolling up to them finds their heights as it finds those of the
+        rows in the list; True when the slice ended before all were."""
+        for row in reversed(self._model.earlier_rows()):
+            if not self._delegate.is_known(row):
+                self._delegate.measure(row, cache=False, defer=True)
+                if time.perf_counter() > deadline:
+                    return True
+        return False
 
     def _scrolled(self, value: int) -> None:
         if self.settling:
@@ -288,6 +301,7 @@ class ScrollKeeper(QObject):
             # what is on screen stays where it is (its rows moved down by those added)
             with self.guard():
                 self._model.show_earlier()
+            self._delegate.apply_pending()  # their heights, measured ahead
             self.settle(anchor)
             return
         with self.guard():
