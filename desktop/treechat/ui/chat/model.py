@@ -1,5 +1,6 @@
-"""The rows of the chat view: one per visible message of a session's active path, each tool
-call as a compact row after its assistant, plus the reply streaming in and an inline error."""
+"""The chat view's list model: the rows (`rows`) of a session's active path, from a few
+screens above its end on for a long one (the rows above come in as they are asked for),
+plus the reply streaming in and an inline error."""
 
 from __future__ import annotations
 
