@@ -1,12 +1,14 @@
 """The reply streaming in: its text is buffered and painted a few times a second (never per
-token), typing dots show until the first text, and a new reply drops what the last one
-still had buffered."""
+token), typing dots show until the first text, a new reply drops what the last one still
+had buffered, and every stream on screen is painted on one shared frame."""
 
 from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
 from treechat.core.model import Node
+from treechat.ui.chat.compare_view import Column, CompareView
+from treechat.ui.chat.streaming import frame_clock
 from treechat.ui.chat.view import ChatView
 
 from ..session_views import session_view, shown_chat
@@ -70,3 +72,33 @@ def test_a_reply_that_ends_while_hidden_keeps_all_its_text(qtbot: QtBot) -> None
     chat.append_stream_text("it")
     chat.stream.flush()  # what end_stream, a redraw or an error asks for: painted at once
     assert chat.model.stream_text() == "all of it"
+
+
+def test_every_stream_on_screen_is_painted_in_one_pass_a_frame(qtbot: QtBot) -> None:
+    """The chat's reply and three columns side by side streaming at once: what each got
+    shows after one frame of the shared clock, not one timer (and one repaint) each."""
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    compare = CompareView()
+    qtbot.addWidget(compare)
+    compare.show_columns([Column("", name, state="streaming") for name in ("A", "B", "C")])
+    clock = frame_clock()
+    qtbot.waitUntil(lambda: not clock.waiting(), timeout=3000)
+    before = clock.frames
+    for i in range(20):
+        chat.append_stream_text(f"w{i} ")
+        for column in range(3):
+            compare.append(column, f"c{column}.{i} ")
+    qtbot.waitUntil(lambda: chat.model.stream_text().endswith("w19 "), timeout=3000)
+    assert [c.body.toPlainText() for c in compare.columns] == [
+        "".join(f"c{column}.{i} " for i in range(20)) for column in range(3)]
+    assert clock.frames == before + 1 and chat.repaint_count == 1
+
+
+def test_a_view_closed_before_its_frame_paints_nothing(qtbot: QtBot) -> None:
+    compare = CompareView()
+    compare.show_columns([Column("", "A", state="streaming")])
+    compare.append(0, "late")
+    frames = frame_clock().frames
+    compare.deleteLater()
+    qtbot.waitUntil(lambda: frame_clock().frames > frames, timeout=3000)
