@@ -4,12 +4,17 @@ had buffered, and every stream on screen is painted on one shared frame."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QColor, QPalette
 from pytestqt.qtbot import QtBot
 
 from treechat.core.model import Node
 from treechat.ui.chat.compare_view import Column, CompareView
 from treechat.ui.chat.streaming import frame_clock
 from treechat.ui.chat.view import ChatView
+from treechat.ui.richtext.markdown import render_markdown
 
 from ..session_views import session_view, shown_chat
 
@@ -102,3 +107,55 @@ def test_a_view_closed_before_its_frame_paints_nothing(qtbot: QtBot) -> None:
     frames = frame_clock().frames
     compare.deleteLater()
     qtbot.waitUntil(lambda: frame_clock().frames > frames, timeout=3000)
+
+
+MARKDOWN_REPLY = """## Choosing a wood
+
+Maple is **hard** and pale; birch is cheaper. See [the guide](https://example.org/wood).
+
+- measure the shelf
+- cut the boards
+
+```python
+def cut(board, length):
+    return board[:length]
+```
+
+| Wood | Hardness |
+|---|---|
+| maple | high |
+
+> Quotes stay quotes.
+
+Last words, still being written"""
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_a_markdown_reply_streams_in_laid_out_as_the_whole_text_is(
+    qtbot: QtBot, dark: bool
+) -> None:
+    """Streamed in small pieces, each painted: the reply on screen is the text so far laid
+    out as Markdown, the same document a whole parse gives (headings, code, table, quote)."""
+    chat = make(qtbot)
+    chat.resize(720, 900)
+    if dark:
+        palette = QPalette(chat.palette())
+        palette.setColor(QPalette.ColorRole.Base, QColor("#18181b"))
+        palette.setColor(QPalette.ColorRole.Window, QColor("#1f1f22"))
+        palette.setColor(QPalette.ColorRole.Text, QColor("#e6e6e6"))
+        chat.setPalette(palette)
+    chat.begin_stream("u", "Loopback")
+    for at in range(0, len(MARKDOWN_REPLY), 17):
+        chat.append_stream_text(MARKDOWN_REPLY[at:at + 17])
+        chat.stream.flush()
+    row = chat.model.row_at(chat.model.index_of("stream"))
+    body = chat.delegate.layout(row).body
+    assert body is not None
+    whole = render_markdown(MARKDOWN_REPLY, body.width, chat.delegate.theme)
+    assert body.document.toPlainText() == whole.document.toPlainText()
+    assert body.height == pytest.approx(whole.height, abs=0.5)
+    assert [b.text for b in body.code_blocks] == [
+        "def cut(board, length):\n    return board[:length]"]
+    shot = Path(__file__).resolve().parents[3] / "build" / "screenshots"
+    shot.mkdir(parents=True, exist_ok=True)
+    assert chat.grab().save(str(shot / f"streaming-markdown-{'dark' if dark else 'light'}.png"))
