@@ -195,7 +195,7 @@ async def stream_events(
     the text that arrived first. A context overflow is retried exactly once, with the
     history cut to half of what was sent, and only if nothing has streamed yet. Cancelling
     the consuming task closes the HTTP stream. The call itself runs on the provider thread;
-    events are delivered on the caller's loop, a few dozen times a second, the text pieces
+    events are delivered on the caller's loop, at most every `BATCH_SECONDS`, the text pieces
     that arrived together joined into one.
     """
     here = asyncio.get_running_loop()
@@ -226,7 +226,7 @@ async def stream_events(
     def deliver(item: Any, *, now: bool = False) -> None:
         # The first event of each kind (the first token) and the end go at once; the rest
         # wait up to `BATCH_SECONDS` for the ones after them, so the caller's loop (the
-        # GUI's) is woken a few dozen times a second, not once a chunk. A stream read from
+        # GUI's) is woken at most every few milliseconds, not once a chunk. A stream read from
         # a full buffer never lets this loop run a timer, so the clock is looked at here too.
         pending.append(item)
         if now or type(item) not in seen or there.time() - woken[0] >= BATCH_SECONDS:
