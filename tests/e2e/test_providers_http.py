@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,15 +101,27 @@ def conversation(turns: int, words: int = 40) -> list[dict[str, Any]]:
 async def test_streams_text_and_reports_measured_usage(
     loopback: LoopbackProvider, model: str
 ) -> None:
+    # the server holds the rest of the reply until its first piece has reached us
+    resume = threading.Event()
+    loopback.queue(Reply(text=DEFAULT_TEXT, pause_after=3, resume=resume))
     events: list[StreamEvent] = []
+    held: list[bool] = []
+
+    def on_event(event: StreamEvent) -> None:
+        if isinstance(event, TextDelta) and not held:
+            held.append(not resume.is_set())
+            resume.set()
+        events.append(event)
+
     result = await stream_turn(
         request(loopback, model, [{"role": "user", "content": "Say hello."}]),
-        on_event=events.append,
+        on_event=on_event,
     )
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert result.ok
     assert result.text == DEFAULT_TEXT == "".join(deltas)
-    assert len(deltas) > 5  # streamed piece by piece, not in one block
+    # streamed: text arrived while most of the reply was still to come
+    assert held == [True] and len(deltas) >= 2 and len(deltas[0]) < len(DEFAULT_TEXT) / 2
     assert isinstance(events[-1], Finished)
     sent = loopback.requests[-1]
     assert sent.body["stream"] is True

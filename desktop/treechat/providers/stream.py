@@ -13,7 +13,6 @@ import contextlib
 import functools
 import inspect
 import logging
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -163,6 +162,26 @@ _default_diagnostics = CacheDiagnostics()
 
 _END = object()
 
+BATCH_SECONDS = 0.008
+"""How long a streamed piece may wait on the provider thread for the pieces after it, so
+they reach the caller's loop together: a quarter of a frame (the chat paints every 33 ms,
+so no one sees the wait), and a fast model's pieces, a few milliseconds apart, wake the
+GUI's loop a few times less often."""
+
+
+def joined(batch: Sequence[Any]) -> list[Any]:
+    """`batch` with each run of text pieces (and of reasoning pieces) made one piece."""
+    out: list[Any] = []
+    for item in batch:
+        last = out[-1] if out else None
+        if isinstance(item, TextDelta) and isinstance(last, TextDelta):
+            out[-1] = TextDelta(last.text + item.text)
+        elif isinstance(item, ReasoningDelta) and isinstance(last, ReasoningDelta):
+            out[-1] = ReasoningDelta(last.text + item.text)
+        else:
+            out.append(item)
+    return out
+
 
 async def stream_events(
     request: TurnRequest,
@@ -176,39 +195,58 @@ async def stream_events(
     the text that arrived first. A context overflow is retried exactly once, with the
     history cut to half of what was sent, and only if nothing has streamed yet. Cancelling
     the consuming task closes the HTTP stream. The call itself runs on the provider thread;
-    events are delivered on the caller's loop.
+    events are delivered on the caller's loop, at most every `BATCH_SECONDS`, the text pieces
+    that arrived together joined into one.
     """
     here = asyncio.get_running_loop()
+    there = provider_loop.get()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     pending: collections.deque[Any] = collections.deque()
-    scheduled = threading.Event()
+    waking: list[asyncio.TimerHandle] = []  # the provider side's timed wake-up, if one is set
+    woken = [0.0]  # when the provider side last woke the caller's loop (its loop's clock)
+    seen: set[type] = set()
 
     def drain() -> None:
-        # Everything that arrived since the last wake-up, in one pass of the caller's loop:
-        # a fast stream wakes that loop once per batch, not once per token.
-        scheduled.clear()
+        # Everything that arrived since the last wake-up, in one pass of the caller's loop,
+        # its text pieces joined: the caller handles a batch as one piece, not one a token.
+        batch: list[Any] = []
         while pending:
-            queue.put_nowait(pending.popleft())
+            batch.append(pending.popleft())
+        for item in joined(batch):
+            queue.put_nowait(item)
 
-    def deliver(item: Any) -> None:
+    def wake() -> None:
+        for timer in waking:
+            timer.cancel()
+        waking.clear()
+        woken[0] = there.time()
+        with contextlib.suppress(RuntimeError):  # the caller's loop already closed
+            here.call_soon_threadsafe(drain)
+
+    def deliver(item: Any, *, now: bool = False) -> None:
+        # The first event of each kind (the first token) and the end go at once; the rest
+        # wait up to `BATCH_SECONDS` for the ones after them, so the caller's loop (the
+        # GUI's) is woken at most every few milliseconds, not once a chunk. A stream read from
+        # a full buffer never lets this loop run a timer, so the clock is looked at here too.
         pending.append(item)
-        if not scheduled.is_set():
-            scheduled.set()
-            with contextlib.suppress(RuntimeError):  # the caller's loop already closed
-                here.call_soon_threadsafe(drain)
+        if now or type(item) not in seen or there.time() - woken[0] >= BATCH_SECONDS:
+            seen.add(type(item))
+            wake()
+        elif not waking:
+            waking.append(there.call_at(woken[0] + BATCH_SECONDS, wake))
 
     async def pump() -> None:
         try:
             async for event in _stream_on_this_loop(request, shrink, diagnostics):
-                deliver(event)
+                deliver(event, now=isinstance(event, Finished))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            deliver(exc)
+            deliver(exc, now=True)
         else:
-            deliver(_END)
+            deliver(_END, now=True)
 
-    work = asyncio.run_coroutine_threadsafe(pump(), provider_loop.get())
+    work = asyncio.run_coroutine_threadsafe(pump(), there)
     try:
         while True:
             item = await queue.get()

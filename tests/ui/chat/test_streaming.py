@@ -1,13 +1,20 @@
 """The reply streaming in: its text is buffered and painted a few times a second (never per
-token), typing dots show until the first text, and a new reply drops what the last one
-still had buffered."""
+token), typing dots show until the first text, a new reply drops what the last one still
+had buffered, and every stream on screen is painted on one shared frame."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QColor, QPalette
 from pytestqt.qtbot import QtBot
 
 from treechat.core.model import Node
+from treechat.ui.chat.compare_view import Column, CompareView
+from treechat.ui.chat.streaming import frame_clock
 from treechat.ui.chat.view import ChatView
+from treechat.ui.richtext.markdown import render_markdown
 
 from ..session_views import session_view, shown_chat
 
@@ -70,3 +77,85 @@ def test_a_reply_that_ends_while_hidden_keeps_all_its_text(qtbot: QtBot) -> None
     chat.append_stream_text("it")
     chat.stream.flush()  # what end_stream, a redraw or an error asks for: painted at once
     assert chat.model.stream_text() == "all of it"
+
+
+def test_every_stream_on_screen_is_painted_in_one_pass_a_frame(qtbot: QtBot) -> None:
+    """The chat's reply and three columns side by side streaming at once: what each got
+    shows after one frame of the shared clock, not one timer (and one repaint) each."""
+    chat = make(qtbot)
+    chat.begin_stream("u", "Loopback")
+    compare = CompareView()
+    qtbot.addWidget(compare)
+    compare.show_columns([Column("", name, state="streaming") for name in ("A", "B", "C")])
+    clock = frame_clock()
+    qtbot.waitUntil(lambda: not clock.waiting(), timeout=3000)
+    before = clock.frames
+    for i in range(20):
+        chat.append_stream_text(f"w{i} ")
+        for column in range(3):
+            compare.append(column, f"c{column}.{i} ")
+    qtbot.waitUntil(lambda: chat.model.stream_text().endswith("w19 "), timeout=3000)
+    assert [c.body.toPlainText() for c in compare.columns] == [
+        "".join(f"c{column}.{i} " for i in range(20)) for column in range(3)]
+    assert clock.frames == before + 1 and chat.repaint_count == 1
+
+
+def test_a_view_closed_before_its_frame_paints_nothing(qtbot: QtBot) -> None:
+    compare = CompareView()
+    compare.show_columns([Column("", "A", state="streaming")])
+    compare.append(0, "late")
+    frames = frame_clock().frames
+    compare.deleteLater()
+    qtbot.waitUntil(lambda: frame_clock().frames > frames, timeout=3000)
+
+
+MARKDOWN_REPLY = """## Choosing a wood
+
+Maple is **hard** and pale; birch is cheaper. See [the guide](https://example.org/wood).
+
+- measure the shelf
+- cut the boards
+
+```python
+def cut(board, length):
+    return board[:length]
+```
+
+| Wood | Hardness |
+|---|---|
+| maple | high |
+
+> Quotes stay quotes.
+
+Last words, still being written"""
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_a_markdown_reply_streams_in_laid_out_as_the_whole_text_is(
+    qtbot: QtBot, dark: bool
+) -> None:
+    """Streamed in small pieces, each painted: the reply on screen is the text so far laid
+    out as Markdown, the same document a whole parse gives (headings, code, table, quote)."""
+    chat = make(qtbot)
+    chat.resize(720, 900)
+    if dark:
+        palette = QPalette(chat.palette())
+        palette.setColor(QPalette.ColorRole.Base, QColor("#18181b"))
+        palette.setColor(QPalette.ColorRole.Window, QColor("#1f1f22"))
+        palette.setColor(QPalette.ColorRole.Text, QColor("#e6e6e6"))
+        chat.setPalette(palette)
+    chat.begin_stream("u", "Loopback")
+    for at in range(0, len(MARKDOWN_REPLY), 17):
+        chat.append_stream_text(MARKDOWN_REPLY[at:at + 17])
+        chat.stream.flush()
+    row = chat.model.row_at(chat.model.index_of("stream"))
+    body = chat.delegate.layout(row).body
+    assert body is not None
+    whole = render_markdown(MARKDOWN_REPLY, body.width, chat.delegate.theme)
+    assert body.document.toPlainText() == whole.document.toPlainText()
+    assert body.height == pytest.approx(whole.height, abs=0.5)
+    assert [b.text for b in body.code_blocks] == [
+        "def cut(board, length):\n    return board[:length]"]
+    shot = Path(__file__).resolve().parents[3] / "build" / "screenshots"
+    shot.mkdir(parents=True, exist_ok=True)
+    assert chat.grab().save(str(shot / f"streaming-markdown-{'dark' if dark else 'light'}.png"))

@@ -16,8 +16,14 @@ from tests.unit.providers.test_cache_shaping import MARK, block
 
 from treechat.providers import llm
 from treechat.providers.stream import (
+    Finished,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
     TurnRequest,
     default_shrink,
+    joined,
     shutdown_provider_loop,
     stream_turn,
 )
@@ -103,3 +109,33 @@ async def test_openrouter_other_models_get_no_breakpoints(loopback: LoopbackProv
     body = loopback.requests[-1].body
     assert "cache_control" not in json.dumps(body)
     assert body["messages"][0]["content"] == "You answer briefly. " * 50
+
+
+def test_pieces_that_arrive_together_are_handed_on_as_one() -> None:
+    """A batch from the provider thread: each run of text (and of reasoning) is one piece,
+    in order, nothing lost; the other events stay where they were."""
+    batch = [ReasoningDelta("Thinking"), ReasoningDelta(" hard"), TextDelta("A"),
+             TextDelta(" tall"), TextDelta(" plant."), ToolCallDelta(0, "c1", "look", "{}"),
+             TextDelta("!")]
+    assert joined(batch) == [ReasoningDelta("Thinking hard"), TextDelta("A tall plant."),
+                             ToolCallDelta(0, "c1", "look", "{}"), TextDelta("!")]
+    assert joined([]) == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_fast_stream_arrives_whole_and_in_order(loopback: LoopbackProvider) -> None:
+    """Thousands of pieces sent as fast as the server can: the caller gets every character,
+    the reasoning before the answer, and one `Finished` last, whatever pieces were joined."""
+    words = " ".join(f"w{i}" for i in range(2000))
+    loopback.queue(Reply(text=words, reasoning="First a plan."))
+    events: list[StreamEvent] = []
+    result = await stream_turn(TurnRequest(
+        model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "Count."}],
+        api_base=loopback.openai_base), on_event=events.append)
+    assert result.error is None and result.text == words
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == words
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "First a plan."
+    kinds = [type(e) for e in events]
+    assert kinds.index(TextDelta) > max(i for i, k in enumerate(kinds) if k is ReasoningDelta)
+    assert isinstance(events[-1], Finished) and kinds.count(Finished) == 1

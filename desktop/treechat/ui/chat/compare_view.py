@@ -5,11 +5,10 @@ combine them all (its instruction editable)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QTextBlockFormat, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,9 +30,7 @@ from ...core.compare import only_here
 from ...core.money import cost_text
 from ..common.elided_label import ElidedLabel
 from ..common.theme import colors_of
-
-STREAM_FLUSH_MS = 33  # streamed text reaches the page about 30 times a second
-STREAM_FLUSH_MAX_MS = 120  # and at least 8 times a second, however slow drawing it is
+from .streaming import frame_clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +174,8 @@ class CompareView(QWidget):
     continueRequested = Signal(str)  # the reply's first node id
     fuseRequested = Signal(str, str)  # model id, instruction
 
-    def __init__(self, parent: QWidget | None = None, *,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._monotonic = monotonic  # how long drawing streamed text takes
         self.setObjectName("CompareView")
         self.setAccessibleName("Replies side by side")
         self.columns: list[ReplyColumn] = []
@@ -235,10 +230,7 @@ class CompareView(QWidget):
         box.addWidget(self.instruction)
         box.addLayout(fuse_row)
         self._streaming = False
-        self._flush_ms = STREAM_FLUSH_MS
-        self._flush = QTimer(self)
-        self._flush.setSingleShot(True)
-        self._flush.timeout.connect(self.flush)
+        self._clock = frame_clock()
 
     # --- filling --------------------------------------------------------------------
 
@@ -281,19 +273,16 @@ class CompareView(QWidget):
 
     def append(self, index: int, text: str) -> None:
         """A streamed piece of column `index`: every column's pieces reach the page together,
-        about 30 times a second, less often when drawing them takes longer (a slow machine
-        is not kept busy drawing)."""
+        on the frame clock every streaming text shares (about 30 times a second, less often
+        when drawing them takes longer)."""
         if 0 <= index < len(self.columns):
             self.columns[index].append(text)
-            if not self._flush.isActive():
-                self._flush.start(self._flush_ms)
+            self._clock.request(self, self.flush)
 
     def flush(self) -> None:
-        started = self._monotonic()
+        self._clock.cancel(self)
         for column in self.columns:
             column.flush()
-        spent_ms = (self._monotonic() - started) * 1000
-        self._flush_ms = int(min(STREAM_FLUSH_MAX_MS, max(STREAM_FLUSH_MS, spent_ms * 3)))
 
     def set_running(self, running: bool) -> None:
         self._streaming = running

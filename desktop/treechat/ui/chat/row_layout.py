@@ -1,6 +1,7 @@
 """Where everything of a chat row goes: the centred reading column, the bubble or card, the
 message text laid out as a document, and the row's buttons. Layouts are cached per (row,
-width, theme); the streaming reply is laid out afresh on every flush."""
+width, theme); the streaming reply keeps its finished blocks and lays out its tail afresh
+on every flush."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from ..richtext.document_cache import DocumentCache
 from ..richtext.markdown import render_markdown, render_plain
 from ..richtext.rendered import RenderedText
+from ..richtext.streamed import StreamedMarkdown
 from ..richtext.theme import MarkdownTheme
 from .attachment_views import Tile, lay_out_tiles, shown_attachments
 from .model import ChatRow, RowKind
@@ -89,6 +91,7 @@ class RowLayouter:
         self._column: tuple[int, tuple[float, float]] | None = None
         self._no_cache = False
         self._docs = DocumentCache(320)
+        self._streamed = StreamedMarkdown()  # the streaming reply: only its tail is parsed
         self._layouts: OrderedDict[tuple[Any, ...], RowLayout] = OrderedDict()
         self.set_theme(theme)
 
@@ -235,7 +238,9 @@ class RowLayouter:
             body = None
             shown, fold = 22.0, ""
         else:
-            body = self._doc(row, "body", col, lambda: render_markdown(text, col, self.theme))
+            body = self._doc(row, "body", col, lambda: self._streamed.render(
+                text, col, self.theme) if row.kind == RowKind.STREAM else render_markdown(
+                text, col, self.theme))
             shown, fold = self.fold(row, body.height)
         out = RowLayout(height=0, body=body, body_origin=QPointF(x, y), header=header,
                         body_height=shown, fold=fold)

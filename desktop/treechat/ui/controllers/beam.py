@@ -5,7 +5,7 @@ model fuses them into a merge node."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QAction, QKeySequence
@@ -56,7 +56,6 @@ class BeamController:
         status: StatusLine,
         composer: Composer,
         chat_view: ChatView,
-        monotonic: Callable[[], float],
     ) -> None:
         self.beam = BeamService(chat_service)
         self._sessions = chat_service.sessions
@@ -68,7 +67,6 @@ class BeamController:
         self._status = status
         self._composer = composer
         self._chat_view = chat_view
-        self._monotonic = monotonic
         self.view: CompareView | None = None
         self._message: tuple[str, str] | None = None  # (session, message) the view shows
         self._open_view = False  # shown until the user goes back (a redraw does not close it)
@@ -267,7 +265,7 @@ class BeamController:
 
     def _ensure_view(self) -> CompareView:
         if self.view is None:
-            self.view = CompareView(monotonic=self._monotonic)
+            self.view = CompareView()
             self.view.backRequested.connect(self.back)
             self.view.continueRequested.connect(self.continue_from)
             self.view.fuseRequested.connect(self.fuse)
@@ -346,8 +344,7 @@ def add_beam_controls(window: MainWindow, conversation: ConversationController) 
     controller = BeamController(
         conversation.chat_service, chat=conversation, models=conversation.models,
         turns=conversation.turns, occupancy=conversation.occupancy, tasks=conversation,
-        status=parts.status, composer=parts.composer, chat_view=parts.chat,
-        monotonic=conversation.clock.monotonic)
+        status=parts.status, composer=parts.composer, chat_view=parts.chat)
     conversation.turns.take_several_from(parts.composer.several.chosen, controller.send_several)
     conversation.sessionOpened.connect(lambda _view: controller.back())
     conversation.spawn(controller.load_sets(), name="model-sets")

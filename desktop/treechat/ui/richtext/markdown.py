@@ -78,7 +78,21 @@ def render_markdown(text: str, width: float, theme: MarkdownTheme) -> RenderedTe
     doc.setMarkdown(text, MARKDOWN_FEATURES)
     _style_document(doc, theme)
     doc.setTextWidth(max(40.0, width))
-    return _finish(doc, theme, width)
+    return finish(doc, theme, width)
+
+
+def styled_part(text: str, width: float, theme: MarkdownTheme, *, first: bool) -> QTextDocument:
+    """A part of a longer text, styled as it is within the whole (`first`: it begins the
+    text); the end of the text is made flush by whoever puts the parts together."""
+    doc = _new_document(theme, width)
+    doc.setMarkdown(text, MARKDOWN_FEATURES)
+    _style_document(doc, theme, first=first, last=False)
+    return doc
+
+
+def new_document(theme: MarkdownTheme, width: float) -> QTextDocument:
+    """An empty document laid out as every message body is."""
+    return _new_document(theme, width)
 
 
 def markdown_text(text: str) -> str:
@@ -104,10 +118,10 @@ def render_plain(
         spacing = QTextBlockFormat()
         spacing.setLineHeight(LINE_HEIGHT * 100, PROPORTIONAL)
         cursor.mergeBlockFormat(spacing)
-    return _finish(doc, theme, width)
+    return finish(doc, theme, width)
 
 
-def _finish(doc: QTextDocument, theme: MarkdownTheme, width: float) -> RenderedText:
+def finish(doc: QTextDocument, theme: MarkdownTheme, width: float) -> RenderedText:
     layout = doc.documentLayout()
     size: QSizeF = layout.documentSize()
     blocks = tuple(_code_blocks(doc, width))
@@ -179,8 +193,11 @@ def _code_groups(doc: QTextDocument) -> list[list[QTextBlock]]:
     return groups
 
 
-def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
-    """Restyle what Qt's Markdown importer produced into the chat look."""
+def _style_document(doc: QTextDocument, theme: MarkdownTheme, *, first: bool = True,
+                    last: bool = True) -> None:
+    """Restyle what Qt's Markdown importer produced into the chat look. `first` / `last`:
+    the document begins / ends the text (a streamed reply's parts are laid out apart, and
+    only the text's own first and last block lose their outer margin)."""
     cursor = QTextCursor(doc)
     base_size = theme.font.pointSizeF()
     blocks = list(_iter_blocks(doc))
@@ -193,7 +210,7 @@ def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
             new = QTextBlockFormat(fmt)
             new.setLineHeight(LINE_HEIGHT * 100, PROPORTIONAL)
             if level:
-                new.setTopMargin(12 if block != blocks[0] else 0)
+                new.setTopMargin(12 if block != blocks[0] or not first else 0)
                 new.setBottomMargin(4)
             if quote:
                 new.setLeftMargin(QUOTE_INDENT * quote)
@@ -235,15 +252,23 @@ def _style_document(doc: QTextDocument, theme: MarkdownTheme) -> None:
     _replace_images(doc, theme)
     _style_code(doc, theme, cursor)
     _style_tables(doc, theme)
-    first, last = doc.begin(), doc.lastBlock()
-    if first.isValid() and not _is_code(first):
-        cursor.setPosition(first.position())
-        f = QTextBlockFormat(first.blockFormat())
+    top = doc.begin()
+    if first and top.isValid() and not _is_code(top):
+        cursor.setPosition(top.position())
+        f = QTextBlockFormat(top.blockFormat())
         f.setTopMargin(0)
         cursor.setBlockFormat(f)
-    if last.isValid() and not _is_code(last) and not _in_list(last):
-        cursor.setPosition(last.position())
-        f = QTextBlockFormat(last.blockFormat())
+    if last:
+        end_flush(doc)
+
+
+def end_flush(doc: QTextDocument) -> None:
+    """The last block of the text keeps no margin below it (the row's own spacing follows)."""
+    bottom = doc.lastBlock()
+    if bottom.isValid() and not _is_code(bottom) and not _in_list(bottom):
+        cursor = QTextCursor(doc)
+        cursor.setPosition(bottom.position())
+        f = QTextBlockFormat(bottom.blockFormat())
         f.setBottomMargin(0)
         cursor.setBlockFormat(f)
 
@@ -328,6 +353,16 @@ def _tidy_cell(table: QTextTable, row: int, col: int) -> None:
         bold = QTextCharFormat()
         bold.setFontWeight(QFont.Weight.DemiBold)
         cursor.mergeCharFormat(bold)
+
+
+def tidy_tables(doc: QTextDocument, start: int) -> None:
+    """Tidy the cells of the tables from `start` on again: a block's visibility is not part
+    of its format, so a table copied into another document shows its hidden paragraph."""
+    for table in _tables(doc.rootFrame()):
+        if table.firstPosition() >= start:
+            for row in range(table.rows()):
+                for col in range(table.columns()):
+                    _tidy_cell(table, row, col)
 
 
 def _style_tables(doc: QTextDocument, theme: MarkdownTheme) -> None:
