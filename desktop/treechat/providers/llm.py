@@ -174,6 +174,7 @@ def _import() -> ModuleType:
         except ImportError:  # a later litellm moved it: replies are simply not marked
             iterator = None
         count_unreadable_stream_lines(iterator)
+        _defer_default_encoding()
         _warm_paths(litellm)
     finally:
         json.loads = original
@@ -189,7 +190,6 @@ _FIRST_CALL_MODULES = (
     "anyio._backends._asyncio",
     "litellm._service_logger",
     "litellm.integrations.generic_api.generic_api_callback",
-    "litellm.litellm_core_utils.default_encoding",
     "litellm.litellm_core_utils.duration_parser",
     "litellm.litellm_core_utils.logging_callback_manager",
     "litellm.llms.anthropic.chat.transformation",
@@ -212,6 +212,33 @@ _FIRST_CALL_MODULES = (
     "litellm.types.integrations.slack_alerting",
     "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
 )
+
+
+def _defer_default_encoding() -> None:
+    """litellm's default encoding (cl100k_base, 40 MB resident) is passed as an argument of
+    every request and put in the tokenizer choice its cost calculator makes, though an
+    OpenAI-format request to a gpt-4o model never counts with it. litellm's module for it does
+    two things: point tiktoken at the bundled files (`_prepare_environment` did) and load the
+    tables; in its place goes one whose encoding loads the same tables when something really
+    counts, through the loader the counters share."""
+    import sys
+    from types import ModuleType
+
+    from .tokenizer import DeferredEncoding
+
+    name = "litellm.litellm_core_utils.default_encoding"
+    if name in sys.modules:
+        return
+    encoding = DeferredEncoding("cl100k_base")
+    deferred = ModuleType(name, "litellm's default encoding, loaded at its first use")
+    deferred.encoding = encoding  # type: ignore[attr-defined]
+    sys.modules[name] = deferred
+    package = sys.modules.get("litellm.litellm_core_utils")
+    if package is not None:
+        package.default_encoding = deferred  # type: ignore[attr-defined]
+    main = sys.modules.get("litellm.main")
+    if main is not None and "encoding" not in vars(main):
+        main.encoding = encoding  # type: ignore[attr-defined]
 
 
 def _warm_paths(litellm: ModuleType) -> None:

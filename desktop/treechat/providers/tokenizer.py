@@ -96,6 +96,32 @@ def _load_encoding(name: str) -> Any:
         return enc
 
 
+class DeferredEncoding:
+    """A tiktoken encoding that loads at its first use, through the loader above (shared with
+    every counter, Python ranks dropped).
+
+    litellm hands its default encoding (cl100k_base) to every request as an argument, so its
+    first call loads 40 MB of tables that an OpenAI-format request never reads; given this
+    instead, litellm loads them only if it really counts with them."""
+
+    def __init__(self, name: str) -> None:
+        if name not in ENCODING_FILES:
+            raise ValueError(f"unsupported encoding {name!r}")
+        self.name = name
+
+    @property
+    def loaded(self) -> bool:
+        return self.name in _encodings
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # copy, pickle and friends probe these: no load
+            raise AttributeError(attribute)
+        return getattr(_load_encoding(self.name), attribute)
+
+    def __repr__(self) -> str:
+        return f"<DeferredEncoding {self.name!r}{' loaded' if self.loaded else ''}>"
+
+
 class TiktokenCounter:
     """Counts with one tiktoken encoding. Special-token text in user content is counted as
     ordinary text, never rejected."""

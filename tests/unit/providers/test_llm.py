@@ -163,3 +163,53 @@ def test_a_model_priced_at_nothing_is_priced_at_zero_as_its_requests_are() -> No
     for cost in (llm.reservation_cost(model, 1000, 100), llm.request_cost(model, 1000, 100)):
         assert cost.priced and cost.usd == 0
     assert llm.price_per_million("openai/no-such-model-anywhere") is None
+
+
+DEFAULT_ENCODING_CHILD = textwrap.dedent("""
+    import asyncio, json, sys
+    from tests.support.loopback_server import LoopbackProvider, Reply
+    from treechat.providers import llm
+    from treechat.providers.tokenizer import TiktokenCounter
+
+    server = LoopbackProvider()
+    server.queue(Reply(text="a streamed reply of several words"))
+    litellm = llm.litellm_module()
+    default = sys.modules["litellm.litellm_core_utils.default_encoding"].encoding
+
+    async def stream():
+        pieces = []
+        response = await litellm.acompletion(
+            model="openai/gpt-4o-mini", api_base=server.openai_base, api_key="sk-test",
+            messages=[{"role": "user", "content": "hi"}], stream=True)
+        async for chunk in response:
+            pieces.append(chunk.choices[0].delta.content or "")
+        await llm.aclose_clients()
+        return "".join(pieces)
+
+    try:
+        reply = asyncio.run(stream())
+        after_stream = default.loaded
+        text = "litellm still counts with its default tables when asked"
+        counted = litellm.token_counter(text=text)  # no model: litellm's default encoding
+        print(json.dumps({
+            "reply": reply, "loaded_after_stream": after_stream,
+            "same_object_in_main": sys.modules["litellm.main"].encoding is default,
+            "counted": counted, "cl100k": TiktokenCounter("cl100k_base").count(text),
+            "loaded_after_count": default.loaded}))
+    finally:
+        server.stop()
+""")
+
+
+def test_a_streamed_openai_request_never_loads_litellms_default_tables() -> None:
+    done = subprocess.run([sys.executable, "-c", DEFAULT_ENCODING_CHILD], check=False,
+                          capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["reply"] == "a streamed reply of several words"
+    # 40 MB of cl100k tables a gpt-4o request never reads stay on disk...
+    assert report["loaded_after_stream"] is False
+    assert report["same_object_in_main"] is True
+    # ...and load, the same tables, the moment litellm really counts with them
+    assert report["counted"] == report["cl100k"] > 0
+    assert report["loaded_after_count"] is True
