@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -221,9 +222,6 @@ def _defer_default_encoding() -> None:
     two things: point tiktoken at the bundled files (`_prepare_environment` did) and load the
     tables; in its place goes one whose encoding loads the same tables when something really
     counts, through the loader the counters share."""
-    import sys
-    from types import ModuleType
-
     from .tokenizer import DeferredEncoding
 
     name = "litellm.litellm_core_utils.default_encoding"
@@ -243,7 +241,7 @@ def _defer_default_encoding() -> None:
 
 def _warm_paths(litellm: ModuleType) -> None:
     """Load here what the first request would otherwise load while the user waits (model
-    facts, request building, streaming, logging and the default tokenizer)."""
+    facts, request building, streaming and logging)."""
     try:
         litellm.get_model_info("openai/gpt-4o")
     except Exception:  # warming is best effort; the real call reports real errors
