@@ -14,14 +14,14 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from .json_steps import loads_in_steps
 
 log = logging.getLogger(__name__)
 
@@ -85,74 +85,10 @@ def bypass_proxy_for_loopback() -> None:
             os.environ[name] = ",".join([*present, *wanted])
 
 
-_BIG_JSON = 1 << 20
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _loads_in_steps(original: Callable[..., Any]) -> Callable[..., Any]:
-    """`json.loads` that parses a large top-level object one member at a time.
-
-    litellm parses its 3.5 MB price list with one `json.loads` call at import, which holds the
-    GIL for 50-150 ms and freezes the GUI thread's loop meanwhile. Member by member, the
-    import thread hands the GIL back between members. The result is identical; anything
-    unusual (another top-level type, invalid JSON, extra arguments) goes to the original.
-    """
-
-    def loads(s: Any, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs or not isinstance(s, str | bytes | bytearray) or len(s) < _BIG_JSON:
-            return original(s, *args, **kwargs)
-        text = s if isinstance(s, str) else bytes(s).decode("utf-8")
-        try:
-            return _parse_object_members(text)
-        except (ValueError, IndexError):
-            return original(s)
-
-    return loads
-
-
-def _after_space(text: str, pos: int) -> int:
-    """Where the JSON whitespace from `pos` ends (the pattern also matches none)."""
-    found = _JSON_SPACE.match(text, pos)
-    return pos if found is None else found.end()
-
-
-def _parse_object_members(text: str) -> dict[str, Any]:
-    decoder = json.JSONDecoder()
-    skip = _after_space
-    pos = skip(text, 0)
-    if text[pos] != "{":
-        raise ValueError("not an object")
-    pos = skip(text, pos + 1)
-    out: dict[str, Any] = {}
-    if text[pos] == "}":
-        pos += 1
-    else:
-        while True:
-            key, pos = decoder.raw_decode(text, pos)
-            if not isinstance(key, str):
-                raise ValueError("object key is not a string")
-            pos = skip(text, pos)
-            if text[pos] != ":":
-                raise ValueError("expected ':'")
-            pos = skip(text, pos + 1)
-            out[key], pos = decoder.raw_decode(text, pos)
-            pos = skip(text, pos)
-            if text[pos] == ",":
-                pos = skip(text, pos + 1)
-                continue
-            if text[pos] == "}":
-                pos += 1
-                break
-            raise ValueError("expected ',' or '}'")
-    if skip(text, pos) != len(text):
-        raise ValueError("extra data")
-    return out
-
-
 def _import() -> ModuleType:
     _prepare_environment()
     original = json.loads
-    json.loads = _loads_in_steps(original)
+    json.loads = loads_in_steps(original)
     # A full collection in the middle of this import walks millions of new objects while
     # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import and
     # the warm-up, then freeze what they built so later collections never walk it either.
@@ -176,6 +112,7 @@ def _import() -> ModuleType:
             iterator = None
         count_unreadable_stream_lines(iterator)
         _defer_default_encoding()
+        _drop_parsed_anthropic_tokenizer()
         _warm_paths(litellm)
     finally:
         json.loads = original
@@ -237,6 +174,16 @@ def _defer_default_encoding() -> None:
     main = sys.modules.get("litellm.main")
     if main is not None and "encoding" not in vars(main):
         main.encoding = encoding  # type: ignore[attr-defined]
+
+
+def _drop_parsed_anthropic_tokenizer() -> None:
+    """litellm parses its Anthropic tokenizer file at import only to write it back out as
+    the string its counters read (`claude_json_str`), and keeps the parsed copy (10 MB
+    resident) in a module global nothing reads again; let go of it before the warm-up, whose
+    modules then take its memory."""
+    utils = sys.modules.get("litellm.utils")
+    if utils is not None and isinstance(vars(utils).get("claude_json_str"), str):
+        vars(utils).pop("json_data", None)
 
 
 def _warm_paths(litellm: ModuleType) -> None:

@@ -137,22 +137,23 @@ def test_unpriced_models_cost_nothing_and_say_so() -> None:
     assert cost == llm.Cost(0.0, priced=False)
 
 
-def test_stepwise_json_parse_matches_json_loads() -> None:
-    bundled = llm.litellm_tokenizer_dir()
-    assert bundled is not None
-    price_list = (bundled.parents[1] / "model_prices_and_context_window_backup.json").read_bytes()
-    loads = llm._loads_in_steps(json.loads)
-    assert len(price_list) > llm._BIG_JSON
-    assert loads(price_list) == json.loads(price_list)
-    assert list(loads(price_list)) == list(json.loads(price_list))  # key order kept
-    pad = " " * llm._BIG_JSON
-    for text in ['{"a": [1, {"b": null}], "a": 2 , "c": "\\u00e9"}', "{}", '{"k":\n{"x":1.5e3}}']:
-        assert loads(pad + text + pad) == json.loads(text)
-    assert loads(pad + "[1, 2]") == [1, 2]  # not an object: the original parser
-    with pytest.raises(json.JSONDecodeError):
-        loads(pad + '{"a": 1,}')
-    with pytest.raises(json.JSONDecodeError):
-        loads(pad + '{"a": 1} extra')
+def test_litellms_parsed_anthropic_tokenizer_is_let_go_of_and_claude_is_still_counted() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent("""
+            import json, sys
+            from treechat.providers import llm
+            litellm = llm.litellm_module()
+            utils = sys.modules["litellm.utils"]
+            print(json.dumps({"kept": hasattr(utils, "json_data"),
+                              "counted": llm.count_text_tokens(
+                                  "anthropic/claude-3-5-sonnet-20241022", "hello there world")}))
+        """)],
+        check=False, capture_output=True, text=True, timeout=240, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["kept"] is False
+    assert report["counted"] > 0
 
 
 def test_a_model_priced_at_nothing_is_priced_at_zero_as_its_requests_are() -> None:

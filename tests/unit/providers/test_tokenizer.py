@@ -129,3 +129,41 @@ def test_a_deferred_encoding_loads_its_tables_only_when_something_counts() -> No
     assert report["same"] is True
     with pytest.raises(ValueError, match="unsupported encoding"):
         tokenizer.DeferredEncoding("p50k_base")
+
+
+RELEASE_CHILD = """
+import gc, json, weakref
+import tiktoken.registry
+from treechat.providers import tokenizer
+counter = tokenizer.counter_for("openai/gpt-4o")
+text = "Counted before and after the tables are let go of."
+before = counter.raw.count(text)
+held = weakref.ref(tiktoken.registry.ENCODINGS["o200k_base"])
+tokenizer.release_encodings()
+gc.collect()
+stand_in = tiktoken.registry.ENCODINGS["o200k_base"]
+report = {"before": before, "freed": held() is None, "stand_in": repr(stand_in),
+          "empty": stand_in.encode(""), "loaded_by_empty": stand_in.loaded}
+report["after"] = counter.raw.count(text)
+report["reloaded"] = sorted(tokenizer._encodings)
+report["registry"] = type(tiktoken.registry.ENCODINGS["o200k_base"]).__name__
+print(json.dumps(report))
+"""
+
+
+def test_released_tables_are_freed_and_load_again_when_something_counts() -> None:
+    """A one-shot command lets go of the tables once its counting is done: nothing keeps
+    them (not a counter, not tiktoken's registry), an empty text is counted without them,
+    and a later count loads them again and agrees."""
+    done = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["freed"] is True
+    assert report["stand_in"] == "<DeferredEncoding 'o200k_base'>"
+    assert report["empty"] == [] and report["loaded_by_empty"] is False
+    assert report["after"] == report["before"] > 0
+    assert report["reloaded"] == ["o200k_base"]
+    assert report["registry"] == "Encoding"  # the real tables back in tiktoken's registry
