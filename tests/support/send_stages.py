@@ -1,7 +1,8 @@
 """What each stage of a `treechat send` adds to the process's resident memory, the stages run
-one after another in this process (the command overlaps some of them on threads): the
-command's modules, DuckDB, a new store, the services with their token counter, litellm with
-its warm-up, the committed message, a first and a second streamed reply.
+one after another in this process, in the command's order: its modules, DuckDB, a new store,
+the committed message and the daily backup, the services with their token counter, the
+request counted, the token tables let go of, litellm imported and warmed (into the memory
+the tables held), and a first and a second streamed reply.
 
     python -m tests.support.send_stages <openai-compatible base URL> <data dir>
 
@@ -51,14 +52,6 @@ def main(base: str, data_dir: Path) -> list[tuple[str, float, float, float]]:
     data_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(data_dir / "chats.duckdb")
     mark("open a new store")
-    from treechat.cli._turn import run_turn, turn_services
-
-    services = turn_services(store, data_dir)
-    mark("services and the token counter")
-    from treechat.providers import llm
-
-    llm.litellm_module()
-    mark("litellm imported and warmed")
     from treechat.services.turns.sessions import SessionService
 
     async def commit() -> tuple[str, str]:
@@ -68,6 +61,25 @@ def main(base: str, data_dir: Path) -> list[tuple[str, float, float, float]]:
 
     session_id, user_id = asyncio.run(commit())
     mark("the message committed")
+    store.backup_if_due()
+    mark("the daily backup")
+    from treechat.cli._turn import run_turn, turn_services
+
+    services = turn_services(store, data_dir)
+    mark("services and the token counter")
+    from treechat.providers import llm
+    from treechat.providers.tokenizer import release_encodings
+
+    def counted() -> None:  # what `treechat send` does here, a stage at a time
+        mark("the request counted")
+        release_encodings()
+        mark("the token tables let go of")
+        if not llm.is_loaded():
+            llm.litellm_module()
+            mark("litellm imported and warmed")
+
+    services.chat.config.request_ready = counted
+    services.chat.config.occupancy_after_reply = False
     for stage in ("first streamed reply", "second streamed reply"):
         run_turn(services, session_id, lambda: services.chat.retry(
             session_id, user_id, model=MODEL, api_base=base, on_event=lambda _: None))
