@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..core.memory import return_freed_memory
 from .json_steps import loads_in_steps
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ def _import() -> ModuleType:
         gc.freeze()
         if collecting:
             gc.enable()
+    return_freed_memory()  # what the import parsed and dropped (the price list's text...)
     return litellm
 
 

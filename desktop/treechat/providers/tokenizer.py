@@ -3,7 +3,6 @@ fully offline from the encoding files litellm ships, without importing litellm."
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib.util
 import os
@@ -13,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.memory import return_freed_memory
 from ..core.tokens import CachedCounter, messages_tokens
 
 # tiktoken caches each encoding under sha1(source URL); litellm bundles these two files.
@@ -127,23 +127,6 @@ def release_encodings() -> None:
             cached[name] = DeferredEncoding(name)
     gc.collect()
     return_freed_memory()
-
-
-def return_freed_memory() -> None:
-    """Hand freed heap pages back to the system. glibc keeps what `free` released for reuse
-    within the process (resident meanwhile) unless `malloc_trim` asks it to return them; no
-    library wraps it, and other C libraries return memory on their own, so elsewhere this
-    does nothing."""
-    try:
-        glibc = os.confstr("CS_GNU_LIBC_VERSION")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system, or not glibc
-        return
-    if not glibc:
-        return
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # a libc without it: nothing to give back this way
-        return
 
 
 class DeferredEncoding:
