@@ -158,3 +158,39 @@ def test_reliability(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
     assert probes.hangs == 0, [r.name for r in probes.results if r.hang]
     assert probes.max_rss_mb <= 300
     assert not probes.unanswered, probes.unanswered
+
+
+def test_send_memory_by_stage(tmp_path: Path, bench_report: Callable[..., Path]) -> None:
+    """What each stage of a send adds to resident memory (tests/support/send_stages.py), the
+    stages one after another in a child process, beside the command's own peak
+    (`baseline_rss_mb` above runs the real command, its stages overlapping on threads).
+    Figures (build/bench/send_memory.json): stage_<n>_mb per stage and send_stages_peak_mb."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.hostile_probes import cli_env
+    from tests.support.loopback_server import LoopbackProvider, Reply
+
+    server = LoopbackProvider()
+    server.queue(*(Reply(text=" ".join(f"w{i}" for i in range(120))) for _ in range(2)))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.support.send_stages", server.openai_base,
+             str(tmp_path / "data")],
+            env=cli_env(tmp_path / "data"), capture_output=True, text=True, timeout=600,
+            check=False, cwd=Path(__file__).resolve().parents[2],
+        )
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    stages = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = {f"stage_{i}_mb": added for i, (_, added, _, _) in enumerate(stages)}
+    figures["send_stages_peak_mb"] = max(peak for *_, peak in stages)
+    bench_report(
+        "send_memory",
+        figures,
+        rows=[(i, name, added, rss, peak) for i, (name, added, rss, peak) in enumerate(stages)],
+        header=("n", "stage", "added MB", "resident MB", "peak MB"),
+    )
+    assert [name for name, *_ in stages][-1] == "second streamed reply"

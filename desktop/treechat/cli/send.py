@@ -151,9 +151,11 @@ def cmd_send(args: argparse.Namespace) -> int:
     normalize_send_args(args)
     text = message_text(args)
     files = attached_files(args)
-    # litellm takes seconds to import: start it now, while the store opens and the message is
-    # committed, so the user sees the acknowledgment first and the reply sooner.
-    llm.start_warmup()
+    if getattr(args, "models", None):
+        # litellm takes seconds to import: start it now, while the store opens and the
+        # message is committed, so the user sees the acknowledgment first and the replies
+        # sooner. One reply starts it once its request is counted (`_reply`).
+        llm.start_warmup()
     data_dir = paths.data_dir(args.data_dir)
     store = open_and_recover(default_store_path(data_dir))
     try:
@@ -165,18 +167,18 @@ def cmd_send(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        _daily_backup(store)
         reply = several_replies if getattr(args, "models", None) else _reply
-        code = reply(store, data_dir, args, session_id, user_id, text)
-        if code != 130 and not store.released:
-            _daily_backup(store)
-        return code
+        return reply(store, data_dir, args, session_id, user_id, text)
     finally:
         store.close()
 
 
 def _daily_backup(store: Store) -> None:
-    """The command line's "on quit": a backup when the newest is a day old. Never fails the
-    command; the log says why when one could not be made."""
+    """The command line's "on start": a backup when the newest is a day old, made once the
+    message is committed and before the reply, whose litellm would otherwise hold its 190 MB
+    while DuckDB copies the store (a send's peak memory). Never fails the command; the log
+    says why when one could not be made."""
     import logging
 
     from ..store.backup import BackupError
@@ -238,6 +240,8 @@ def _reply(
     from ..services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     services = turn_services(store, data_dir)
+    services.chat.config.request_ready = _counting_done
+    services.chat.config.occupancy_after_reply = False  # only its window is shown
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
 
@@ -262,6 +266,16 @@ def _reply(
     if finished:
         _print_summary(session_id, finished[0], text)
     return 0
+
+
+def _counting_done() -> None:
+    """The request is counted: the token tables are let go of before litellm loads, so its
+    190 MB take the pages they held instead of adding to them (a send's peak memory)."""
+    from ..providers import llm
+    from ..providers.tokenizer import release_encodings
+
+    release_encodings()
+    llm.start_warmup()
 
 
 def _print_summary(session_id: str, event: TurnFinished, text: str) -> None:

@@ -14,13 +14,15 @@ import importlib.util
 import json
 import logging
 import os
-import re
+import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ..core.memory import return_freed_memory
+from .json_steps import loads_in_steps
 
 log = logging.getLogger(__name__)
 
@@ -84,74 +86,10 @@ def bypass_proxy_for_loopback() -> None:
             os.environ[name] = ",".join([*present, *wanted])
 
 
-_BIG_JSON = 1 << 20
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _loads_in_steps(original: Callable[..., Any]) -> Callable[..., Any]:
-    """`json.loads` that parses a large top-level object one member at a time.
-
-    litellm parses its 3.5 MB price list with one `json.loads` call at import, which holds the
-    GIL for 50-150 ms and freezes the GUI thread's loop meanwhile. Member by member, the
-    import thread hands the GIL back between members. The result is identical; anything
-    unusual (another top-level type, invalid JSON, extra arguments) goes to the original.
-    """
-
-    def loads(s: Any, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs or not isinstance(s, str | bytes | bytearray) or len(s) < _BIG_JSON:
-            return original(s, *args, **kwargs)
-        text = s if isinstance(s, str) else bytes(s).decode("utf-8")
-        try:
-            return _parse_object_members(text)
-        except (ValueError, IndexError):
-            return original(s)
-
-    return loads
-
-
-def _after_space(text: str, pos: int) -> int:
-    """Where the JSON whitespace from `pos` ends (the pattern also matches none)."""
-    found = _JSON_SPACE.match(text, pos)
-    return pos if found is None else found.end()
-
-
-def _parse_object_members(text: str) -> dict[str, Any]:
-    decoder = json.JSONDecoder()
-    skip = _after_space
-    pos = skip(text, 0)
-    if text[pos] != "{":
-        raise ValueError("not an object")
-    pos = skip(text, pos + 1)
-    out: dict[str, Any] = {}
-    if text[pos] == "}":
-        pos += 1
-    else:
-        while True:
-            key, pos = decoder.raw_decode(text, pos)
-            if not isinstance(key, str):
-                raise ValueError("object key is not a string")
-            pos = skip(text, pos)
-            if text[pos] != ":":
-                raise ValueError("expected ':'")
-            pos = skip(text, pos + 1)
-            out[key], pos = decoder.raw_decode(text, pos)
-            pos = skip(text, pos)
-            if text[pos] == ",":
-                pos = skip(text, pos + 1)
-                continue
-            if text[pos] == "}":
-                pos += 1
-                break
-            raise ValueError("expected ',' or '}'")
-    if skip(text, pos) != len(text):
-        raise ValueError("extra data")
-    return out
-
-
 def _import() -> ModuleType:
     _prepare_environment()
     original = json.loads
-    json.loads = _loads_in_steps(original)
+    json.loads = loads_in_steps(original)
     # A full collection in the middle of this import walks millions of new objects while
     # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import and
     # the warm-up, then freeze what they built so later collections never walk it either.
@@ -174,12 +112,15 @@ def _import() -> ModuleType:
         except ImportError:  # a later litellm moved it: replies are simply not marked
             iterator = None
         count_unreadable_stream_lines(iterator)
+        _defer_default_encoding()
+        _drop_parsed_anthropic_tokenizer()
         _warm_paths(litellm)
     finally:
         json.loads = original
         gc.freeze()
         if collecting:
             gc.enable()
+    return_freed_memory()  # what the import parsed and dropped (the price list's text...)
     return litellm
 
 
@@ -189,7 +130,6 @@ _FIRST_CALL_MODULES = (
     "anyio._backends._asyncio",
     "litellm._service_logger",
     "litellm.integrations.generic_api.generic_api_callback",
-    "litellm.litellm_core_utils.default_encoding",
     "litellm.litellm_core_utils.duration_parser",
     "litellm.litellm_core_utils.logging_callback_manager",
     "litellm.llms.anthropic.chat.transformation",
@@ -214,9 +154,43 @@ _FIRST_CALL_MODULES = (
 )
 
 
+def _defer_default_encoding() -> None:
+    """litellm's default encoding (cl100k_base, 40 MB resident) is passed as an argument of
+    every request and put in the tokenizer choice its cost calculator makes, though an
+    OpenAI-format request to a gpt-4o model never counts with it. litellm's module for it does
+    two things: point tiktoken at the bundled files (`_prepare_environment` did) and load the
+    tables; in its place goes one whose encoding loads the same tables when something really
+    counts, through the loader the counters share."""
+    from .tokenizer import DeferredEncoding
+
+    name = "litellm.litellm_core_utils.default_encoding"
+    if name in sys.modules:
+        return
+    encoding = DeferredEncoding("cl100k_base")
+    deferred = ModuleType(name, "litellm's default encoding, loaded at its first use")
+    deferred.encoding = encoding  # type: ignore[attr-defined]
+    sys.modules[name] = deferred
+    package = sys.modules.get("litellm.litellm_core_utils")
+    if package is not None:
+        package.default_encoding = deferred  # type: ignore[attr-defined]
+    main = sys.modules.get("litellm.main")
+    if main is not None and "encoding" not in vars(main):
+        main.encoding = encoding  # type: ignore[attr-defined]
+
+
+def _drop_parsed_anthropic_tokenizer() -> None:
+    """litellm parses its Anthropic tokenizer file at import only to write it back out as
+    the string its counters read (`claude_json_str`), and keeps the parsed copy (10 MB
+    resident) in a module global nothing reads again; let go of it before the warm-up, whose
+    modules then take its memory."""
+    utils = sys.modules.get("litellm.utils")
+    if utils is not None and isinstance(vars(utils).get("claude_json_str"), str):
+        vars(utils).pop("json_data", None)
+
+
 def _warm_paths(litellm: ModuleType) -> None:
     """Load here what the first request would otherwise load while the user waits (model
-    facts, request building, streaming, logging and the default tokenizer)."""
+    facts, request building, streaming and logging)."""
     try:
         litellm.get_model_info("openai/gpt-4o")
     except Exception:  # warming is best effort; the real call reports real errors

@@ -3,13 +3,16 @@ fully offline from the encoding files litellm ships, without importing litellm."
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.memory import return_freed_memory
 from ..core.tokens import CachedCounter, messages_tokens
 
 # tiktoken caches each encoding under sha1(source URL); litellm bundles these two files.
@@ -85,9 +88,11 @@ def _load_encoding(name: str) -> Any:
         enc = _encodings.get(name)
         if enc is None:
             configure_offline_cache(name)
-            import tiktoken
+            import tiktoken.registry
 
-            enc = tiktoken.get_encoding(name)
+            if isinstance(tiktoken.registry.ENCODINGS.get(name), DeferredEncoding):
+                del tiktoken.registry.ENCODINGS[name]  # the stand-in `release_encodings` left
+            enc = tiktoken.registry.get_encoding(name)
             # The Python copy of the ranks (~28 MB for o200k_base) is only read to pickle
             # the encoding; counting and decoding use the Rust tables built from it.
             if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
@@ -96,21 +101,83 @@ def _load_encoding(name: str) -> Any:
         return enc
 
 
+def _encoding(name: str) -> Any:
+    return _encodings.get(name) or _load_encoding(name)
+
+
+def release_encodings() -> None:
+    """Let go of every loaded encoding (ours and tiktoken's registry's) and give the memory
+    back to the system. Counters keep working: the next count loads the tables again.
+
+    For a one-shot command whose counting is done: `treechat send` counts the context
+    before the request, then loads litellm (190 MB), which reuses the pages the tables
+    (45 MB for o200k_base) held instead of stacking on them. The window keeps its tables:
+    it counts on every keystroke.
+
+    tiktoken's registry keeps a `DeferredEncoding` in each one's place: litellm asks it for
+    the encoding to price every stream at its start, counting an empty completion, and
+    must not load 45 MB for that; it loads them if it counts real text."""
+    with _lock:
+        names = list(_encodings)
+        _encodings.clear()
+    registry = sys.modules.get("tiktoken.registry")
+    cached = getattr(registry, "ENCODINGS", None)
+    if isinstance(cached, dict):
+        for name in names:
+            cached[name] = DeferredEncoding(name)
+    gc.collect()
+    return_freed_memory()
+
+
+class DeferredEncoding:
+    """A tiktoken encoding that loads at its first use, through the loader above (shared with
+    every counter, Python ranks dropped).
+
+    litellm hands its default encoding (cl100k_base) to every request as an argument, so its
+    first call loads 40 MB of tables that an OpenAI-format request never reads; given this
+    instead, litellm loads them only if it really counts with them."""
+
+    def __init__(self, name: str) -> None:
+        if name not in ENCODING_FILES:
+            raise ValueError(f"unsupported encoding {name!r}")
+        self.name = name
+
+    @property
+    def loaded(self) -> bool:
+        return self.name in _encodings
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # copy, pickle and friends probe these: no load
+            raise AttributeError(attribute)
+        return getattr(_encoding(self.name), attribute)
+
+    def encode(self, text: str, *args: Any, **kwargs: Any) -> list[int]:
+        """Empty text has no tokens whatever the encoding: nothing is loaded to say so."""
+        return list(_encoding(self.name).encode(text, *args, **kwargs)) if text else []
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return list(_encoding(self.name).encode_ordinary(text)) if text else []
+
+    def __repr__(self) -> str:
+        return f"<DeferredEncoding {self.name!r}{' loaded' if self.loaded else ''}>"
+
+
 class TiktokenCounter:
     """Counts with one tiktoken encoding. Special-token text in user content is counted as
-    ordinary text, never rejected."""
+    ordinary text, never rejected. The tables are loaded with the counter and looked up at
+    each count, never pinned: `release_encodings` can let go of them."""
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if encoding not in ENCODING_FILES:
             raise ValueError(f"unsupported encoding {encoding!r}")
         self.encoding_name = encoding
-        self._enc = _load_encoding(encoding)
+        _load_encoding(encoding)
 
     def encode(self, text: str) -> list[int]:
-        return list(self._enc.encode_ordinary(text))
+        return list(_encoding(self.encoding_name).encode_ordinary(text))
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text)) if text else 0
+        return len(_encoding(self.encoding_name).encode_ordinary(text)) if text else 0
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         return messages_tokens(messages, self.count)

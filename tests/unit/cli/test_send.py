@@ -194,3 +194,63 @@ def test_send_refuses_a_file_that_is_not_text(data_dir: Path, tmp_path: Path) ->
                                                        "--file", str(blob)))
     missing = treechat(data_dir, "send", "abc111", "--file", str(tmp_path / "missing.txt"))
     assert "cannot read" in one_line_error(missing)
+
+
+TABLES_WHILE_STREAMING = """
+import json, sys, threading, time
+import tiktoken.registry
+from tests.support.loopback_server import LoopbackProvider, Reply
+from treechat.cli import main
+from treechat.providers import tokenizer
+
+server = LoopbackProvider()
+resume = threading.Event()
+server.queue(Reply(text="one two three four five six", pause_after=2, resume=resume))
+seen = {}
+
+def watch():
+    deadline = time.monotonic() + 240
+    while not (server.requests and server.requests[0].pieces_sent >= 2):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    # the reply is paused mid-stream until `resume`: what the process holds now
+    seen["streaming"] = bool(server.requests) and server.requests[0].pieces_sent >= 2
+    seen["loaded"] = sorted(tokenizer._encodings)
+    seen["registry"] = {name: type(enc).__name__
+                        for name, enc in tiktoken.registry.ENCODINGS.items()}
+    seen["litellm"] = "litellm" in sys.modules
+    resume.set()
+
+threading.Thread(target=watch, daemon=True).start()
+try:
+    seen["code"] = main(["send", "--new", "hello", "--model", "openai/gpt-4o-mini",
+                         "--api-base", server.openai_base, "--data-dir", sys.argv[1]])
+finally:
+    resume.set()
+    server.stop()
+seen["loaded_after"] = sorted(tokenizer._encodings)
+print()
+print(json.dumps(seen))
+"""
+
+
+def test_a_send_does_not_hold_the_token_tables_while_the_reply_streams(tmp_path: Path) -> None:
+    """The context is counted before the request; the 45 MB of o200k tables are let go of
+    (ours and tiktoken's registry's) before litellm loads, and nothing loads them again
+    for the reply: a send's peak memory is litellm's, not litellm's and the tables'."""
+    done = subprocess.run(
+        [sys.executable, "-c", TABLES_WHILE_STREAMING, str(tmp_path)],
+        capture_output=True, text=True, env=send_env(), timeout=300, check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["code"] == 0, done.stderr[-3000:]
+    assert "one two three four five six" in done.stdout
+    assert seen["streaming"] is True and seen["litellm"] is True
+    assert seen["loaded"] == []
+    # (the loopback server in the same process measures prompts with its own cl100k tables)
+    assert seen["registry"].get("o200k_base", "DeferredEncoding") == "DeferredEncoding"
+    assert seen["loaded_after"] == []  # nor after it: usage, cost and the record need none
+    assert [role for role, *_ in stored_path(tmp_path)] == ["user", "assistant"]

@@ -137,22 +137,23 @@ def test_unpriced_models_cost_nothing_and_say_so() -> None:
     assert cost == llm.Cost(0.0, priced=False)
 
 
-def test_stepwise_json_parse_matches_json_loads() -> None:
-    bundled = llm.litellm_tokenizer_dir()
-    assert bundled is not None
-    price_list = (bundled.parents[1] / "model_prices_and_context_window_backup.json").read_bytes()
-    loads = llm._loads_in_steps(json.loads)
-    assert len(price_list) > llm._BIG_JSON
-    assert loads(price_list) == json.loads(price_list)
-    assert list(loads(price_list)) == list(json.loads(price_list))  # key order kept
-    pad = " " * llm._BIG_JSON
-    for text in ['{"a": [1, {"b": null}], "a": 2 , "c": "\\u00e9"}', "{}", '{"k":\n{"x":1.5e3}}']:
-        assert loads(pad + text + pad) == json.loads(text)
-    assert loads(pad + "[1, 2]") == [1, 2]  # not an object: the original parser
-    with pytest.raises(json.JSONDecodeError):
-        loads(pad + '{"a": 1,}')
-    with pytest.raises(json.JSONDecodeError):
-        loads(pad + '{"a": 1} extra')
+def test_litellms_parsed_anthropic_tokenizer_is_let_go_of_and_claude_is_still_counted() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent("""
+            import json, sys
+            from treechat.providers import llm
+            litellm = llm.litellm_module()
+            utils = sys.modules["litellm.utils"]
+            print(json.dumps({"kept": hasattr(utils, "json_data"),
+                              "counted": llm.count_text_tokens(
+                                  "anthropic/claude-3-5-sonnet-20241022", "hello there world")}))
+        """)],
+        check=False, capture_output=True, text=True, timeout=240, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["kept"] is False
+    assert report["counted"] > 0
 
 
 def test_a_model_priced_at_nothing_is_priced_at_zero_as_its_requests_are() -> None:
@@ -163,3 +164,53 @@ def test_a_model_priced_at_nothing_is_priced_at_zero_as_its_requests_are() -> No
     for cost in (llm.reservation_cost(model, 1000, 100), llm.request_cost(model, 1000, 100)):
         assert cost.priced and cost.usd == 0
     assert llm.price_per_million("openai/no-such-model-anywhere") is None
+
+
+DEFAULT_ENCODING_CHILD = textwrap.dedent("""
+    import asyncio, json, sys
+    from tests.support.loopback_server import LoopbackProvider, Reply
+    from treechat.providers import llm
+    from treechat.providers.tokenizer import TiktokenCounter
+
+    server = LoopbackProvider()
+    server.queue(Reply(text="a streamed reply of several words"))
+    litellm = llm.litellm_module()
+    default = sys.modules["litellm.litellm_core_utils.default_encoding"].encoding
+
+    async def stream():
+        pieces = []
+        response = await litellm.acompletion(
+            model="openai/gpt-4o-mini", api_base=server.openai_base, api_key="sk-test",
+            messages=[{"role": "user", "content": "hi"}], stream=True)
+        async for chunk in response:
+            pieces.append(chunk.choices[0].delta.content or "")
+        await llm.aclose_clients()
+        return "".join(pieces)
+
+    try:
+        reply = asyncio.run(stream())
+        after_stream = default.loaded
+        text = "litellm still counts with its default tables when asked"
+        counted = litellm.token_counter(text=text)  # no model: litellm's default encoding
+        print(json.dumps({
+            "reply": reply, "loaded_after_stream": after_stream,
+            "same_object_in_main": sys.modules["litellm.main"].encoding is default,
+            "counted": counted, "cl100k": TiktokenCounter("cl100k_base").count(text),
+            "loaded_after_count": default.loaded}))
+    finally:
+        server.stop()
+""")
+
+
+def test_a_streamed_openai_request_never_loads_litellms_default_tables() -> None:
+    done = subprocess.run([sys.executable, "-c", DEFAULT_ENCODING_CHILD], check=False,
+                          capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["reply"] == "a streamed reply of several words"
+    # 40 MB of cl100k tables a gpt-4o request never reads stay on disk...
+    assert report["loaded_after_stream"] is False
+    assert report["same_object_in_main"] is True
+    # ...and load, the same tables, the moment litellm really counts with them
+    assert report["counted"] == report["cl100k"] > 0
+    assert report["loaded_after_count"] is True

@@ -97,3 +97,73 @@ def test_missing_tables_are_a_clear_error(tmp_path: Path) -> None:
     assert "o200k_base token tables were not found offline" in out.stdout
     assert "Reinstall Treechat" in out.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+DEFERRED_CHILD = """
+import copy, json, pickle
+import tiktoken
+from treechat.providers.tokenizer import DeferredEncoding, configure_offline_cache
+deferred = DeferredEncoding("cl100k_base")
+probed = [copy.copy(deferred) is not None, repr(deferred)]
+before = deferred.loaded
+text = "The deferred table counts as the real one does <|endoftext|>"
+got = deferred.encode(text, disallowed_special=())
+configure_offline_cache("cl100k_base")
+print(json.dumps({"before": before, "probed": probed, "after": deferred.loaded,
+                  "name": deferred.name, "same": got == tiktoken.get_encoding(
+                      "cl100k_base").encode(text, disallowed_special=())}))
+"""
+
+
+def test_a_deferred_encoding_loads_its_tables_only_when_something_counts() -> None:
+    done = subprocess.run([sys.executable, "-c", DEFERRED_CHILD], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # copying or printing it loads nothing; the first encode loads the real tables
+    assert report["before"] is False
+    assert report["probed"] == [True, "<DeferredEncoding 'cl100k_base'>"]
+    assert report["after"] is True and report["name"] == "cl100k_base"
+    assert report["same"] is True
+    with pytest.raises(ValueError, match="unsupported encoding"):
+        tokenizer.DeferredEncoding("p50k_base")
+
+
+RELEASE_CHILD = """
+import gc, json, weakref
+import tiktoken.registry
+from treechat.providers import tokenizer
+counter = tokenizer.counter_for("openai/gpt-4o")
+text = "Counted before and after the tables are let go of."
+before = counter.raw.count(text)
+held = weakref.ref(tiktoken.registry.ENCODINGS["o200k_base"])
+tokenizer.release_encodings()
+gc.collect()
+stand_in = tiktoken.registry.ENCODINGS["o200k_base"]
+report = {"before": before, "freed": held() is None, "stand_in": repr(stand_in),
+          "empty": stand_in.encode(""), "loaded_by_empty": stand_in.loaded}
+report["after"] = counter.raw.count(text)
+report["reloaded"] = sorted(tokenizer._encodings)
+report["registry"] = type(tiktoken.registry.ENCODINGS["o200k_base"]).__name__
+print(json.dumps(report))
+"""
+
+
+def test_released_tables_are_freed_and_load_again_when_something_counts() -> None:
+    """A one-shot command lets go of the tables once its counting is done: nothing keeps
+    them (not a counter, not tiktoken's registry), an empty text is counted without them,
+    and a later count loads them again and agrees."""
+    done = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["freed"] is True
+    assert report["stand_in"] == "<DeferredEncoding 'o200k_base'>"
+    assert report["empty"] == [] and report["loaded_by_empty"] is False
+    assert report["after"] == report["before"] > 0
+    assert report["reloaded"] == ["o200k_base"]
+    assert report["registry"] == "Encoding"  # the real tables back in tiktoken's registry

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...core.citations import Passage, citation, written
 from ...core.fusion import Ranking, fuse
@@ -27,7 +28,11 @@ from ...store.fulltext import QueryError, any_terms_query, terms_of
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
 from .engine import CANDIDATES, covering, default_embedder, fine_embedder
 from .extract import ExtractError, file_passages
-from .semantic import Meaning, refine_backlog
+
+if TYPE_CHECKING:
+    # numpy comes with the vectors: a turn that only asks which bases a chat uses (every
+    # send does) must not load it
+    from .semantic import Meaning
 
 BASES_SETTING = "knowledge.bases"
 SESSION_SETTING = "knowledge.session."
@@ -123,6 +128,8 @@ class KnowledgeService:
 
     def _open(self) -> tuple[KnowledgeIndex, Meaning]:
         if self._index is None or self._vectors is None:
+            from .semantic import Meaning
+
             base = knowledge_path(Path(self.store.path))
             self._index = KnowledgeIndex(base)
             self._vectors = Meaning(base.with_name(base.name + ".usearch"), self.embedder,
@@ -244,6 +251,8 @@ class KnowledgeService:
                      progress: Callable[[int, int], None] | None = None) -> int:
         """Embed these bases' passages with the fine model, in the background after
         `reindex` (see `semantic.Meaning`). Returns how many passages it embedded."""
+        from .semantic import refine_backlog
+
         index, vectors = await self._both()
         rowids = await asyncio.to_thread(index.rowids, names)
         return await refine_backlog(vectors, rowids, _texts_of(index), pause=pause,

@@ -1,9 +1,10 @@
 """How turns run: the steps a turn may take, the instructions every chat gets, the workspace,
-how often a reply's draft is flushed, who summarizes, and whether the store is let go of
-while the provider is awaited."""
+how often a reply's draft is flushed, who summarizes, whether the store is let go of
+while the provider is awaited, and what a one-shot command skips or lets go of."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,14 @@ class ChatConfig:
     # Set by a command-line turn: the store is let go of while the provider is awaited (the
     # draft goes to a journal meanwhile), so other processes can open it. The window keeps it.
     release_store: StoreRelease | None = None
+    # Set by a one-shot command: called once a request is counted and built, before the
+    # provider is reached (`treechat send` lets go of the token tables there and starts
+    # loading litellm into the memory they held).
+    request_ready: Callable[[], None] | None = None
+    # A one-shot command shows no ring after the reply: False ends the turn with the
+    # occupancy of the request it sent (the same window) instead of counting the context
+    # with the reply in it, which would load the token tables again.
+    occupancy_after_reply: bool = True
 
     def set_global_instructions(self, text: str) -> None:
         """The instructions every chat gets changed (the settings service reports it)."""

@@ -104,10 +104,10 @@ class ReplyStep:
             return await self._failed(turn, head, request, draft, result, result.error)
         reply = await self._keep_reply(turn, head, request, draft, result)
         if not result.tool_calls:
-            return await self._finished(turn, reply)
+            return await self._finished(turn, reply, request)
         turn.sink(NodeAdded(turn.session_id, reply))
         if not await self.p.tool_runs.run(turn, reply, result.tool_calls):
-            return await self._finished(turn, reply)
+            return await self._finished(turn, reply, request)
         turn.sink(OccupancyChanged(
             turn.session_id,
             await self.p.estimates.occupancy_after(turn.session_id, turn.endpoint, reply.id),
@@ -142,6 +142,8 @@ class ReplyStep:
         # for as long as the reply takes, not the figure of the head before it.
         turn.sink(OccupancyChanged(session_id, prep.occupancy))
         built = p.requests.build(session_id, endpoint, prep, settings, sent_params, continuing)
+        if p.config.request_ready is not None:
+            p.config.request_ready()
         return _Request(prep, built)
 
     async def _open_draft(self, turn: Turn, head: str | None) -> DraftWriter:
@@ -211,7 +213,7 @@ class ReplyStep:
             endpoint.model, request.prep.estimated_prompt_tokens, p.clock.now())
         if await record_stopped(p.store, p.engine.counter.count, node, stopped):
             turn.log.recorded(stopped.record_id)
-        return await self._finished(turn, node)
+        return await self._finished(turn, node, request)
 
     async def _failed(
         self, turn: Turn, head: str | None, request: _Request, draft: DraftWriter,
@@ -290,9 +292,12 @@ class ReplyStep:
         await self.p.store.run(lambda r: ledger.record_usage(r, row))
         turn.log.recorded(row.id)
 
-    async def _finished(self, turn: Turn, node: Node) -> StepDone:
-        occupancy = await self.p.estimates.occupancy_after(turn.session_id, turn.endpoint,
-                                                           node.id)
+    async def _finished(self, turn: Turn, node: Node, request: _Request) -> StepDone:
+        occupancy = (
+            await self.p.estimates.occupancy_after(turn.session_id, turn.endpoint, node.id)
+            if self.p.config.occupancy_after_reply
+            else request.prep.occupancy
+        )
         turn.sink(TurnFinished(turn.session_id, node, occupancy, turn.changes()))
         return StepDone(node)
 

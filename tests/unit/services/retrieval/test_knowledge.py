@@ -102,3 +102,30 @@ def test_bad_names_and_paths_are_refused(store: Store, tmp_path: Path) -> None:
         assert await service.bases() == {}
 
     asyncio.run(run())
+
+
+BASES_CHILD = """
+import asyncio, json, sys
+from treechat.services.retrieval.knowledge import KnowledgeService
+from treechat.store.database import Store
+store = Store.open(sys.argv[1])
+try:
+    service = KnowledgeService(store)
+    names = asyncio.run(service.bases()), asyncio.run(service.for_session("s1"))
+finally:
+    store.close()
+print(json.dumps({"names": names, "numpy": "numpy" in sys.modules}))
+"""
+
+
+def test_which_bases_a_chat_uses_is_read_without_the_vector_libraries(tmp_path: Path) -> None:
+    """Every send asks; numpy (20 MB) comes only with the vectors a search reads."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", BASES_CHILD, str(tmp_path / "c.duckdb")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"names": [{}, []], "numpy": False}

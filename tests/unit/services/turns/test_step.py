@@ -91,3 +91,32 @@ async def test_a_reply_with_tool_calls_reports_each_node_then_the_record(
     assert [n.role for n in finished.changes.nodes] == ["user", "assistant", "tool",
                                                         "assistant"]
     assert finished.changes.head == final.id and len(finished.changes.usage) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_one_shot_turn_is_told_when_its_request_is_counted_and_counts_nothing_after(
+    services: Services, loopback: LoopbackProvider
+) -> None:
+    """`request_ready` hears once per request, after the count and before the provider is
+    reached; with `occupancy_after_reply` off the turn ends with the occupancy of the
+    request it sent, and the reply is never counted."""
+    counter = services.chat.engine.counter
+    ready: list[tuple[int, int]] = []  # (requests the server had, texts counted so far)
+    services.chat.config.request_ready = lambda: ready.append(
+        (len(loopback.requests), counter.misses))
+    services.chat.config.occupancy_after_reply = False
+    loopback.queue(Reply(text="a reply nobody counts here"), Reply(text="this one is counted"))
+    session = await services.chat.sessions.create()
+    events = Events()
+    await services.chat.send(session.id, "hello", on_event=events)
+    (finished,) = events.of(TurnFinished)
+    (prepared,) = events.of(OccupancyChanged)
+    assert [requests for requests, _ in ready] == [0]  # before the request reached the server
+    assert len(loopback.requests) == 1
+    assert finished.occupancy is prepared.occupancy
+    assert finished.node.text == "a reply nobody counts here"
+    assert counter.misses == ready[0][1]  # nothing new was counted after the request
+    # the window's way: the reply is counted into the ring's figure once it is kept
+    services.chat.config.occupancy_after_reply = True
+    await services.chat.send(session.id, "again", on_event=Events())
+    assert counter.misses > ready[1][1]
