@@ -1,7 +1,7 @@
 """The left column: New chat, a search field and the session list (projects with their chats,
 then the rest newest first, grouped by day). Selecting a row opens it; F2 renames, Delete
 deletes, typing searches every branch; clicking a project folds it, right-clicking it offers
-what a project can do."""
+what a project can do; chats dragged onto a project move into it."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from .roles import KIND_ROLE, PROJECT_ID_ROLE, SESSION_ID_ROLE
 if TYPE_CHECKING:
     from ...core.model import Session
     from ...services.turns.turn_queue import TurnActivity
+    from .chat_drop import ChatDropFilter
     from .delegate import SessionListDelegate
     from .model import SessionListModel
 
@@ -55,6 +56,7 @@ class SessionList(QFrame):
     searchRequested = Signal(str)  # debounced; "" when the field is cleared
     menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
     projectMenuRequested = Signal(str, object)  # project id ("" for the list), the QMenu
+    chatsDropped = Signal(list, str)  # chats dragged onto a project ("" for out of any)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -91,6 +93,7 @@ class SessionList(QFrame):
         self._model: SessionListModel | None = None
         self._delegate: SessionListDelegate | None = None
         self._view: QListView | None = None
+        self.chat_drop: ChatDropFilter | None = None
 
         self.empty = QLabel("No chats yet.\nStart one with New chat.")
         self.empty.setObjectName("EmptyHint")
@@ -150,7 +153,9 @@ class SessionList(QFrame):
         view.setItemDelegate(delegate)
         view.setUniformItemSizes(True)
         view.setMouseTracking(True)
-        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # several chats can be picked (Ctrl/Shift) to be dragged or moved together; the
+        # current one is the chat shown
+        view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -160,6 +165,10 @@ class SessionList(QFrame):
         view.activated.connect(self._activated)
         view.clicked.connect(self._clicked)
         view.installEventFilter(self)
+        from .chat_drop import ChatDropFilter
+
+        self.chat_drop = ChatDropFilter(view, model, delegate)
+        self.chat_drop.chatsDropped.connect(self.chatsDropped)
         self._model, self._delegate, self._view = model, delegate, view
         self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
         self.empty.setText("No chats yet.\nStart one with New chat.")
@@ -221,6 +230,13 @@ class SessionList(QFrame):
         index = self.view.currentIndex()
         value = index.data(SESSION_ID_ROLE) if index.isValid() else None
         return str(value) if value else None
+
+    def selected_session_ids(self) -> list[str]:
+        """The chats picked in the list, in its order (the current one when none is)."""
+        picked = sorted(self.view.selectionModel().selectedIndexes(), key=lambda i: i.row())
+        found = [str(i.data(SESSION_ID_ROLE)) for i in picked if i.data(SESSION_ID_ROLE)]
+        current = self.current_session_id()
+        return found or ([current] if current else [])
 
     def select(self, session_id: str | None) -> None:
         """Make `session_id` the current row without reporting it as a new pick."""
