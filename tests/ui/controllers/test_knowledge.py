@@ -80,7 +80,7 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
             assert shown[-1] == "Indexed “Garden”: 41 files."
             (row,) = panel.rows
             assert (row.name, row.paths, row.state) == ("Garden", (str(notes),), "indexed")
-            shoot(desk, "panel", panel)
+            await shoot(desk, "panel", panel)
 
             desk.provider.reply_with_tool_calls([{
                 "name": "search_knowledge",
@@ -94,7 +94,7 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
                          and "pantry" in r.text)
             assert f"[garden.md, line 3]({SOURCE_SCHEME}://" in reply.text
             assert "**Sources**" in reply.text
-            shoot(desk, "citations")
+            await shoot(desk, "citations")
             link = reply.text.split("[garden.md, line 3](", 1)[1].split(")", 1)[0]
             desk.chat._on_action(reply.key, "link:" + link)  # the click on the citation
             await aio.until(lambda: str(garden) in knowledge.viewers
@@ -103,9 +103,8 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
             assert knowledge.opened == [(str(garden), 0, 3)]
             assert viewer.isVisible() and viewer.highlighted() == (3, 3)
             assert viewer.text.textCursor().blockNumber() == 2  # line 3, 0-based
-            (mark,) = viewer.text.extraSelections()
-            assert mark.cursor.selectedText() == "The shed key hangs behind the pantry door."
-            shoot(desk, "source", viewer)
+            assert viewer.text.marked_text() == "The shed key hangs behind the pantry door."
+            await shoot(desk, "source", viewer)
             assert not opened.urls  # nothing left the window
             viewer.elsewhere.click()
             await aio.until(lambda: opened.urls, what="the file opened elsewhere")
@@ -122,7 +121,11 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
             assert (first.kind, first.path, first.line) == ("knowledge", str(garden), 3)
             listed = history.timeline.passages.model.item(0).text()
             assert listed.startswith("Knowledge: garden.md, line 3")
-            shoot(desk, "context-tab")
+            passages = history.timeline.passages
+            passages.view.activated.emit(passages.model.index(0, 0))  # Enter on the passage
+            await aio.until(lambda: str(garden) in knowledge.viewers
+                            and knowledge.viewers[str(garden)].line == 3, what="shown again")
+            await shoot(desk, "context-tab")
 
             panel.list.setCurrentIndex(panel.model.index(0, 0))
             panel.remove.click()

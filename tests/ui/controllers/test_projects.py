@@ -85,7 +85,7 @@ def test_a_project_in_the_chat_list_from_making_to_deleting(
         action(into, "Kitchen")
         await aio.until(lambda: rows(desk)[:3] == [("project", pid), ("session", "s1"),
                                                    ("session", "s2")], what="moved in")
-        shoot(desk, "projects")
+        await shoot(desk, "projects")
         header = listed.model.project_index(pid)
         listed.view.clicked.emit(header)  # folds it
         assert ("session", "s1") not in rows(desk)
@@ -154,7 +154,7 @@ def test_picked_chats_dragged_onto_a_project_move_in_and_the_banner_undoes_it(
         assert banner.action_keys() == ["undo_move"]
         assert {s: p for s, p in (await service.all()).member_of.items()} == {
             "s1": made.id, "s2": made.id}
-        shoot(desk, "projects-drop")
+        await shoot(desk, "projects-drop")
 
         banner.actionTriggered.emit("undo_move")
         await aio.until(lambda: not in_a_project(desk), what="put back")
@@ -203,3 +203,46 @@ def drop_on_list(port: QWidget, mime: QMimeData, at: QPoint) -> None:
                       Qt.KeyboardModifier.NoModifier)
     QApplication.sendEvent(port, drop)
     assert drop.isAccepted() and drop.dropAction() == Qt.DropAction.MoveAction
+
+
+LONG = "Renovation of the kitchen, the pantry and the small bathroom upstairs (2026 budget)"
+
+
+def many(store: Store) -> None:
+    seed(store)
+    for n in range(4, 30):
+        chat_session(store, f"s{n}", f"Question {n} about the {LONG.lower()}",
+                     1_700_000_000.0 - n * 100, ["?", "!"])
+
+
+def test_many_projects_with_long_names_read_in_a_small_window(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(many)
+    listed = desk.window.sessions
+    service = desk.services.chat.tools.projects
+
+    async def scenario() -> None:
+        made = [await service.create(f"{n:02} {LONG}") for n in range(12)]
+        for n, p in enumerate(made[:6]):
+            await service.move(f"s{n + 4}", p.id)
+            await service.move(f"s{n + 10}", p.id)
+        await desk.controller.projects.reload()
+        desk.window.resize(desk.window.minimumSizeHint())
+        await aio.settle(0.1)
+        view = listed.view
+        first = listed.model.project_index(made[0].id)
+        # the name is cut to the row with an ellipsis and the count stays in view; the
+        # whole name is in the tooltip and what a screen reader hears
+        assert view.horizontalScrollBar().isHidden() or not view.horizontalScrollBar().maximum()
+        assert LONG in str(first.data(Qt.ItemDataRole.ToolTipRole))
+        assert str(first.data(Qt.ItemDataRole.AccessibleTextRole)).endswith(", 2 chats")
+        row = view.visualRect(first)
+        assert row.right() <= view.viewport().width()
+        shot = view.viewport().grab(row).toImage()
+        ink = [x for x in range(shot.width()) for y in range(shot.height())
+               if shot.pixelColor(x, y).lightness() < 128]
+        assert ink and max(ink) > row.width() - 40  # the count, drawn at the right edge
+        await shoot(desk, "projects-many")
+
+    aio.run(scenario())

@@ -51,9 +51,10 @@ def test_the_viewer_scrolls_to_the_cited_lines_and_marks_them(qtbot: QtBot) -> N
     qtbot.waitExposed(viewer)
     viewer.show_text(text, cited_span(text, line))
     assert viewer.highlighted() == (line, line + 2)
-    (mark,) = viewer.text.extraSelections()
-    assert mark.cursor.selectedText().startswith("The shed key")
-    assert "spare one" in mark.cursor.selectedText()
+    marks = viewer.text.extraSelections()
+    assert [m.cursor.blockNumber() + 1 for m in marks] == [line, line + 1, line + 2]
+    assert viewer.text.marked_text().startswith("The shed key")
+    assert viewer.text.marked_text().endswith("She keeps a spare one.")
     top = viewer.text.first_visible_line()
     assert top < line and line + 2 < top + viewer.text._lines_shown()
     assert top > 1  # scrolled: the passage is far down the file
@@ -76,6 +77,7 @@ def test_the_mark_follows_the_scheme(qtbot: QtBot) -> None:
         viewer.setPalette(palette_for(scheme))
         viewer.text.setPalette(palette_for(scheme))
         (mark,) = viewer.text.extraSelections()
+        assert mark.cursor.blockNumber() == 1
         colours.append(mark.format.background().color().name())
     assert colours == [LIGHT.accent_soft, DARK.accent_soft]
 

@@ -87,7 +87,7 @@ class KnowledgeController(QObject):
     def open_panel(self, target: Target) -> KnowledgePanel:
         panel = self.panels.get(target)
         if panel is None:
-            panel = KnowledgePanel(self._window, target.title)
+            panel = KnowledgePanel(self._window, target.title, target.kind)
             panel.addRequested.connect(lambda paths, t=target: self.add(t, paths))
             panel.reindexRequested.connect(self.reindex)
             panel.removeRequested.connect(lambda name, t=target: self.remove(t, name))
@@ -181,8 +181,9 @@ class KnowledgeController(QObject):
 
         report = await service.reindex(name, progress)
         skipped = f"; {len(report.skipped)} could not be read" if report.skipped else ""
-        text = (f"“{name}”: {report.files:,} file(s), {report.read:,} read, "
-                f"{report.removed:,} gone, in {report.seconds:.1f} s{skipped}")
+        text = (f"“{name}”: {report.files:,} file{'s' if report.files != 1 else ''}, "
+                f"{report.read:,} read, {report.removed:,} gone, in {report.seconds:.1f} s"
+                f"{skipped}")
         for line in report.skipped:
             log.info("knowledge %s: skipped %s", name, line)
         del self.indexing[name]

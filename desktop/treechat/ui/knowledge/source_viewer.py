@@ -126,19 +126,29 @@ class SourceText(QPlainTextEdit):
         if not first:
             self.setExtraSelections([])
             return
-        doc = self.document()
-        start, end = doc.findBlockByNumber(first - 1), doc.findBlockByNumber(last - 1)
-        cursor = QTextCursor(start)
-        cursor.setPosition(end.position() + max(0, end.length() - 1),
-                           QTextCursor.MoveMode.KeepAnchor)
-        selection = QTextEdit.ExtraSelection()
-        selection.cursor = cursor
-        fmt = selection.format
-        fmt.setBackground(QColor(colors_of(self.palette()).accent_soft))
-        fmt.setProperty(QTextFormat.Property.FullWidthSelection, True)
-        selection.format = fmt
-        self.setExtraSelections([selection])
+        colour = QColor(colors_of(self.palette()).accent_soft)
+        marks = []
+        block = self.document().findBlockByNumber(first - 1)
+        while block.isValid() and block.blockNumber() < last:
+            # one collapsed cursor a line: a full-width mark spans the view only then
+            selection = QTextEdit.ExtraSelection()
+            selection.cursor = QTextCursor(block)
+            fmt = selection.format
+            fmt.setBackground(colour)
+            fmt.setProperty(QTextFormat.Property.FullWidthSelection, True)
+            selection.format = fmt
+            marks.append(selection)
+            block = block.next()
+        self.setExtraSelections(marks)
         self.gutter.update()
+
+    def marked_text(self) -> str:
+        """The highlighted lines' text."""
+        first, last = self.span
+        if not first:
+            return ""
+        lines = self.toPlainText().split("\n")
+        return "\n".join(lines[first - 1:last])
 
     def go_to(self, line: int) -> None:
         """Put `line` near the top third of the view, the caret at its start."""
@@ -195,6 +205,7 @@ class SourceViewer(QDialog):
         self.elsewhere = QPushButton("Open in another app")
         self.elsewhere.setObjectName("SourceOpenElsewhere")
         self.elsewhere.setToolTip("Open the file in the app your system uses for it")
+        self.elsewhere.setAutoDefault(False)  # Enter closes the viewer, as in any dialog
         self.elsewhere.clicked.connect(lambda: self.openElsewhereRequested.emit(self.path))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
