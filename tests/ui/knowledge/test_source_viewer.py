@@ -4,6 +4,7 @@ that cannot be shown says why; "Open in another app" asks for the file by its pa
 
 from __future__ import annotations
 
+from PySide6.QtWidgets import QPlainTextEdit
 from pytestqt.qtbot import QtBot
 
 from treechat.core.chunking import chunks
@@ -21,6 +22,24 @@ def long_notes() -> str:
 
 def line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
+
+
+def marked_rows(viewer: SourceViewer) -> list[int]:
+    """The lines whose rows the viewer paints in the mark's colour, at the right edge."""
+    text = viewer.text
+    shot = text.viewport().grab().toImage()
+    colour = text.mark_colour().name()
+    out = []
+    block = text.firstVisibleBlock()
+    while block.isValid():
+        rect = text.blockBoundingGeometry(block).translated(text.contentOffset())
+        if rect.top() >= shot.height():
+            break
+        y = int(rect.center().y())
+        if 0 <= y < shot.height() and shot.pixelColor(shot.width() - 2, y).name() == colour:
+            out.append(block.blockNumber() + 1)
+        block = block.next()
+    return out
 
 
 def test_the_cited_span_is_the_passage_the_index_cut_at_that_line() -> None:
@@ -51,8 +70,7 @@ def test_the_viewer_scrolls_to_the_cited_lines_and_marks_them(qtbot: QtBot) -> N
     qtbot.waitExposed(viewer)
     viewer.show_text(text, cited_span(text, line))
     assert viewer.highlighted() == (line, line + 2)
-    marks = viewer.text.extraSelections()
-    assert [m.cursor.blockNumber() + 1 for m in marks] == [line, line + 1, line + 2]
+    assert marked_rows(viewer) == [line, line + 1, line + 2]
     assert viewer.text.marked_text().startswith("The shed key")
     assert viewer.text.marked_text().endswith("She keeps a spare one.")
     top = viewer.text.first_visible_line()
@@ -68,18 +86,29 @@ def test_the_viewer_scrolls_to_the_cited_lines_and_marks_them(qtbot: QtBot) -> N
     assert viewer.detail.text().endswith("lines 1–2")
 
 
-def test_the_mark_follows_the_scheme(qtbot: QtBot) -> None:
+def test_the_mark_spans_the_width_and_every_row_of_a_wrapped_line_in_either_scheme(
+    qtbot: QtBot,
+) -> None:
+    long_line = " ".join(["The shed key hangs behind the pantry door."] * 8)
     viewer = SourceViewer("/n/a.txt")
     qtbot.addWidget(viewer)
-    viewer.show_text("one\ntwo\n", (2, 2))
-    colours = []
+    viewer.resize(420, 300)
+    viewer.show()
+    qtbot.waitExposed(viewer)
+    viewer.show_text(f"one\n{long_line}\nthree\n", (2, 2))
+    text = viewer.text
+    block = text.document().findBlockByNumber(1)
+    rect = text.blockBoundingGeometry(block).translated(text.contentOffset())
+    assert rect.height() > 3 * text.fontMetrics().height()  # wrapped over several rows
     for scheme in (LIGHT, DARK):
         viewer.setPalette(palette_for(scheme))
-        viewer.text.setPalette(palette_for(scheme))
-        (mark,) = viewer.text.extraSelections()
-        assert mark.cursor.blockNumber() == 1
-        colours.append(mark.format.background().color().name())
-    assert colours == [LIGHT.accent_soft, DARK.accent_soft]
+        text.setPalette(palette_for(scheme))
+        shot = text.viewport().grab().toImage()
+        right = text.viewport().width() - 2
+        for y in (rect.top() + 2, rect.center().y(), rect.bottom() - 2):
+            assert shot.pixelColor(right, int(y)).name() == scheme.accent_soft, (scheme, y)
+        below = text.blockBoundingGeometry(block.next()).translated(text.contentOffset())
+        assert shot.pixelColor(right, int(below.center().y())).name() != scheme.accent_soft
 
 
 def test_a_file_that_cannot_be_shown_says_why_and_can_still_be_opened(qtbot: QtBot) -> None:
@@ -92,3 +121,12 @@ def test_a_file_that_cannot_be_shown_says_why_and_can_still_be_opened(qtbot: QtB
     with qtbot.waitSignal(viewer.openElsewhereRequested) as asked:
         viewer.elsewhere.click()
     assert asked.args == ["/n/photo.txt"]
+
+
+def test_prose_wraps_and_code_keeps_its_lines(qtbot: QtBot) -> None:
+    wraps = QPlainTextEdit.LineWrapMode.WidgetWidth
+    for path, wrapped in (("/n/garden.md", True), ("/n/notes.txt", True), ("/n/README", True),
+                          ("/n/app.py", False), ("/n/data.json", False)):
+        viewer = SourceViewer(path)
+        qtbot.addWidget(viewer)
+        assert (viewer.text.lineWrapMode() == wraps) is wrapped, path

@@ -88,13 +88,16 @@ def test_chats_dropped_on_a_project_go_into_it(qtbot: QtBot) -> None:
     widget = listing(qtbot)
     garden = centre(widget, widget.model.project_index("p2"))
     mime = add_chats(QMimeData(), ["s2", "s3"])
+    hints: list[str] = []
+    widget.dropHint.connect(hints.append)
     assert drag_over(widget, mime, garden)
     assert widget.delegate.drop_project == "p2"  # the folder is drawn as the target
+    assert hints == ["Release to move 2 chats into “Garden”"]  # said once, not every move
     with qtbot.waitSignal(widget.chatsDropped) as dropped:
         event = drop(widget, mime, garden)
     assert dropped.args == [["s2", "s3"], "p2"]
     assert event.isAccepted() and event.dropAction() == Qt.DropAction.MoveAction
-    assert widget.delegate.drop_project is None
+    assert widget.delegate.drop_project is None and hints[-1] == ""
 
 
 def test_a_drop_on_a_chat_in_a_project_joins_it_and_among_the_rest_leaves_it(
@@ -113,8 +116,11 @@ def test_a_drop_on_a_chat_in_a_project_joins_it_and_among_the_rest_leaves_it(
     assert dropped.args == [["s1"], ""]  # s2 is outside already: only s1 moves
     below = QPoint(20, widget.view.viewport().height() - 3)  # the empty space under the rows
     assert widget.view.indexAt(below).isValid() is False
+    hints: list[str] = []
+    widget.dropHint.connect(hints.append)
     assert drag_over(widget, add_chats(QMimeData(), ["s1"]), below)
     assert widget.delegate.drop_project is None  # out of every project: no folder lit
+    assert hints == ["Release to take “Chat 1” out of its project"]
 
 
 def test_nothing_is_taken_where_nothing_would_change(qtbot: QtBot) -> None:

@@ -38,6 +38,7 @@ class ProjectsController:
         parts.sessions.projectMenuRequested.connect(self.project_menu)
         parts.sessions.chatsDropped.connect(
             lambda chats, pid: self.move_chats(list(chats), str(pid) or None))
+        parts.sessions.dropHint.connect(lambda text: self._status(str(text)))
         parts.banner.actionTriggered.connect(self._banner_action)
 
     def close(self) -> None:
@@ -180,8 +181,8 @@ class ProjectsController:
             out_of = "its project" if len(moving) == 1 else "their projects"
             said = (f"Moved {what} to “{where.name}”" if where
                     else f"Took {what} out of {out_of}")
+            # the list keeps the open chat current: the moved ones were not opened
             self._parts.banner.show_notice(said, "", ("undo_move",), hide_after_ms=10_000)
-            self._parts.sessions.select(moving[0][0])
 
         self._spawn(work())
 

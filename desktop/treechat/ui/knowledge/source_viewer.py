@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontDatabase, QPainter, QTextCursor, QTextFormat
+from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFontDatabase, QPainter, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -29,6 +28,9 @@ if TYPE_CHECKING:
     from PySide6.QtGui import QPaintEvent, QResizeEvent
 
 GUTTER_PAD = 8
+# Files read as prose wrap at the window's edge; code and data keep their lines as written.
+PROSE_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm", ".xhtml",
+                            ".org", ".adoc", ""})
 
 
 def cited_span(text: str, line: int) -> tuple[int, int]:
@@ -97,11 +99,6 @@ class SourceText(QPlainTextEdit):
         self.gutter.setGeometry(QRect(room.left(), room.top(), self.gutter_width(),
                                       room.height()))
 
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self.mark(*self.span)  # the highlight follows the light or dark scheme
-
     def paint_gutter(self, gutter: QWidget, rect: QRect) -> None:
         colors = colors_of(self.palette())
         painter = QPainter(gutter)
@@ -123,24 +120,29 @@ class SourceText(QPlainTextEdit):
     def mark(self, first: int, last: int) -> None:
         """Highlight lines `first`..`last` (1-based; 0 for none) across the whole width."""
         self.span = (first, last)
-        if not first:
-            self.setExtraSelections([])
-            return
-        colour = QColor(colors_of(self.palette()).accent_soft)
-        marks = []
-        block = self.document().findBlockByNumber(first - 1)
-        while block.isValid() and block.blockNumber() < last:
-            # one collapsed cursor a line: a full-width mark spans the view only then
-            selection = QTextEdit.ExtraSelection()
-            selection.cursor = QTextCursor(block)
-            fmt = selection.format
-            fmt.setBackground(colour)
-            fmt.setProperty(QTextFormat.Property.FullWidthSelection, True)
-            selection.format = fmt
-            marks.append(selection)
-            block = block.next()
-        self.setExtraSelections(marks)
+        self.viewport().update()
         self.gutter.update()
+
+    def mark_colour(self) -> QColor:
+        return QColor(colors_of(self.palette()).accent_soft)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        first, last = self.span
+        if first:
+            # painted under the text, block by block: a wrapped line is marked on every row
+            # it takes and across the whole width (a text format marks only the characters)
+            painter = QPainter(self.viewport())
+            colour, width = self.mark_colour(), self.viewport().width()
+            offset = self.contentOffset()
+            block = self.document().findBlockByNumber(first - 1)
+            while block.isValid() and block.blockNumber() < last:
+                rect = self.blockBoundingGeometry(block).translated(offset)
+                if rect.top() > event.rect().bottom():
+                    break
+                painter.fillRect(QRectF(0, rect.top(), width, rect.height()), colour)
+                block = block.next()
+            painter.end()
+        super().paintEvent(event)
 
     def marked_text(self) -> str:
         """The highlighted lines' text."""
@@ -201,6 +203,9 @@ class SourceViewer(QDialog):
         self.status.setWordWrap(True)
         self.text = SourceText()
         self.text.setObjectName("SourceViewerText")
+        suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if f".{suffix}".rstrip(".") in PROSE_SUFFIXES:
+            self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.text.setAccessibleName(f"Text of {name}")
         self.elsewhere = QPushButton("Open in another app")
         self.elsewhere.setObjectName("SourceOpenElsewhere")

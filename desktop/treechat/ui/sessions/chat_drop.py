@@ -63,6 +63,7 @@ class ChatDropFilter(QObject):
     project a drop would go to is drawn highlighted while the drag is over it."""
 
     chatsDropped = Signal(list, str)
+    hintChanged = Signal(str)  # what releasing here would do, in words ("" for nothing)
 
     def __init__(self, view: QListView, model: SessionListModel,
                  delegate: SessionListDelegate) -> None:
@@ -70,6 +71,7 @@ class ChatDropFilter(QObject):
         self.view = view
         self.model = model
         self.delegate = delegate
+        self._said = ""
         view.viewport().setAcceptDrops(True)
         view.viewport().installEventFilter(self)
 
@@ -100,8 +102,10 @@ class ChatDropFilter(QObject):
             if not chats:
                 return False
             target = self.target_at(event.position().toPoint())
-            moves = bool(self.moving(chats, target))
+            moving = self.moving(chats, target)
+            moves = bool(moving)
             self._highlight(target or None if moves else None)
+            self._say(self.hint(moving, target))
             # The list takes the drag as it enters wherever that is (a widget that refuses
             # the entry is sent no moves after it); each move then says whether a drop
             # there would change anything.
@@ -113,6 +117,7 @@ class ChatDropFilter(QObject):
             return True
         if kind == QEvent.Type.DragLeave:
             self._highlight(None)
+            self._say("")
             return False
         if kind == QEvent.Type.Drop:
             assert isinstance(event, QDropEvent)
@@ -120,6 +125,7 @@ class ChatDropFilter(QObject):
             if not chats:
                 return False
             self._highlight(None)
+            self._say("")
             target = self.target_at(event.position().toPoint())
             moving = self.moving(chats, target)
             if not moving or target is None:
@@ -130,6 +136,26 @@ class ChatDropFilter(QObject):
             self.chatsDropped.emit(moving, target)
             return True
         return False
+
+    def hint(self, moving: Sequence[str], target: str | None) -> str:
+        """What releasing the drag would do, for the status line."""
+        if not moving or target is None:
+            return ""
+        if len(moving) == 1:
+            found = self.model.session(moving[0])
+            what = f"“{(found.title if found else '') or 'Untitled'}”"
+        else:
+            what = f"{len(moving)} chats"
+        if target:
+            name = dict(self.model.projects()).get(target, "")
+            return f"Release to move {what} into “{name}”"
+        whose = "its project" if len(moving) == 1 else "their projects"
+        return f"Release to take {what} out of {whose}"
+
+    def _say(self, text: str) -> None:
+        if text != self._said:
+            self._said = text
+            self.hintChanged.emit(text)
 
     def _highlight(self, project_id: str | None) -> None:
         if self.delegate.drop_project != project_id:

@@ -57,6 +57,7 @@ class SessionList(QFrame):
     menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
     projectMenuRequested = Signal(str, object)  # project id ("" for the list), the QMenu
     chatsDropped = Signal(list, str)  # chats dragged onto a project ("" for out of any)
+    dropHint = Signal(str)  # what releasing the chats dragged over the list would do
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -169,6 +170,7 @@ class SessionList(QFrame):
 
         self.chat_drop = ChatDropFilter(view, model, delegate)
         self.chat_drop.chatsDropped.connect(self.chatsDropped)
+        self.chat_drop.hintChanged.connect(self.dropHint)
         self._model, self._delegate, self._view = model, delegate, view
         self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
         self.empty.setText("No chats yet.\nStart one with New chat.")
