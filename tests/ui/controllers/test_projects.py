@@ -147,7 +147,12 @@ def test_picked_chats_dragged_onto_a_project_move_in_and_the_banner_undoes_it(
         assert data is not None and read_chats(data) == ["s2", "s1"]
         assert read_node_mime(data) == ("s2", None)  # onto the composer: s2 is attached
         folder = view.visualRect(model.project_index(made.id)).center()
+        drag_to(view.viewport(), data, folder)
+        assert desk.window.statusBar().currentMessage() == (
+            "Release to move 2 chats into “Kitchen”")
+        await shoot(desk, "projects-dragging")
         drop_on_list(view.viewport(), data, folder)
+        assert desk.window.statusBar().currentMessage() == ""
         await aio.until(lambda: rows(desk)[:3] == [("project", made.id), ("session", "s1"),
                                                    ("session", "s2")], what="moved in")
         assert banner.title.text() == "Moved 2 chats to “Kitchen”"
@@ -191,14 +196,22 @@ def in_a_project(desk: Desk) -> bool:
     return any(model.project_of(s) for s in ("s1", "s2", "s3"))
 
 
-def drop_on_list(port: QWidget, mime: QMimeData, at: QPoint) -> None:
-    """What the drag manager delivers when chats are dragged to `at` and released."""
-    actions = Qt.DropAction.CopyAction | Qt.DropAction.MoveAction
+ACTIONS = Qt.DropAction.CopyAction | Qt.DropAction.MoveAction
+
+
+def drag_to(port: QWidget, mime: QMimeData, at: QPoint) -> None:
+    """What the drag manager delivers when chats are dragged over the list to `at`."""
     for kind in (QDragEnterEvent, QDragMoveEvent):
-        event = kind(at, actions, mime, Qt.MouseButton.LeftButton,
+        event = kind(at, ACTIONS, mime, Qt.MouseButton.LeftButton,
                      Qt.KeyboardModifier.NoModifier)
         QApplication.sendEvent(port, event)
         assert event.isAccepted()
+
+
+def drop_on_list(port: QWidget, mime: QMimeData, at: QPoint) -> None:
+    """What the drag manager delivers when chats are dragged to `at` and released."""
+    drag_to(port, mime, at)
+    actions = ACTIONS
     drop = QDropEvent(QPointF(at), actions, mime, Qt.MouseButton.LeftButton,
                       Qt.KeyboardModifier.NoModifier)
     QApplication.sendEvent(port, drop)

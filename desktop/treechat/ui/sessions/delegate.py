@@ -166,9 +166,11 @@ class SessionListDelegate(QStyledItemDelegate):
         card = QRectF(rect.adjusted(H_MARGIN, 1, -H_MARGIN, -1))
         if dropping:  # chats dragged over it go into it on release
             path = QPainterPath()
-            path.addRoundedRect(card.adjusted(0.5, 0.5, -0.5, -0.5), 7, 7)
+            path.addRoundedRect(card.adjusted(1, 1, -1, -1), 7, 7)
             painter.fillPath(path, QColor(colors.accent_soft))
-            painter.setPen(QPen(QColor(colors.accent), 1.0))
+            # dashed, as a place to drop reads, unlike the selected row's solid frame
+            outline = QPen(QColor(colors.accent), 1.6, Qt.PenStyle.DashLine)
+            painter.setPen(outline)
             painter.drawPath(path)
         elif option.state & QStyle.StateFlag.State_MouseOver:
             path = QPainterPath()
