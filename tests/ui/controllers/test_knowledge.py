@@ -14,7 +14,7 @@ from PySide6.QtCore import QMimeData, QObject, QPointF, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QDropEvent
 from tests.support.loopback_server import Reply
 
-from treechat.core.citations import SOURCE_SCHEME
+from treechat.core.citations import SOURCE_SCHEME, Passage, source_url
 from treechat.services.retrieval.extract import file_passages
 from treechat.ui.chat.model import RowKind
 from treechat.ui.controllers.history import CONTEXT_TAB
@@ -188,3 +188,45 @@ def test_a_cited_file_reads_as_the_index_read_it(tmp_path: Path) -> None:
         read_source(tmp_path / "blob.txt")
     (tmp_path / "latin.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     assert read_source(tmp_path / "latin.txt") == "caf\xe9 au lait\n"
+
+
+def test_a_citation_opens_where_it_points_the_latest_click_winning(
+    desk: Desk, aio: Aio, tmp_path: Path
+) -> None:
+    """Two citations of one file clicked in a row: the viewer ends at the second. A PDF's
+    opens in the system's viewer at its page; a file that is gone says so."""
+    knowledge = desk.controller.projects.knowledge
+    notes = tmp_path / "notes.md"
+    notes.write_text("".join(f"Line {n} of the notes.\n\n" for n in range(1, 200)))
+    pdf = tmp_path / "manual.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n")
+    opened = Opened()
+    slot: Any = "open_url"
+    QDesktopServices.setUrlHandler("file", opened, slot)
+    try:
+        async def scenario() -> None:
+            for line in (1, 301):
+                knowledge.open_source(QUrl(source_url(Passage("knowledge", "", str(notes),
+                                                              line=line))))
+            await aio.until(lambda: knowledge.viewers[str(notes)].line, what="shown")
+            await aio.settle(0.2)  # both readings are done
+            viewer = knowledge.viewers[str(notes)]
+            assert viewer.highlighted() == (301, 301)
+            assert viewer.text.marked_text() == "Line 151 of the notes."
+            assert viewer.text.first_visible_line() > 250
+
+            knowledge.open_source(QUrl(source_url(Passage("knowledge", "", str(pdf), page=4,
+                                                          line=2))))
+            await aio.until(lambda: opened.urls, what="the PDF handed on")
+            assert opened.urls[0].toLocalFile() == str(pdf)
+            assert opened.urls[0].fragment() == "page=4"
+            assert str(pdf) not in knowledge.viewers
+
+            knowledge.open_source(QUrl(source_url(Passage("knowledge", "",
+                                                          str(tmp_path / "gone.md"), line=1))))
+            assert desk.window.statusBar().currentMessage() == (
+                f"{tmp_path / 'gone.md'} is not there any more")
+
+        aio.run(scenario())
+    finally:
+        QDesktopServices.unsetUrlHandler("file")

@@ -58,6 +58,7 @@ class KnowledgeController(QObject):
         self._refining: dict[str, bool] = {}  # base -> run once more when this run ends
         self.opened: list[tuple[str, int, int]] = []  # citations opened: (file, page, line)
         self.viewers: dict[str, SourceViewer] = {}  # path -> its viewer, while open
+        self._wanted: dict[str, int] = {}  # path -> the line its viewer is to show
         self._watched: dict[str, set[str]] = {}  # path -> bases
         self._changed: set[str] = set()
         self.watcher = QFileSystemWatcher(self)
@@ -293,10 +294,11 @@ class KnowledgeController(QObject):
             self._status(f"{path} is not there any more")
             return
         self.opened.append((path, page, line))
-        if page and path.lower().endswith(".pdf"):
+        if path.lower().endswith(".pdf"):
             target = QUrl.fromLocalFile(path)
-            target.setFragment(f"page={page}")  # PDF viewers open the page it names
-            self._open_elsewhere(target, f" at page {page}")
+            if page:
+                target.setFragment(f"page={page}")  # PDF viewers open the page it names
+            self._open_elsewhere(target, f" at page {page}" if page else "")
             return
         viewer = self.viewers.get(path)
         if viewer is None:
@@ -309,6 +311,7 @@ class KnowledgeController(QObject):
         viewer.show()
         viewer.raise_()
         viewer.activateWindow()
+        self._wanted[path] = line
         self._tasks.spawn(self._fill(viewer, path, line), name="knowledge-source")
 
     async def _fill(self, viewer: SourceViewer, path: str, line: int) -> None:
@@ -322,6 +325,8 @@ class KnowledgeController(QObject):
             with contextlib.suppress(RuntimeError):  # the viewer closed meanwhile
                 viewer.show_problem(f"{Path(path).name} cannot be shown here: {exc}")
             return
+        if self._wanted.get(path) != line:
+            return  # a later citation of the same file was clicked meanwhile: it shows
         with contextlib.suppress(RuntimeError):
             viewer.show_text(text, span)
             where = f"line {span[0]}" if span[0] == span[1] else f"lines {span[0]}–{span[1]}"

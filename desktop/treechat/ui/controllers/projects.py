@@ -60,8 +60,7 @@ class ProjectsController:
     def chat_menu(self, session_id: str, menu: object) -> None:
         if not isinstance(menu, QMenu):
             return
-        session = self._parts.sessions.session(session_id)
-        title = (session.title if session is not None else "") or "Untitled"
+        title = self._title(session_id)
         picked = self._parts.sessions.selected_session_ids()
         # the menu of one of several picked chats moves them all
         chats = picked if session_id in picked and len(picked) > 1 else [session_id]
@@ -158,9 +157,6 @@ class ProjectsController:
 
         self._spawn(work())
 
-    def move(self, session_id: str, project_id: str | None) -> None:
-        self.move_chats([session_id], project_id)
-
     def move_chats(self, chats: list[str], project_id: str | None) -> None:
         """Put `chats` in the project (None: out of any); the banner offers to undo it."""
         def was(s: str) -> str | None:
@@ -171,9 +167,13 @@ class ProjectsController:
             return
 
         async def work() -> None:
-            for session_id, _ in moving:
-                await self.service.move(session_id, project_id)
-            self._moved = moving
+            done: list[tuple[str, str | None]] = []
+            try:
+                for session_id, before in moving:
+                    await self.service.move(session_id, project_id)
+                    done.append((session_id, before))
+            finally:  # what did move can be put back, even when a later one failed
+                self._moved = done
             await self.reload()
             where = self._projects.get(project_id or "")
             what = (f"“{self._title(moving[0][0])}”" if len(moving) == 1
