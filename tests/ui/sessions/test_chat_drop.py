@@ -14,6 +14,7 @@ from treechat.core.model import Session
 from treechat.ui.sessions.chat_drop import (
     CHATS_MIME,
     add_chats,
+    drag_label,
     dragged_chats,
     read_chats,
 )
@@ -136,3 +137,17 @@ def test_nothing_is_taken_where_nothing_would_change(qtbot: QtBot) -> None:
     widget.show_results("kitchen", [(chats()[1], "…")])
     assert widget.model.searching
     assert not drag_over(widget, add_chats(QMimeData(), ["s2"]), QPoint(20, 10))
+
+
+def test_the_pointer_carries_the_chat_or_how_many(qtbot: QtBot) -> None:
+    widget = listing(qtbot)
+    one = drag_label(widget.view, ["s2"], "Chat 2")
+    several = drag_label(widget.view, ["s2", "s3", "s4"], "Chat 2")
+    long = drag_label(widget.view, ["s2"], "A title far longer than any pill should be " * 5)
+    assert not one.isNull() and not several.isNull()
+    metrics = widget.view.fontMetrics()
+    assert one.deviceIndependentSize().width() >= metrics.horizontalAdvance("Chat 2") + 20
+    assert several.deviceIndependentSize().width() >= metrics.horizontalAdvance("3 chats") + 20
+    assert long.deviceIndependentSize().width() <= 300  # cut with an ellipsis
+    centre = one.toImage().pixelColor(one.width() // 2, 2)
+    assert centre.alpha() == 255  # filled, in the accent colour

@@ -25,7 +25,7 @@ from ..graph.items import label_for
 from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
-from ..sessions.chat_drop import add_chats, dragged_chats
+from ..sessions.chat_drop import add_chats, drag_label, dragged_chats, read_chats
 from ..sessions.roles import SESSION_ID_ROLE
 from ..shell.parts import WindowParts
 from .turn_views import is_pending
@@ -112,6 +112,8 @@ class _SessionDragSource(QObject):
                     # project in the list the chats move
                     drag = QDrag(self.view)
                     drag.setMimeData(data)
+                    drag.setPixmap(drag_label(self.view, read_chats(data),
+                                              str(index.data() or "")))
                     drag.exec(Qt.DropAction.CopyAction | Qt.DropAction.MoveAction,
                               Qt.DropAction.CopyAction)
                     return True

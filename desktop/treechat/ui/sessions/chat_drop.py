@@ -10,9 +10,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QMimeData, QModelIndex, QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QDragMoveEvent, QDropEvent
+from PySide6.QtGui import (
+    QColor,
+    QDragMoveEvent,
+    QDropEvent,
+    QFontMetrics,
+    QPainter,
+    QPainterPath,
+    QPixmap,
+)
 from PySide6.QtWidgets import QAbstractItemView, QListView
 
+from ..common.theme import colors_of
 from .roles import KIND_ROLE, PROJECT_ID_ROLE, SESSION_ID_ROLE
 
 if TYPE_CHECKING:
@@ -55,6 +64,30 @@ def dragged_chats(view: QAbstractItemView, pressed: QModelIndex) -> list[str]:
             if other and str(other) not in out:
                 out.append(str(other))
     return out
+
+
+def drag_label(view: QAbstractItemView, chats: Sequence[str], title: str) -> QPixmap:
+    """What the pointer carries while chats are dragged: a pill with the chat's title, or how
+    many chats go, in the list's colours."""
+    text = title if len(chats) == 1 else f"{len(chats)} chats"
+    metrics = QFontMetrics(view.font())
+    text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, 260)
+    ratio = view.devicePixelRatioF()
+    width, height = metrics.horizontalAdvance(text) + 24, metrics.height() + 12
+    pixmap = QPixmap(int(width * ratio), int(height * ratio))
+    pixmap.setDevicePixelRatio(ratio)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    colors = colors_of(view.palette())
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    path = QPainterPath()
+    path.addRoundedRect(0.5, 0.5, width - 1, height - 1, height / 2, height / 2)
+    painter.fillPath(path, QColor(colors.accent))
+    painter.setPen(QColor(colors.accent_text))
+    painter.setFont(view.font())
+    painter.drawText(0, 0, width, height, int(Qt.AlignmentFlag.AlignCenter), text)
+    painter.end()
+    return pixmap
 
 
 class ChatDropFilter(QObject):
