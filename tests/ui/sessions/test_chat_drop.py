@@ -75,6 +75,15 @@ def test_a_drag_carries_the_pressed_chat_and_the_picked_ones_with_it(qtbot: QtBo
     view.selectionModel().select(model.index_of("s4"),
                                  view.selectionModel().SelectionFlag.Select)
     assert widget.selected_session_ids() == ["s2", "s4"]
+    # another chat's new reply lays the rows out anew: the picks stay
+    s3 = chats()[2]
+    widget.upsert(Session(s3.id, s3.title, None, "m", s3.created_at, updated_at=NOW + 60), NOW)
+    order = [model.index(r).data(SESSION_ID_ROLE) for r in range(model.rowCount())]
+    assert order.index("s3") < order.index("s2")  # it moved up
+    assert widget.selected_session_ids() == ["s2", "s4"]
+    assert widget.current_session_id() == "s2"
+    widget.select("s2")  # the window naming the open chat again changes nothing
+    assert widget.selected_session_ids() == ["s2", "s4"]
     assert dragged_chats(view, model.index_of("s4")) == ["s4", "s2"]
     assert dragged_chats(view, model.index_of("s3")) == ["s3"]  # not picked: alone
     assert dragged_chats(view, model.project_index("p1")) == []  # a folder is not a chat

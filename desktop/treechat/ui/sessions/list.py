@@ -1,7 +1,7 @@
 """The left column: New chat, a search field and the session list (projects with their chats,
 then the rest newest first, grouped by day). Selecting a row opens it; F2 renames, Delete
-deletes, typing searches every branch; clicking a project folds it, right-clicking it offers
-what a project can do; chats dragged onto a project move into it."""
+deletes (every picked chat), typing searches every branch; clicking a project folds it,
+right-clicking it offers what a project can do; chats dragged onto a project move into it."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ class SessionList(QFrame):
     newChatRequested = Signal()
     renameRequested = Signal(str, str)
     deleteRequested = Signal(str)
+    deleteManyRequested = Signal(list)  # the picked chats, when Delete is asked of several
     searchRequested = Signal(str)  # debounced; "" when the field is cleared
     menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
     projectMenuRequested = Signal(str, object)  # project id ("" for the list), the QMenu
@@ -64,6 +65,7 @@ class SessionList(QFrame):
         self.setObjectName("Sidebar")
         self.setAccessibleName("Chats")
         self._quiet = False
+        self._picks: list[str] = []  # the chats picked when the rows were last laid anew
         self._query = ""
         self._hit_sent: tuple[str, str] | None = None
 
@@ -146,6 +148,7 @@ class SessionList(QFrame):
 
         model = SessionListModel(self)
         model.renameRequested.connect(self.renameRequested)
+        model.modelAboutToBeReset.connect(self._remember_picks)
         delegate = SessionListDelegate(self)
         view = QListView()
         view.setObjectName("SessionListView")
@@ -241,10 +244,20 @@ class SessionList(QFrame):
         return found or ([current] if current else [])
 
     def select(self, session_id: str | None) -> None:
-        """Make `session_id` the current row without reporting it as a new pick."""
+        """Make `session_id` the current row without reporting it as a new pick (the other
+        picked chats stay picked when it is current already)."""
+        if session_id is not None and session_id == self.current_session_id():
+            self._picks = self.selected_session_ids()
         self._restore(session_id)
 
+    def _remember_picks(self) -> None:
+        if self._view is not None:
+            self._picks = self.selected_session_ids()
+
     def _restore(self, session_id: str | None) -> None:
+        """`session_id` current again after the rows changed, with the other chats that were
+        picked before the change still picked."""
+        picks, self._picks = self._picks, []
         self._quiet = True
         try:
             index = self.model.index_of(session_id) if session_id else QModelIndex()
@@ -254,6 +267,10 @@ class SessionList(QFrame):
                     index, QItemSelectionModel.SelectionFlag.ClearAndSelect
                 )
                 self.view.scrollTo(index)
+                for other in picks:
+                    picked = self.model.index_of(other) if other != session_id else index
+                    if picked.isValid() and picked != index:
+                        selection.select(picked, QItemSelectionModel.SelectionFlag.Select)
             else:
                 selection.clear()
         finally:
@@ -309,9 +326,11 @@ class SessionList(QFrame):
             self.view.edit(index)
 
     def _delete_current(self) -> None:
-        session_id = self.current_session_id()
-        if session_id:
-            self.deleteRequested.emit(session_id)
+        picked = self.selected_session_ids()
+        if len(picked) > 1:
+            self.deleteManyRequested.emit(picked)
+        elif picked:
+            self.deleteRequested.emit(picked[0])
 
     def set_projects(self, projects: Sequence[tuple[str, str]],
                      member_of: Mapping[str, str]) -> None:
@@ -334,7 +353,12 @@ class SessionList(QFrame):
             return
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.begin_rename(str(session_id)))
-        menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
+        picked = self.selected_session_ids()
+        if str(session_id) in picked and len(picked) > 1:
+            menu.addAction(f"Delete {len(picked)} chats",
+                           lambda: self.deleteManyRequested.emit(picked))
+        else:
+            menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
         self.menuRequested.emit(str(session_id), menu)
         menu.popup(self.view.viewport().mapToGlobal(pos))
 
