@@ -137,7 +137,7 @@ class ChatDropFilter(QObject):
             target = self.target_at(event.position().toPoint())
             moving = self.moving(chats, target)
             moves = bool(moving)
-            self._highlight(target or None if moves else None)
+            self._highlight((target or None) if moves else None)
             self._say(self.hint(moving, target))
             # The list takes the drag as it enters wherever that is (a widget that refuses
             # the entry is sent no moves after it); each move then says whether a drop
