@@ -7,9 +7,10 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._common import Subcommands, add_command, open_store, result_limit
+from ._common import Subcommands, add_command, count, open_store, result_limit
 
 if TYPE_CHECKING:
     from ..services.retrieval.knowledge import KnowledgeService
@@ -36,9 +37,10 @@ def add_parser(sub: Subcommands) -> None:
     q.add_argument("names", nargs="*", metavar="NAME")
     q = actions.add_parser("search", help="search one knowledge base")
     q.add_argument("name")
-    q.add_argument("query")
-    q.add_argument("--json", action="store_true")
-    q.add_argument("--limit", type=int, default=5)
+    q.add_argument("query", help="what to look for, in any words")
+    q.add_argument("--json", action="store_true",
+                   help="print the passages as JSON: file, page, line, passage, score")
+    q.add_argument("--limit", type=int, default=5, help="at most this many passages (5)")
     for action in actions.choices.values():
         action.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -70,14 +72,14 @@ async def _knowledge(service: KnowledgeService, action: str, args: argparse.Name
     if action == "add":
         paths = await service.add(args.name, args.paths)
         report = await service.reindex(args.name, _progress)
-        print(f"{args.name}: {len(paths)} path(s), {report.files} file(s), "
+        print(f"{args.name}: {count(len(paths), 'path')}, {count(report.files, 'file')}, "
               f"{report.read} read in {report.seconds:.1f} s")
         for line in report.skipped:
             print(f"  skipped {line}", file=sys.stderr)
         return 0
     if action == "reindex":
         report = await service.reindex(args.name, _progress)
-        print(f"{args.name}: {report.files} file(s), {report.read} read, "
+        print(f"{args.name}: {count(report.files, 'file')}, {report.read} read, "
               f"{report.removed} removed, {report.seconds:.1f} s")
         return 0
     if action == "remove":
@@ -98,9 +100,9 @@ async def _knowledge(service: KnowledgeService, action: str, args: argparse.Name
             print("no knowledge bases; add one with `treechat knowledge add NAME PATH...`")
         for name, paths in sorted(bases.items()):
             files, passages = stats.get(name, (0, 0))
-            print(f"{name}: {files} file(s), {passages} passage(s)")
+            print(f"{name}: {count(files, 'file')}, {count(passages, 'passage')}")
             for p in paths:
-                print(f"  {p}")
+                print(f"  {p}" + ("" if Path(p).exists() else "  (not there any more)"))
         return 0
     hits = await service.search([args.name], args.query, limit=result_limit(args))
     if args.json:
@@ -110,5 +112,5 @@ async def _knowledge(service: KnowledgeService, action: str, args: argparse.Name
     if not hits:
         print("no match")
     for h in hits:
-        print(f"{h.citation}\n  {' '.join(h.text.split())[:200]}")
+        print(f"{h.citation}  ({h.score:.4f})\n  {' '.join(h.text.split())[:200]}")
     return 0

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from ._common import Subcommands, add_command, fail, find_session_id, open_store
+from ._common import Subcommands, add_command, count, fail, find_session_id, open_store
 
 if TYPE_CHECKING:
     from ..services.projects import ProjectService
@@ -116,7 +116,7 @@ async def _list(store: Store, service: ProjectService, *, as_json: bool) -> int:
     if not found.projects:
         print("no projects; make one with `treechat projects add NAME`", file=sys.stderr)
     for p in found.projects:
-        bits = [f"{len(chats.get(p.id, []))} chat(s)"]
+        bits = [count(len(chats.get(p.id, [])), "chat")]
         if p.knowledge:
             bits.append("knowledge: " + ", ".join(p.knowledge))
         if p.memory:

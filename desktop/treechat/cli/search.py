@@ -21,9 +21,10 @@ REFINE_FIRST = 1000
 def add_parser(sub: Subcommands) -> None:
     p = add_command(sub, "search", cmd_search,
                     help="search every chat and branch by words and meaning")
-    p.add_argument("query")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("query", help="what to look for, in any words")
+    p.add_argument("--json", action="store_true",
+                   help="print the hits as JSON: session, node, role, offset, passage, score")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (10)")
     p.add_argument("--session", help="only this chat (id or unique prefix)")
 
 
@@ -61,5 +62,5 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("no match")
     for r in rows:
         text = " ".join(str(r["passage"]).split())
-        print(f"{r['session']}  {r['node']}  {r['role']:<9}  {text[:160]}")
+        print(f"{r['session']}  {r['node']}  {r['role']:<9}  {r['score']:.4f}  {text[:160]}")
     return 0

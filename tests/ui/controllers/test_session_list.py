@@ -211,3 +211,45 @@ def test_deleting_the_open_chat_starts_a_new_one_and_undo_brings_it_back(
     aio.run(scenario())
     assert set(listed(desk)) == {"Cats", "Dogs"}
     assert [r.key for r in desk.chat.model.rows if r.node_id][:2] == ["c1-0", "c1-1"]
+
+
+def three_chats(store: Store) -> None:
+    two_chats(store)
+    chat_session(store, "c3", "Birds", 500.0, ["Tell me about birds", "They sing."])
+
+
+def test_delete_removes_every_picked_chat_and_undo_brings_them_all_back(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    desk = desk_with(three_chats)
+    controller = desk.controller
+    banner = desk.window.banner
+    view = desk.window.sessions.view
+    model = desk.window.sessions.model
+
+    async def scenario() -> None:
+        QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.NoModifier,
+                         view.visualRect(model.index_of("c1")).center())
+        await aio.until(lambda: controller.current_session_id == "c1", what="c1 open")
+        await controller.tasks.idle()
+        QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.ControlModifier,
+                         view.visualRect(model.index_of("c3")).center())
+        await aio.until(lambda: controller.current_session_id == "c3", what="c3 open")
+        await controller.tasks.idle()
+        assert desk.window.sessions.selected_session_ids() == ["c1", "c3"]
+        view.setFocus()
+        QTest.keyClick(view, Qt.Key.Key_Delete)
+        await aio.until(lambda: listed(desk) == ["Dogs"], what="both gone")
+        await controller.tasks.idle()
+        assert banner.title.text() == "2 chats deleted" and banner.action_keys() == ["undo"]
+        assert banner.message.text() == "“Cats”, “Birds” were removed from the list."
+        banner.actionTriggered.emit("undo")
+        await aio.until(lambda: set(listed(desk)) == {"Cats", "Dogs", "Birds"},
+                        what="both back")
+        await controller.tasks.idle()
+
+    aio.run(scenario())
+    stored = desk.services.store.call(lambda r: r.get_session("c3"))
+    assert stored is not None and not stored.hidden

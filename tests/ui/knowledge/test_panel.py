@@ -45,3 +45,12 @@ def test_the_panel_lists_bases_and_acts_on_the_selected_one(qtbot: QtBot, tmp_pa
     panel.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime,
                                Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier))
     assert added == [[str(tmp_path)]]  # only local files and folders
+
+
+def test_a_projects_panel_says_its_chats_search_it(qtbot: QtBot) -> None:
+    chat, project = KnowledgePanel(None, "Garden"), KnowledgePanel(None, "Kitchen", "project")
+    qtbot.addWidget(chat)
+    qtbot.addWidget(project)
+    assert "searches for this chat," in chat.hint.text()
+    assert "searches for this project's chats," in project.hint.text()
+    assert project.windowTitle() == "Knowledge — Kitchen"

@@ -29,6 +29,8 @@ def test_passages_are_listed_with_their_sources(qtbot: QtBot) -> None:
     assert texts[1].startswith("Recall: node n_7 (user, aged)")
     assert len(texts) == 2 and shown.title.text() == "Passages this request carries: 2"
     assert "/n/garden.md, line 3" in str(shown.model.item(0).toolTip())
+    assert "opens the file here" in str(shown.model.item(0).toolTip())
+    assert "opens" not in str(shown.model.item(1).toolTip())  # a recalled message
     with qtbot.waitSignal(shown.nodeSelected) as picked:
         shown.view.clicked.emit(shown.model.index(0, 0))
     assert picked.args == ["t"]

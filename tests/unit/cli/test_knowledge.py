@@ -26,9 +26,9 @@ def test_a_knowledge_base_from_adding_to_removing(tmp_path: Path) -> None:
                                      "The shed key hangs behind the pantry door.\n")
     added = run_cli("knowledge", "add", "home", str(notes), *d)
     assert added.returncode == 0, added.stderr
-    assert "1 file(s)" in added.stdout and "indexed 1/1 files" in added.stderr
+    assert "1 path, 1 file, 1 read" in added.stdout and "indexed 1/1 files" in added.stderr
     listed = run_cli("knowledge", "list", *d)
-    assert "home: 1 file(s), 2 passage(s)" in listed.stdout
+    assert "home: 1 file, 2 passages" in listed.stdout
     asked = run_cli("knowledge", "search", "home", "where is what unlocks the hut", "--json",
                     "--limit", "1", *d)
     (passage,) = json.loads(asked.stdout)
@@ -38,6 +38,31 @@ def test_a_knowledge_base_from_adding_to_removing(tmp_path: Path) -> None:
     assert run_cli("knowledge", "use", "s1", "nope", *d).returncode == 2
     missing = run_cli("knowledge", "add", "home", str(tmp_path / "nope"), *d)
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    said = run_cli("knowledge", "search", "home", "pantry", "--limit", "1", *d)
+    place, passage = said.stdout.splitlines()
+    assert place.startswith(f"{notes / 'garden.md'}, line 3  (") and "pantry" in passage
+
+    # the files change: a re-index reads the new one and drops the gone one
+    (notes / "garden.md").unlink()
+    (notes / "boat.md").write_text("Our sailboat is called Windlass.\n")
+    again = run_cli("knowledge", "reindex", "home", *d)
+    assert again.returncode == 0 and "home: 1 file, 1 read, 1 removed" in again.stdout
+    found = run_cli("knowledge", "search", "home", "Windlass", "--json", *d)
+    assert [h["file"] for h in json.loads(found.stdout)] == [str(notes / "boat.md")]
+    gone_file = run_cli("knowledge", "search", "home", "pantry", "--json", *d)
+    assert "garden.md" not in gone_file.stdout  # the gone file's passages went with it
+    for bad in (("reindex", "nope"), ("remove", "nope"), ("search", "nope", "key")):
+        out = run_cli("knowledge", *bad, *d)
+        assert out.returncode == 2 and out.stderr == "treechat: no knowledge base named 'nope'\n"
+    zero = run_cli("knowledge", "search", "home", "key", "--limit", "0", *d)
+    assert zero.returncode == 2 and zero.stderr == "treechat: --limit must be at least 1\n"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x.txt").write_text("x\n")
+    assert run_cli("knowledge", "add", "more", str(tmp_path / "other"), *d).returncode == 0
+    (tmp_path / "other" / "x.txt").unlink()
+    (tmp_path / "other").rmdir()
+    assert f"{tmp_path / 'other'}  (not there any more)" in run_cli(
+        "knowledge", "list", *d).stdout
     assert run_cli("knowledge", "remove", "home", *d).returncode == 0
     gone = run_cli("knowledge", "search", "home", "key", *d)
     assert gone.returncode == 2 and "no knowledge base named 'home'" in gone.stderr

@@ -26,7 +26,7 @@ def test_projects_from_making_to_removing(tmp_path: Path) -> None:
     pid = made.stdout.split()[0]
     assert treechat(data, "projects", "move", "Packing list", "Trip").returncode == 0
     listed = treechat(data, "projects", "list")
-    assert f"{pid}  Trip  (1 chat(s))" in listed.stdout and "s1  Packing list" in listed.stdout
+    assert f"{pid}  Trip  (1 chat)" in listed.stdout and "s1  Packing list" in listed.stdout
     assert treechat(data, "projects", "rename", "trip", "Oslo").returncode == 0
     assert treechat(data, "projects", "memory", "Oslo", "on").returncode == 0
     assert treechat(data, "projects", "knowledge", "Oslo", "maps").returncode == 0
@@ -37,7 +37,7 @@ def test_projects_from_making_to_removing(tmp_path: Path) -> None:
                        "knowledge": ["maps"], "memory": True,
                        "chats": [{"id": "s1", "title": "Packing list"}]}
     assert treechat(data, "projects", "move", "s1", "--out").returncode == 0
-    assert "(0 chat(s)" in treechat(data, "projects", "list").stdout
+    assert "(0 chats" in treechat(data, "projects", "list").stdout
     missing = treechat(data, "projects", "remove", "Nowhere")
     assert missing.returncode == 2 and missing.stderr.strip() == "treechat: no project 'Nowhere'"
     assert treechat(data, "projects", "move", "s1", "Oslo").returncode == 0

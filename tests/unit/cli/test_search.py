@@ -31,6 +31,8 @@ def test_search_by_meaning_in_every_chat_or_one(tmp_path: Path) -> None:
     assert (hit["session"], hit["node"]) == ("s1", "n-s1") and "Windlass" in hit["passage"]
     only = run_cli("search", "folder", "--session", "s2", *d)
     assert only.returncode == 0 and only.stdout.startswith("s2  n-s2")
+    _session, _node, role, score, *words = only.stdout.split()  # a line a hit, its score
+    assert role == "user" and float(score) > 0 and "blue" in words
     assert run_cli("search", "?!", *d).returncode == 2
     assert "--limit must be at least 1" in run_cli("search", "x", "--limit", "0", *d).stderr
     none = run_cli("search", "zebra crossing", "--session", "nope", *d)

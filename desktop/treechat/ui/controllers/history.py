@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QModelIndex, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QDrag, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QInputDialog, QWidget
 
@@ -25,6 +25,7 @@ from ..graph.items import label_for
 from ..graph.mime import node_mime, read_node_mime
 from ..graph.panel import HistoryGraphPanel
 from ..graph.timeline import CommitTimeline
+from ..sessions.chat_drop import add_chats, drag_label, dragged_chats, read_chats
 from ..sessions.roles import SESSION_ID_ROLE
 from ..shell.parts import WindowParts
 from .turn_views import is_pending
@@ -105,13 +106,24 @@ class _SessionDragSource(QObject):
             if far >= QApplication.startDragDistance() and index.isValid():
                 self._press = None
                 self._held = None
-                session_id = index.data(self.id_role)
-                if session_id:
+                data = self.drag_data(index)
+                if data is not None:
+                    # onto the composer the pressed chat is attached (a copy); onto a
+                    # project in the list the chats move
                     drag = QDrag(self.view)
-                    drag.setMimeData(node_mime(str(session_id), ""))
-                    drag.exec(Qt.DropAction.CopyAction)
+                    drag.setMimeData(data)
+                    drag.setPixmap(drag_label(self.view, read_chats(data),
+                                              str(index.data() or "")))
+                    drag.exec(Qt.DropAction.CopyAction | Qt.DropAction.MoveAction,
+                              Qt.DropAction.CopyAction)
                     return True
         return False
+
+    def drag_data(self, pressed: QModelIndex) -> QMimeData | None:
+        """What a drag from `pressed` carries: the pressed chat's HEAD to attach, and the
+        chats it takes along (the other picked ones when it is one of them)."""
+        chats = dragged_chats(self.view, pressed)
+        return add_chats(node_mime(chats[0], ""), chats) if chats else None
 
 
 class HistoryPanels(QObject):

@@ -1,18 +1,20 @@
 """Knowledge in the window: the panel of a chat or a project (what it searches, adding folders
 and files, indexing with progress, re-indexing, removing), re-indexing when the files of the
-open chat's knowledge change, and opening the file a reply's citation points at. Indexing runs
+open chat's knowledge change, and opening the file a reply's citation points at (in the
+window's own viewer at the cited line; a PDF in the system's, at its page). Indexing runs
 on worker threads through the knowledge service; the GUI thread only shows progress."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, QUrl, Slot
+from PySide6.QtCore import QFileSystemWatcher, QObject, Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QWidget
 
@@ -20,6 +22,7 @@ from ...core.citations import SOURCE_SCHEME, parse_source_url
 from ...services.projects import ProjectService
 from ...services.turns.chat_service import ChatService
 from ..knowledge.panel import BaseRow, KnowledgePanel
+from ..knowledge.source_viewer import SourceViewer, cited_span
 from .wiring import Spawner, StatusLine
 
 if TYPE_CHECKING:
@@ -54,6 +57,8 @@ class KnowledgeController(QObject):
         self.indexing: dict[str, asyncio.Task[None]] = {}
         self._refining: dict[str, bool] = {}  # base -> run once more when this run ends
         self.opened: list[tuple[str, int, int]] = []  # citations opened: (file, page, line)
+        self.viewers: dict[str, SourceViewer] = {}  # path -> its viewer, while open
+        self._wanted: dict[str, int] = {}  # path -> the line its viewer is to show
         self._watched: dict[str, set[str]] = {}  # path -> bases
         self._changed: set[str] = set()
         self.watcher = QFileSystemWatcher(self)
@@ -83,7 +88,7 @@ class KnowledgeController(QObject):
     def open_panel(self, target: Target) -> KnowledgePanel:
         panel = self.panels.get(target)
         if panel is None:
-            panel = KnowledgePanel(self._window, target.title)
+            panel = KnowledgePanel(self._window, target.title, target.kind)
             panel.addRequested.connect(lambda paths, t=target: self.add(t, paths))
             panel.reindexRequested.connect(self.reindex)
             panel.removeRequested.connect(lambda name, t=target: self.remove(t, name))
@@ -177,8 +182,9 @@ class KnowledgeController(QObject):
 
         report = await service.reindex(name, progress)
         skipped = f"; {len(report.skipped)} could not be read" if report.skipped else ""
-        text = (f"“{name}”: {report.files:,} file(s), {report.read:,} read, "
-                f"{report.removed:,} gone, in {report.seconds:.1f} s{skipped}")
+        text = (f"“{name}”: {report.files:,} file{'s' if report.files != 1 else ''}, "
+                f"{report.read:,} read, {report.removed:,} gone, in {report.seconds:.1f} s"
+                f"{skipped}")
         for line in report.skipped:
             log.info("knowledge %s: skipped %s", name, line)
         del self.indexing[name]
@@ -277,8 +283,9 @@ class KnowledgeController(QObject):
 
     @Slot(QUrl)
     def open_source(self, url: QUrl) -> None:
-        """Open the file a citation names, at its page for a PDF; a link that is not a
-        citation of an existing file opens nothing."""
+        """Open the file a citation names: a PDF in the system's viewer at its page, any
+        other file in the window's own viewer at the cited line, the passage highlighted. A
+        link that is not a citation of an existing file opens nothing."""
         place = parse_source_url(url.toString(QUrl.ComponentFormattingOption.FullyEncoded))
         if place is None:
             return
@@ -286,21 +293,74 @@ class KnowledgeController(QObject):
         if not Path(path).is_file():
             self._status(f"{path} is not there any more")
             return
-        target = QUrl.fromLocalFile(path)
-        if page and path.lower().endswith(".pdf"):
-            target.setFragment(f"page={page}")  # PDF viewers open the page it names
         self.opened.append((path, page, line))
-        where = f"page {page}, line {line}" if page else f"line {line}"
+        if path.lower().endswith(".pdf"):
+            target = QUrl.fromLocalFile(path)
+            if page:
+                target.setFragment(f"page={page}")  # PDF viewers open the page it names
+            self._open_elsewhere(target, f" at page {page}" if page else "")
+            return
+        viewer = self.viewers.get(path)
+        if viewer is None:
+            viewer = SourceViewer(path, self._window)
+            viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+            viewer.openElsewhereRequested.connect(
+                lambda p: self._open_elsewhere(QUrl.fromLocalFile(p), ""))
+            viewer.destroyed.connect(lambda *_, p=path: self.viewers.pop(p, None))
+            self.viewers[path] = viewer
+        viewer.show()
+        viewer.raise_()
+        viewer.activateWindow()
+        self._wanted[path] = line
+        self._tasks.spawn(self._fill(viewer, path, line), name="knowledge-source")
+
+    async def _fill(self, viewer: SourceViewer, path: str, line: int) -> None:
+        def read() -> tuple[str, tuple[int, int]]:  # a large file is read off the GUI thread
+            text = read_source(Path(path))
+            return text, cited_span(text, line)
+
+        try:
+            text, span = await asyncio.to_thread(read)
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(RuntimeError):  # the viewer closed meanwhile
+                viewer.show_problem(f"{Path(path).name} cannot be shown here: {exc}")
+            return
+        if self._wanted.get(path) != line:
+            return  # a later citation of the same file was clicked meanwhile: it shows
+        with contextlib.suppress(RuntimeError):
+            viewer.show_text(text, span)
+            where = f"line {span[0]}" if span[0] == span[1] else f"lines {span[0]}–{span[1]}"
+            self._status(f"{Path(path).name}, {where}")
+
+    def _open_elsewhere(self, target: QUrl, where: str) -> None:
+        name = Path(target.toLocalFile()).name
 
         def open_file() -> None:
             if QDesktopServices.openUrl(target):
-                self._status(f"Opened {Path(path).name} (the passage starts at {where})")
+                self._status(f"Opened {name}{where}")
             else:
-                self._status(f"No application opens {Path(path).name}; it is at {path}")
+                self._status(f"No application opens {name}; it is at {target.toLocalFile()}")
 
         # after this handler returns: Qt asks no handler of the user's for a link opened
         # from inside one, only the system
         QTimer.singleShot(0, open_file)
+
+
+def read_source(path: Path) -> str:
+    """A knowledge file's text as the index read it, so its line numbers are the ones cited:
+    UTF-8 (else Latin-1), HTML without its markup."""
+    from ...services.retrieval.extract import HTML_SUFFIXES, MAX_FILE_BYTES, html_text
+
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ValueError("it is not a text file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return html_text(text) if path.suffix.lower() in HTML_SUFFIXES else text
 
 
 def _free_name(title: str, bases: Mapping[str, object]) -> str:

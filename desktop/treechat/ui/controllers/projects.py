@@ -1,6 +1,7 @@
 """Projects in the chat list: made, renamed, given instructions and memory across chats through
-their dialog, chats moved in and out from a chat's menu, deleted without their chats; and the
-knowledge of a chat or a project from the same menus."""
+their dialog, chats moved in and out from a chat's menu (all the picked ones) or by dragging
+them onto a project, the last move undone from the banner, deleted without their chats; and
+the knowledge of a chat or a project from the same menus."""
 
 from __future__ import annotations
 
@@ -32,8 +33,13 @@ class ProjectsController:
         self.dialog: ProjectDialog | None = None
         self.knowledge = KnowledgeController(chat, self.service, window=parts.window,
                                              status=status, tasks=tasks)
+        self._moved: list[tuple[str, str | None]] = []  # the last move: chat, where it was
         parts.sessions.menuRequested.connect(self.chat_menu)
         parts.sessions.projectMenuRequested.connect(self.project_menu)
+        parts.sessions.chatsDropped.connect(
+            lambda chats, pid: self.move_chats(list(chats), str(pid) or None))
+        parts.sessions.dropHint.connect(lambda text: self._status(str(text)))
+        parts.banner.actionTriggered.connect(self._banner_action)
 
     def close(self) -> None:
         self.knowledge.close()
@@ -54,23 +60,27 @@ class ProjectsController:
     def chat_menu(self, session_id: str, menu: object) -> None:
         if not isinstance(menu, QMenu):
             return
-        session = self._parts.sessions.session(session_id)
-        title = (session.title if session is not None else "") or "Untitled"
+        title = self._title(session_id)
+        picked = self._parts.sessions.selected_session_ids()
+        # the menu of one of several picked chats moves them all
+        chats = picked if session_id in picked and len(picked) > 1 else [session_id]
+        several = f" ({len(chats)} chats)" if len(chats) > 1 else ""
         menu.addSeparator()
-        into = menu.addMenu("Move to project")
+        into = menu.addMenu(f"Move to project{several}")
         into.setObjectName("MoveToProjectMenu")
-        current = self._member_of.get(session_id, "")
+        current = {self._member_of.get(s, "") for s in chats}
         for p in sorted(self._projects.values(), key=lambda p: p.name.lower()):
             act = QAction(p.name, into)
             act.setCheckable(True)
-            act.setChecked(p.id == current)
-            act.triggered.connect(lambda *_, pid=p.id: self.move(session_id, pid))
+            act.setChecked(current == {p.id})
+            act.triggered.connect(lambda *_, pid=p.id: self.move_chats(chats, pid))
             into.addAction(act)
         if self._projects:
             into.addSeparator()
         into.addAction("New project…", lambda: self.new_project(session_id))
-        if current:
-            menu.addAction("Take out of its project", lambda: self.move(session_id, None))
+        if current - {""}:
+            menu.addAction(f"Take out of its project{several}",
+                           lambda: self.move_chats(chats, None))
         menu.addAction("Knowledge…",
                        lambda: self.knowledge.open_panel(Target("chat", session_id, title)))
         memory = QAction("Search my other chats (memory)", menu)
@@ -147,15 +157,57 @@ class ProjectsController:
 
         self._spawn(work())
 
-    def move(self, session_id: str, project_id: str | None) -> None:
+    def move_chats(self, chats: list[str], project_id: str | None) -> None:
+        """Put `chats` in the project (None: out of any); the banner offers to undo it."""
+        def was(s: str) -> str | None:
+            return self._member_of.get(s) or None
+
+        moving = [(s, was(s)) for s in chats if was(s) != project_id]
+        if not moving:
+            return
+
         async def work() -> None:
-            await self.service.move(session_id, project_id)
+            done: list[tuple[str, str | None]] = []
+            try:
+                for session_id, before in moving:
+                    await self.service.move(session_id, project_id)
+                    done.append((session_id, before))
+            finally:  # what did move can be put back, even when a later one failed
+                self._moved = done
             await self.reload()
             where = self._projects.get(project_id or "")
-            self._status(f"Moved to “{where.name}”" if where else "Taken out of its project")
-            self._parts.sessions.select(session_id)
+            what = (f"“{self._title(moving[0][0])}”" if len(moving) == 1
+                    else f"{len(moving)} chats")
+            out_of = "its project" if len(moving) == 1 else "their projects"
+            said = (f"Moved {what} to “{where.name}”" if where
+                    else f"Took {what} out of {out_of}")
+            # the list keeps the open chat current: the moved ones were not opened
+            self._parts.banner.show_notice(said, "", ("undo_move",), hide_after_ms=10_000)
 
         self._spawn(work())
+
+    def undo_move(self) -> None:
+        """Put the chats of the last move back where they were."""
+        moved, self._moved = self._moved, []
+        if not moved:
+            return
+
+        async def work() -> None:
+            for session_id, project_id in moved:
+                await self.service.move(session_id, project_id)
+            await self.reload()
+            said = f"Put back {len(moved)} chat{'s' if len(moved) != 1 else ''}"
+            self._parts.banner.show_notice(said, "", (), hide_after_ms=4_000)
+
+        self._spawn(work())
+
+    def _banner_action(self, key: str) -> None:
+        if key == "undo_move":
+            self.undo_move()
+
+    def _title(self, session_id: str) -> str:
+        session = self._parts.sessions.session(session_id)
+        return (session.title if session is not None else "") or "Untitled"
 
     def delete(self, project_id: str) -> None:
         p = self._projects.get(project_id)

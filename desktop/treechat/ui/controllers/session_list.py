@@ -37,7 +37,7 @@ class SessionListController:
         self._chat_service = chat_service
         self._tasks = tasks
         self._clock = clock
-        self._deleted: list[str] = []
+        self._deleted: list[list[str]] = []  # each deletion's chats, the latest last
         listed = parts.sessions
         listed.sessionSelected.connect(nav.open_session)
         listed.hitSelected.connect(self.open_hit)
@@ -45,6 +45,7 @@ class SessionListController:
         listed.newChatRequested.connect(nav.new_chat)
         listed.renameRequested.connect(self.rename)
         listed.deleteRequested.connect(self.delete)
+        listed.deleteManyRequested.connect(lambda chats: self.delete_chats(list(chats)))
         listed.searchRequested.connect(self.search)
         self._stop_following = chat_service.queue.subscribe(self._activity)
 
@@ -101,36 +102,53 @@ class SessionListController:
 
     def delete(self, session_id: str) -> None:
         """Hide the session; the banner offers to undo."""
+        self.delete_chats([session_id])
+
+    def delete_chats(self, chats: list[str]) -> None:
+        """Hide the chats (the picked ones of the list); the banner's Undo brings them all
+        back."""
         nav, parts, chat_service = self._nav, self._parts, self._chat_service
 
         async def work() -> None:
-            if chat_service.is_running(session_id):
-                chat_service.stop(session_id)
-            session = parts.sessions.session(session_id)  # named before it leaves the list
-            title = session.title if session is not None and session.title else "The chat"
-            await self._sessions.delete(session_id)
-            nav.forget_view(session_id)
-            parts.sessions.remove(session_id)
-            self._deleted.append(session_id)
-            if nav.current_session_id == session_id:
-                nav.new_chat()
-            parts.banner.show_notice(
-                "Chat deleted", f"“{title}” was removed from the list.", ("undo",),
-                hide_after_ms=10_000,
-            )
+            titles = []
+            gone: list[str] = []
+            try:
+                for session_id in chats:
+                    if chat_service.is_running(session_id):
+                        chat_service.stop(session_id)
+                    session = parts.sessions.session(session_id)  # named before it leaves
+                    titles.append(session.title if session is not None and session.title
+                                  else "The chat")
+                    await self._sessions.delete(session_id)
+                    gone.append(session_id)
+                    nav.forget_view(session_id)
+                    parts.sessions.remove(session_id)
+                    if nav.current_session_id == session_id:
+                        nav.new_chat()
+            finally:  # what was deleted can be undone, even when a later one failed
+                if gone:
+                    self._deleted.append(gone)
+            if len(gone) == 1:
+                title, text = "Chat deleted", f"“{titles[0]}” was removed from the list."
+            else:
+                named = ", ".join(f"“{t}”" for t in titles[:3]) + (
+                    f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+                title, text = f"{len(gone)} chats deleted", f"{named} were removed from the list."
+            parts.banner.show_notice(title, text, ("undo",), hide_after_ms=10_000)
 
         self._tasks.spawn(work(), name="delete")
 
     def undo_delete(self) -> None:
         if not self._deleted:
             return
-        session_id = self._deleted.pop()
+        chats = self._deleted.pop()
 
         async def work() -> None:
-            await self._sessions.restore(session_id)
-            await self.refresh_session(session_id)
-            self._parts.sessions.select(session_id)
-            await self._nav.load_session(session_id)
+            for session_id in chats:
+                await self._sessions.restore(session_id)
+                await self.refresh_session(session_id)
+            self._parts.sessions.select(chats[0])
+            await self._nav.load_session(chats[0])
 
         self._tasks.spawn(work(), name="undo-delete")
 

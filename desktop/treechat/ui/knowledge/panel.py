@@ -70,18 +70,21 @@ class KnowledgePanel(QDialog):
     removeRequested = Signal(str)  # base name
     progressShown = Signal(str)  # what the status line says of indexing, as it changes
 
-    def __init__(self, parent: QWidget | None, title: str) -> None:
+    def __init__(self, parent: QWidget | None, title: str, kind: str = "chat") -> None:
+        """`kind` is what the knowledge is for: "chat" or "project"."""
         super().__init__(parent)
         self.setObjectName("KnowledgePanel")
         self.setWindowTitle(f"Knowledge — {title}")
         self.setAccessibleName(f"Knowledge of {title}")
         self.setAcceptDrops(True)
         self.target_title = title
-        hint = QLabel("Folders and files the model searches for this chat, by meaning as well "
+        whose = "this project's chats" if kind == "project" else "this chat"
+        hint = QLabel(f"Folders and files the model searches for {whose}, by meaning as well "
                       "as by words; a reply cites the passages it used. Drop folders or files "
                       "here to add them. Text, Markdown, code, PDF and HTML are read.")
         hint.setObjectName("EmptyHint")
         hint.setWordWrap(True)
+        self.hint = hint
         self.model = QStandardItemModel(self)
         self.list = QListView()
         self.list.setObjectName("KnowledgeBases")

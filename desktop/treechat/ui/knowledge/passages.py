@@ -45,6 +45,7 @@ class PassagesList(QWidget):
         self.view.setWordWrap(True)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.view.setSpacing(3)  # passages of several lines each: apart, they read apart
         self.view.clicked.connect(self._clicked)
         self.view.activated.connect(self._activated)
         box = QVBoxLayout(self)
@@ -61,7 +62,9 @@ class PassagesList(QWidget):
         for c in self.carried:
             row = QStandardItem(passage_row(c))
             row.setData(c, CARRIED_ROLE)
-            row.setToolTip(f"{c.passage.source}\n\n{c.passage.text[:2000]}")
+            opens = ("\n\nDouble-click or Enter opens the file here."
+                     if c.passage.kind == "knowledge" else "")
+            row.setToolTip(f"{c.passage.source}\n\n{c.passage.text[:2000]}{opens}")
             row.setAccessibleText(f"{c.passage.kind} passage from {c.passage.source}")
             self.model.appendRow(row)
         n = len(self.carried)

@@ -1,5 +1,6 @@
 """Paints session list rows: day headers, project headers (a folder with its chat count, open
-or folded; its chats indented under it), session titles with a rounded selection, "queued" or
+or folded, highlighted while chats dragged over it would drop into it; its chats indented
+under it), session titles with a rounded selection, "queued" or
 "replying…" while the chat waits for or gets its reply (a dot while a turn sets up), a fork
 mark on branched sessions and the snippet of a search hit."""
 
@@ -43,6 +44,7 @@ class SessionListDelegate(QStyledItemDelegate):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.with_snippets = False
+        self.drop_project: str | None = None  # the project chats dragged here would go to
 
     def row_height(self, option_font: QFont) -> int:
         fm = QFontMetrics(option_font)
@@ -73,7 +75,8 @@ class SessionListDelegate(QStyledItemDelegate):
             painter.restore()
             return
         if index.data(KIND_ROLE) == "project":
-            self._paint_project(painter, option, index, rect)
+            self._paint_project(painter, option, index, rect,
+                                index.data(PROJECT_ID_ROLE) == self.drop_project)
             painter.restore()
             return
         if index.data(PROJECT_ID_ROLE) and not self.with_snippets:
@@ -158,10 +161,18 @@ class SessionListDelegate(QStyledItemDelegate):
 
     @staticmethod
     def _paint_project(painter: QPainter, option: QStyleOptionViewItem, index: Index,
-                       rect: QRect) -> None:
+                       rect: QRect, dropping: bool) -> None:
         colors = colors_of(option.palette)
         card = QRectF(rect.adjusted(H_MARGIN, 1, -H_MARGIN, -1))
-        if option.state & QStyle.StateFlag.State_MouseOver:
+        if dropping:  # chats dragged over it go into it on release
+            path = QPainterPath()
+            path.addRoundedRect(card.adjusted(1, 1, -1, -1), 7, 7)
+            painter.fillPath(path, QColor(colors.accent_soft))
+            # dashed, as a place to drop reads, unlike the selected row's solid frame
+            outline = QPen(QColor(colors.accent), 1.6, Qt.PenStyle.DashLine)
+            painter.setPen(outline)
+            painter.drawPath(path)
+        elif option.state & QStyle.StateFlag.State_MouseOver:
             path = QPainterPath()
             path.addRoundedRect(card, 7, 7)
             painter.fillPath(path, QColor(colors.hover))

@@ -1,7 +1,7 @@
 """The left column: New chat, a search field and the session list (projects with their chats,
 then the rest newest first, grouped by day). Selecting a row opens it; F2 renames, Delete
-deletes, typing searches every branch; clicking a project folds it, right-clicking it offers
-what a project can do."""
+deletes (every picked chat), typing searches every branch; clicking a project folds it,
+right-clicking it offers what a project can do; chats dragged onto a project move into it."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from .roles import KIND_ROLE, PROJECT_ID_ROLE, SESSION_ID_ROLE
 if TYPE_CHECKING:
     from ...core.model import Session
     from ...services.turns.turn_queue import TurnActivity
+    from .chat_drop import ChatDropFilter
     from .delegate import SessionListDelegate
     from .model import SessionListModel
 
@@ -52,15 +53,19 @@ class SessionList(QFrame):
     newChatRequested = Signal()
     renameRequested = Signal(str, str)
     deleteRequested = Signal(str)
+    deleteManyRequested = Signal(list)  # the picked chats, when Delete is asked of several
     searchRequested = Signal(str)  # debounced; "" when the field is cleared
     menuRequested = Signal(str, object)  # session id, the QMenu about to show: add to it
     projectMenuRequested = Signal(str, object)  # project id ("" for the list), the QMenu
+    chatsDropped = Signal(list, str)  # chats dragged onto a project ("" for out of any)
+    dropHint = Signal(str)  # what releasing the chats dragged over the list would do
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("Sidebar")
         self.setAccessibleName("Chats")
         self._quiet = False
+        self._picks: list[str] = []  # the chats picked when the rows were last laid anew
         self._query = ""
         self._hit_sent: tuple[str, str] | None = None
 
@@ -91,6 +96,7 @@ class SessionList(QFrame):
         self._model: SessionListModel | None = None
         self._delegate: SessionListDelegate | None = None
         self._view: QListView | None = None
+        self.chat_drop: ChatDropFilter | None = None
 
         self.empty = QLabel("No chats yet.\nStart one with New chat.")
         self.empty.setObjectName("EmptyHint")
@@ -142,6 +148,7 @@ class SessionList(QFrame):
 
         model = SessionListModel(self)
         model.renameRequested.connect(self.renameRequested)
+        model.modelAboutToBeReset.connect(self._remember_picks)
         delegate = SessionListDelegate(self)
         view = QListView()
         view.setObjectName("SessionListView")
@@ -150,7 +157,9 @@ class SessionList(QFrame):
         view.setItemDelegate(delegate)
         view.setUniformItemSizes(True)
         view.setMouseTracking(True)
-        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # several chats can be picked (Ctrl/Shift) to be dragged or moved together; the
+        # current one is the chat shown
+        view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -160,6 +169,11 @@ class SessionList(QFrame):
         view.activated.connect(self._activated)
         view.clicked.connect(self._clicked)
         view.installEventFilter(self)
+        from .chat_drop import ChatDropFilter
+
+        self.chat_drop = ChatDropFilter(view, model, delegate)
+        self.chat_drop.chatsDropped.connect(self.chatsDropped)
+        self.chat_drop.hintChanged.connect(self.dropHint)
         self._model, self._delegate, self._view = model, delegate, view
         self._layout.insertWidget(self._layout.indexOf(self.empty), view, 1)
         self.empty.setText("No chats yet.\nStart one with New chat.")
@@ -222,11 +236,28 @@ class SessionList(QFrame):
         value = index.data(SESSION_ID_ROLE) if index.isValid() else None
         return str(value) if value else None
 
+    def selected_session_ids(self) -> list[str]:
+        """The chats picked in the list, in its order (the current one when none is)."""
+        picked = sorted(self.view.selectionModel().selectedIndexes(), key=lambda i: i.row())
+        found = [str(i.data(SESSION_ID_ROLE)) for i in picked if i.data(SESSION_ID_ROLE)]
+        current = self.current_session_id()
+        return found or ([current] if current else [])
+
     def select(self, session_id: str | None) -> None:
-        """Make `session_id` the current row without reporting it as a new pick."""
+        """Make `session_id` the current row without reporting it as a new pick (the other
+        picked chats stay picked when it is current already)."""
+        if session_id is not None and session_id == self.current_session_id():
+            self._picks = self.selected_session_ids()
         self._restore(session_id)
 
+    def _remember_picks(self) -> None:
+        if self._view is not None:
+            self._picks = self.selected_session_ids()
+
     def _restore(self, session_id: str | None) -> None:
+        """`session_id` current again after the rows changed, with the other chats that were
+        picked before the change still picked."""
+        picks, self._picks = self._picks, []
         self._quiet = True
         try:
             index = self.model.index_of(session_id) if session_id else QModelIndex()
@@ -236,6 +267,10 @@ class SessionList(QFrame):
                     index, QItemSelectionModel.SelectionFlag.ClearAndSelect
                 )
                 self.view.scrollTo(index)
+                for other in picks:
+                    picked = self.model.index_of(other) if other != session_id else index
+                    if picked.isValid() and picked != index:
+                        selection.select(picked, QItemSelectionModel.SelectionFlag.Select)
             else:
                 selection.clear()
         finally:
@@ -291,9 +326,11 @@ class SessionList(QFrame):
             self.view.edit(index)
 
     def _delete_current(self) -> None:
-        session_id = self.current_session_id()
-        if session_id:
-            self.deleteRequested.emit(session_id)
+        picked = self.selected_session_ids()
+        if len(picked) > 1:
+            self.deleteManyRequested.emit(picked)
+        elif picked:
+            self.deleteRequested.emit(picked[0])
 
     def set_projects(self, projects: Sequence[tuple[str, str]],
                      member_of: Mapping[str, str]) -> None:
@@ -316,7 +353,12 @@ class SessionList(QFrame):
             return
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.begin_rename(str(session_id)))
-        menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
+        picked = self.selected_session_ids()
+        if str(session_id) in picked and len(picked) > 1:
+            menu.addAction(f"Delete {len(picked)} chats",
+                           lambda: self.deleteManyRequested.emit(picked))
+        else:
+            menu.addAction("Delete", lambda: self.deleteRequested.emit(str(session_id)))
         self.menuRequested.emit(str(session_id), menu)
         menu.popup(self.view.viewport().mapToGlobal(pos))
 

@@ -442,8 +442,8 @@ class SessionListModel(QAbstractListModel):
         chats = f"{row.chats} chat{'s' if row.chats != 1 else ''}"
         if role == Qt.ItemDataRole.ToolTipRole:
             return (f"Project “{row.name}”: {chats}. Click to "
-                    f"{'show' if row.collapsed else 'fold'} them; right-click for its "
-                    "instructions, knowledge and memory.")
+                    f"{'show' if row.collapsed else 'fold'} them; drag chats here to move "
+                    "them in; right-click for its instructions, knowledge and memory.")
         if role == Qt.ItemDataRole.AccessibleTextRole:
             return f"Project {row.name}, {chats}" + (", folded" if row.collapsed else "")
         return None

@@ -29,6 +29,7 @@ ACTION_LABELS = {
     "settings": "Open settings",
     "compact": "Compact now",
     "undo": "Undo",
+    "undo_move": "Undo",
     "new_chat": "New chat",
     "cut_to_fit": "Cut to fit and send",
     "send_as_file": "Send as a file",
