@@ -50,7 +50,11 @@ SAVE_EVERY = 8192  # passages embedded between saves of the vector file
 CANDIDATES = 100  # how deep each ranking is read before fusing
 SEMANTIC_WEIGHT = 1.0
 LEXICAL_WEIGHT = 1.0
-RECENCY_WEIGHT = 0.25
+# Recency ranks every candidate, so its weight spreads over their whole list: at 0.1 the
+# newest and the hundredth differ by what the semantic list's first and fifth do (k = 60), a
+# tie-breaker among near equals; at 0.25 the age of a passage outweighed a question's best
+# match by meaning against its fifth.
+RECENCY_WEIGHT = 0.1
 BRANCH_WEIGHT = 0.5
 # A passage found by meaning alone must be closer to the question than to its opposite; for
 # recall (every passage of the hidden nodes scored) it must also stand this many deviations
