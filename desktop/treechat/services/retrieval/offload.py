@@ -109,13 +109,6 @@ class Offload:
         with self._lock:
             return self._pool is not None
 
-    def pids(self) -> list[int]:
-        """The child's process id while it runs (empty otherwise)."""
-        with self._lock:
-            pool = self._pool
-        procs: dict[int, Any] = getattr(pool, "_processes", None) or {}
-        return [int(p) for p in procs]
-
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` in the child, waited for (call it from a worker thread). `fn` must be a
         module-level function of this package; if the child dies, it runs here."""
