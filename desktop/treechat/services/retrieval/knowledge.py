@@ -246,25 +246,31 @@ class KnowledgeService:
             # the unchanged files (and any that could not be looked at) are done already
             progress(IndexProgress(done, total, time.monotonic() - started, ""))
         batches = [changed[i:i + READ_BATCH] for i in range(0, len(changed), READ_BATCH)]
+        unread: list[str] = []
         pending = (asyncio.ensure_future(self._read([p for p, _, _ in batches[0]]))
                    if batches else None)
-        for n, batch in enumerate(batches):
-            assert pending is not None
-            reads = await pending
-            # the child reads the next files while this process writes these
-            pending = (asyncio.ensure_future(self._read([p for p, _, _ in batches[n + 1]]))
-                       if n + 1 < len(batches) else None)
-            skipped += await asyncio.to_thread(self._write, index, vectors, name, batch, reads)
-            for path, _, _ in batch:
-                done += 1
-                if progress is not None:
-                    progress(IndexProgress(done, total, time.monotonic() - started, path))
+        try:
+            for n, batch in enumerate(batches):
+                assert pending is not None
+                reads = await pending
+                # the child reads the next files while this process writes these
+                pending = (asyncio.ensure_future(self._read([p for p, _, _ in batches[n + 1]]))
+                           if n + 1 < len(batches) else None)
+                unread += await asyncio.to_thread(self._write, index, vectors, name, batch,
+                                                  reads)
+                for path, _, _ in batch:
+                    done += 1
+                    if progress is not None:
+                        progress(IndexProgress(done, total, time.monotonic() - started, path))
+        finally:
+            if pending is not None:  # cancelled or failed: the files read ahead are not kept
+                pending.cancel()
         for p in gone:
             dropped = await asyncio.to_thread(index.drop_file, name, p)
             await asyncio.to_thread(vectors.remove, dropped)
         await asyncio.to_thread(vectors.save)
-        unread = sum(1 for r in skipped if r.split(": ", 1)[0] in {p for p, _, _ in changed})
-        return IndexReport(name, total - len(skipped), len(changed) - unread, len(gone),
+        skipped += unread
+        return IndexReport(name, total - len(skipped), len(changed) - len(unread), len(gone),
                            tuple(skipped), time.monotonic() - started)
 
     async def _read(self, paths: list[str]) -> list[FileRead]:
