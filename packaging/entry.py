@@ -17,6 +17,11 @@ def _platform_fallback() -> None:
 
 
 def main() -> int:
+    import multiprocessing
+
+    # The indexing child process (services/retrieval/offload.py) is this executable started
+    # again: freeze_support runs its work and exits instead of starting the app.
+    multiprocessing.freeze_support()
     from treechat import paths
 
     if len(sys.argv) > 1 and sys.argv[1] == paths.SERVE_LOCAL_MODEL_FLAG:

@@ -111,24 +111,34 @@ class KnowledgeIndex:
                  passages: Sequence[tuple[int, int, str]]) -> tuple[list[int], list[int]]:
         """Index (or re-index) one file's passages, each (page, line, text). Returns the row
         ids dropped (the file's old passages) and the new ones, in order."""
+        return self.put_files(base, [(path, mtime, size, passages)])[0]
+
+    def put_files(self, base: str, files: Sequence[tuple[str, float, int,
+                                                         Sequence[tuple[int, int, str]]]],
+                  ) -> list[tuple[list[int], list[int]]]:
+        """`put_file` for several files (path, mtime, size, passages) in one transaction (one
+        commit to the disk for them all)."""
+        out: list[tuple[list[int], list[int]]] = []
         with self._lock:
             con = self._con
             con.execute("BEGIN")
             try:
-                old = self._drop(base, path)
-                row = con.execute("SELECT coalesce(max(fileno), 0) + 1 FROM files").fetchone()
-                fileno = int(row[0])
-                con.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                            (fileno, base, path, mtime, size, len(passages)))
-                ids = [fileno * PASSAGES_PER_FILE + k for k in range(len(passages))]
-                con.executemany("INSERT INTO passages(rowid, body, page, line) VALUES (?,?,?,?)",
-                                ((i, t, p, ln) for i, (p, ln, t) in zip(ids, passages,
-                                                                       strict=True)))
+                for path, mtime, size, passages in files:
+                    old = self._drop(base, path)
+                    row = con.execute("SELECT coalesce(max(fileno), 0) + 1 FROM files").fetchone()
+                    fileno = int(row[0])
+                    con.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                                (fileno, base, path, mtime, size, len(passages)))
+                    ids = [fileno * PASSAGES_PER_FILE + k for k in range(len(passages))]
+                    con.executemany(
+                        "INSERT INTO passages(rowid, body, page, line) VALUES (?,?,?,?)",
+                        ((i, t, p, ln) for i, (p, ln, t) in zip(ids, passages, strict=True)))
+                    out.append((old, ids))
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        return old, ids
+        return out
 
     def drop_file(self, base: str, path: str) -> list[int]:
         with self._lock:

@@ -81,3 +81,20 @@ def test_an_uncentred_index_gives_plain_cosines_and_no_mean() -> None:
     assert near[0] == 1 and abs(near[1] - float(unit(1, 0.1) @ unit(1, 0))) < 0.02
     assert far[0] == 2 and far[1] < near[1]
     assert index.score(unit(1, 0), [1])[0][1] > 0.98
+
+
+def test_a_small_index_finds_exactly_the_nearest_and_a_scan_only_one_scores_them() -> None:
+    rng = np.random.default_rng(7)
+    # clustered, near-duplicate vectors, as repeated lines of code embed: where a graph's
+    # approximate search loses some of the true nearest
+    centres = rng.normal(size=(20, 64))
+    data = (centres[rng.integers(0, 20, 3000)] + 0.05 * rng.normal(size=(3000, 64)))
+    data = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+    for graph in (True, False):
+        index = VectorIndex(None, ndim=64, model="test/64", centred=False, graph=graph)
+        index.add(list(range(3000)), data)
+        near = data[:20] + 0.01
+        for q in near / np.linalg.norm(near, axis=1, keepdims=True):
+            truth = [s for _, s in index.score(q, list(range(3000)))[:10]]
+            found = [s for _, s in index.search(q, 10)]
+            assert np.allclose(found, truth, atol=2e-3)  # equals may swap at the tenth

@@ -8,9 +8,9 @@ passage as it is indexed, the fine one (the MiniLM sentence encoder) in the back
 (`refine`), and ranks what it has reached. Both indexes are derived data beside the store,
 keyed by the same passage numbers. Keeping them current is incremental: the full-text index
 reads the nodes appended since its mark on the store's worker; the passages a stage has not
-embedded yet are read there too, embedded on a thread of their own (a model never runs on the
-event loop or the store's worker) and added to that stage's vector index, which is saved every
-few thousand passages and when a catch-up ends.
+embedded yet are read there too, embedded in the indexing child process (`offload`; a model
+never runs on the event loop or the store's worker) and added to that stage's vector index,
+which is saved every few thousand passages and when a catch-up ends.
 """
 
 from __future__ import annotations
@@ -50,7 +50,11 @@ SAVE_EVERY = 8192  # passages embedded between saves of the vector file
 CANDIDATES = 100  # how deep each ranking is read before fusing
 SEMANTIC_WEIGHT = 1.0
 LEXICAL_WEIGHT = 1.0
-RECENCY_WEIGHT = 0.25
+# Recency ranks every candidate, so its weight spreads over their whole list: at 0.1 the
+# newest and the hundredth differ by what the semantic list's first and fifth do (k = 60), a
+# tie-breaker among near equals; at 0.25 the age of a passage outweighed a question's best
+# match by meaning against its fifth.
+RECENCY_WEIGHT = 0.1
 BRANCH_WEIGHT = 0.5
 # A passage found by meaning alone must be closer to the question than to its opposite; for
 # recall (every passage of the hidden nodes scored) it must also stand this many deviations
@@ -139,10 +143,12 @@ class RetrievalEngine:
         reads files that may be large)."""
         with self._open_lock:
             if self._meaning is None:
+                from .offload import shared_offload
                 from .semantic import Meaning
 
                 path = None if self._in_memory else vectors_path(Path(self.store.path))
-                self._meaning = Meaning(path, self.embedder, self.fine_embedder)
+                self._meaning = Meaning(path, self.embedder, self.fine_embedder,
+                                        offload=shared_offload())
             return self._meaning
 
     def vectors(self) -> VectorIndex:

@@ -5,8 +5,9 @@ the knowledge index and vectors beside the store, brought up to date incremental
 whose size and modification time are unchanged is not read again, a removed file's passages
 go, a changed file's are replaced.
 
-Every file is read, cut and embedded on worker threads; the event loop only hands work out
-and reports progress (files done, files/s, time left).
+Files are read, cut and embedded a few at a time in the indexing child process (`offload`),
+the next few while this process writes the last into the indexes; the event loop only hands
+work out and reports progress (files done, files/s, time left).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...core.chunking import UNITS_PER_PASSAGE
 from ...core.citations import Passage, citation, written
 from ...core.fusion import Ranking, fuse
 from ...providers.embeddings import Embedder
@@ -27,7 +29,7 @@ from ...store.database import Store
 from ...store.fulltext import QueryError, any_terms_query, terms_of
 from ...store.knowledge import KnowledgeIndex, KnowledgePassage, knowledge_path
 from .engine import CANDIDATES, covering, default_embedder, fine_embedder
-from .extract import ExtractError, file_passages
+from .offload import FileRead, Offload, read_files, shared_offload
 
 if TYPE_CHECKING:
     # numpy comes with the vectors: a turn that only asks which bases a chat uses (every
@@ -44,6 +46,7 @@ TEXT_SUFFIXES = frozenset({
     ".java", ".kt", ".swift", ".rb", ".php", ".cs", ".sh", ".bash", ".zsh", ".sql", ".lua",
     ".r", ".m", ".scala", ".hs", ".ex", ".exs", ".erl", ".clj", ".css", ".scss", ".vue",
 })
+READ_BATCH = 8  # files read and embedded per job of the child process
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +123,17 @@ def walk(paths: Sequence[str]) -> Iterator[Path]:
 
 
 class KnowledgeService:
-    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+    """`offload` None: the process's indexing child (files are read there when the embedder
+    is the offline default); False: read on worker threads of this process."""
+
+    def __init__(self, store: Store, embedder: Embedder | None = None, *,
+                 offload: Offload | bool | None = None) -> None:
         self.store = store
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        offline = self.embedder is default_embedder()
+        self.offload: Offload | None = (
+            shared_offload() if offload is None and offline
+            else offload if isinstance(offload, Offload) else None)
         self._index: KnowledgeIndex | None = None
         self._vectors: Meaning | None = None
 
@@ -132,8 +143,9 @@ class KnowledgeService:
 
             base = knowledge_path(Path(self.store.path))
             self._index = KnowledgeIndex(base)
+            # A base is always scored whole: no graph to search (`VectorIndex`'s `graph`).
             self._vectors = Meaning(base.with_name(base.name + ".usearch"), self.embedder,
-                                    fine_embedder())
+                                    fine_embedder(), offload=self.offload, graph=False)
             if len(self._vectors.quick) == 0 and self._index.bases():
                 # vectors lost or of another model: every file is read again
                 for name in list(self._index.bases()):
@@ -213,39 +225,83 @@ class KnowledgeService:
             raise KnowledgeError(f"no knowledge base named {name!r}")
         index, vectors = await self._both()
         started = time.monotonic()
-        files = await asyncio.to_thread(lambda: list(walk(bases[name])))
-        known = await asyncio.to_thread(index.files, name)
-        seen: set[str] = set()
-        skipped: list[str] = []
-        read = 0
-        for n, path in enumerate(files, start=1):
-            key = str(path)
-            seen.add(key)
-            try:
-                st = path.stat()
-                rec = known.get(key)
+
+        def survey() -> tuple[int, list[tuple[str, float, int]], list[str], list[str]]:
+            """(files found, those new or changed with their mtime and size, files that
+            could not be read, files gone)."""
+            files = list(walk(bases[name]))
+            known = index.files(name)
+            changed: list[tuple[str, float, int]] = []
+            failed: list[str] = []
+            for path in files:
+                try:
+                    st = path.stat()
+                except OSError as exc:
+                    failed.append(f"{path}: {exc}")
+                    continue
+                rec = known.get(str(path))
                 if rec is None or rec.mtime != st.st_mtime or rec.size != st.st_size:
-                    await asyncio.to_thread(self._index_file, index, vectors, name, path,
-                                            st.st_mtime, st.st_size)
-                    read += 1
-            except (OSError, ExtractError) as exc:
-                skipped.append(f"{path}: {exc}")
-            if progress is not None:
-                progress(IndexProgress(n, len(files), time.monotonic() - started, key))
-        gone = [p for p in known if p not in seen]
+                    changed.append((str(path), st.st_mtime, st.st_size))
+            seen = {str(p) for p in files}
+            return len(files), changed, failed, [p for p in known if p not in seen]
+
+        total, changed, skipped, gone = await asyncio.to_thread(survey)
+        done = total - len(changed)
+        if progress is not None and done:
+            # the unchanged files (and any that could not be looked at) are done already
+            progress(IndexProgress(done, total, time.monotonic() - started, ""))
+        batches = [changed[i:i + READ_BATCH] for i in range(0, len(changed), READ_BATCH)]
+        unread: list[str] = []
+        pending = (asyncio.ensure_future(self._read([p for p, _, _ in batches[0]]))
+                   if batches else None)
+        try:
+            for n, batch in enumerate(batches):
+                assert pending is not None
+                reads = await pending
+                # the child reads the next files while this process writes these
+                pending = (asyncio.ensure_future(self._read([p for p, _, _ in batches[n + 1]]))
+                           if n + 1 < len(batches) else None)
+                unread += await asyncio.to_thread(self._write, index, vectors, name, batch,
+                                                  reads)
+                for path, _, _ in batch:
+                    done += 1
+                    if progress is not None:
+                        progress(IndexProgress(done, total, time.monotonic() - started, path))
+        finally:
+            if pending is not None:  # cancelled or failed: the files read ahead are not kept
+                pending.cancel()
         for p in gone:
             dropped = await asyncio.to_thread(index.drop_file, name, p)
             await asyncio.to_thread(vectors.remove, dropped)
         await asyncio.to_thread(vectors.save)
-        return IndexReport(name, len(seen) - len(skipped), read, len(gone), tuple(skipped),
-                           time.monotonic() - started)
+        skipped += unread
+        return IndexReport(name, total - len(skipped), len(changed) - len(unread), len(gone),
+                           tuple(skipped), time.monotonic() - started)
 
-    def _index_file(self, index: KnowledgeIndex, vectors: Meaning, name: str, path: Path,
-                    mtime: float, size: int) -> None:
-        passages = file_passages(path)
-        old, ids = index.put_file(name, str(path), mtime, size, passages)
-        vectors.remove(old)
-        vectors.add([(i, t) for i, (_, _, t) in zip(ids, passages, strict=True)])
+    async def _read(self, paths: list[str]) -> list[FileRead]:
+        offload = self.offload
+        if offload is not None:
+            return await asyncio.to_thread(offload.run, read_files, paths)
+        return await asyncio.to_thread(read_files, paths, self.embedder)
+
+    @staticmethod
+    def _write(index: KnowledgeIndex, vectors: Meaning, name: str,
+               batch: Sequence[tuple[str, float, int]], reads: Sequence[FileRead]) -> list[str]:
+        """Put these files' passages and vectors in the indexes; returns why any could not be
+        read ("path: reason")."""
+        ok = [(meta, r) for meta, r in zip(batch, reads, strict=True) if not r.error]
+        placed = index.put_files(name, [(p, mtime, size, r.passages)
+                                        for (p, mtime, size), r in ok])
+        keys: list[int] = []
+        for (old, ids), (_, r) in zip(placed, ok, strict=True):
+            vectors.remove(old)
+            keys += [ids[k // UNITS_PER_PASSAGE] * UNITS_PER_PASSAGE + k % UNITS_PER_PASSAGE
+                     for k in r.keys]
+        if keys:
+            import numpy as np
+
+            vectors.quick.add(keys, np.concatenate([r.vectors for _, r in ok if r.keys]))
+        return [f"{r.path}: {r.error}" for r in reads if r.error]
 
     async def refine(self, names: Sequence[str], *, pause: float = 1.0,
                      progress: Callable[[int, int], None] | None = None) -> int:

@@ -10,6 +10,10 @@ quick model, and the best few of those are embedded by the fine one there and th
 (`REFINE_NOW`), so a question asked before the background work ends still gets the fine
 model's judgement on the likeliest candidates. Scores of two models never meet in one list.
 
+Embedding many passages at once (indexing, the background stage) runs in the indexing child
+process (`offload`) when the models are the process's offline ones; a few, for a question
+being asked, run on the caller's thread (no child need start for them).
+
 Synchronous and thread-safe (the vector indexes lock themselves): callers run these methods on
 worker threads, never on the event loop.
 """
@@ -26,6 +30,7 @@ import numpy as np
 from ...core.chunking import UNITS_PER_PASSAGE
 from ...providers.embeddings import Embedder
 from ...store.vectors import VectorIndex
+from .offload import Offload, Stage, embed_rows
 from .units import best_per_passage, embed_passages, first_keys, unit_keys
 
 # Passages the quick model ranks highest among those the fine one has not embedded yet, which
@@ -38,6 +43,8 @@ FINE_NEAREST_UNITS = 200
 # The fine model's cosine below which a passage is no evidence for a question: unrelated
 # sentences score 0.0-0.15 with it, a paraphrase of the question 0.3 and more.
 FINE_FLOOR = 0.15
+# Passages embedded on the caller's thread at most; more go to the indexing child process.
+OFFLOAD_MIN = 32
 
 Texts = Callable[[Sequence[int]], Sequence[tuple[int, str]]]
 """Passage row ids -> (row id, text): how the caller reads passages it has not embedded."""
@@ -58,14 +65,27 @@ class Meaning:
     """One set of passages' vectors, both stages. `path` None keeps them in memory; `fine`
     None is the quick stage alone."""
 
-    def __init__(self, path: Path | None, quick: Embedder, fine: Embedder | None) -> None:
+    def __init__(self, path: Path | None, quick: Embedder, fine: Embedder | None, *,
+                 offload: Offload | None = None, graph: bool = True) -> None:
         self.quick_model = quick
         self.fine_model = fine
-        self.quick = VectorIndex(path, ndim=quick.ndim, model=quick.name)
+        self.offload = offload
+        self.quick = VectorIndex(path, ndim=quick.ndim, model=quick.name, graph=graph)
         self.fine: VectorIndex | None = None
         if fine is not None:
             self.fine = VectorIndex(None if path is None else fine_path(path),
-                                    ndim=fine.ndim, model=fine.name, centred=False)
+                                    ndim=fine.ndim, model=fine.name, centred=False,
+                                    graph=graph)
+
+    def _embed(self, stage: Stage, rows: Sequence[tuple[int, str]]) -> tuple[list[int], Any]:
+        from .engine import default_embedder, fine_embedder
+
+        model = self.quick_model if stage == "quick" else self.fine_model
+        assert model is not None
+        offline = default_embedder() if stage == "quick" else fine_embedder()
+        if self.offload is not None and model is offline and len(rows) > OFFLOAD_MIN:
+            return self.offload.run(embed_rows, stage, list(rows))
+        return embed_passages(model, rows)
 
     @property
     def floor(self) -> float:
@@ -77,14 +97,14 @@ class Meaning:
 
     def add(self, rows: Sequence[tuple[int, str]]) -> None:
         """Embed these passages with the quick model (the fine one follows in `refine`)."""
-        keys, vectors = embed_passages(self.quick_model, rows)
+        keys, vectors = self._embed("quick", rows)
         self.quick.add(keys, vectors)
 
     def refine(self, rows: Sequence[tuple[int, str]]) -> None:
         """Embed these passages with the fine model."""
         if self.fine is None or self.fine_model is None or not rows:
             return
-        keys, vectors = embed_passages(self.fine_model, rows)
+        keys, vectors = self._embed("fine", rows)
         self.fine.remove(unit_keys(r for r, _ in rows))  # a passage may have fewer units now
         self.fine.add(keys, vectors)
 

@@ -129,3 +129,27 @@ def test_which_bases_a_chat_uses_is_read_without_the_vector_libraries(tmp_path: 
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"names": [{}, []], "numpy": False}
+
+
+def test_a_folder_of_many_files_is_read_in_batches_and_a_bad_file_is_named(
+        store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for n in range(19):
+        (root / f"n{n:02d}.md").write_text(f"# Note {n}\n\nNothing of note happened on day {n}.\n")
+    (root / "n17.md").write_text("# Note 17\n\nThe spare car key is taped under the mailbox.\n")
+    (root / "n09.txt").write_bytes(b"\x00binary\x00" * 20)
+    service = KnowledgeService(store)
+    seen: list[int] = []
+
+    async def run() -> None:
+        await service.add("many", [str(root)])
+        report = await service.reindex("many", lambda p: seen.append(p.done))
+        assert report.files == 19 and report.read == 19
+        assert report.skipped == (f"{root / 'n09.txt'}: n09.txt is not a text file",)
+        assert seen == sorted(seen) and seen[-1] == 20
+        (hit, *_) = await service.search(["many"], "where is the spare key for the vehicle?")
+        assert hit.path == str(root / "n17.md") and "mailbox" in hit.text
+        assert await service.stats() == {"many": (19, 19)}
+
+    asyncio.run(run())
