@@ -160,7 +160,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     store = open_and_recover(default_store_path(data_dir))
     try:
         session_id, user_id = asyncio.run(_commit(store, args, text, files))
-        carried = f" and {len(files)} file(s)" if files else ""
+        carried = f" and {len(files)} file{'' if len(files) == 1 else 's'}" if files else ""
         print(
             f"[sent: {len(text):,} characters{carried}, committed to session "
             f"{session_id[:12]}]",

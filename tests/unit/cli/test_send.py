@@ -112,7 +112,7 @@ def test_attach_is_repeatable_and_a_file_that_cannot_be_sent_sends_nothing(
         capture_output=True, text=True, env=send_env(), timeout=300, check=False,
     )
     assert out.returncode == 0, out.stderr
-    assert "[sent: 13 characters and 2 file(s)" in out.stderr
+    assert "[sent: 13 characters and 2 files," in out.stderr
     blocks = loopback.requests[-1].body["messages"][-1]["content"]
     kinds = [b["type"] for b in blocks]
     assert kinds.count("image_url") == 1
