@@ -104,3 +104,31 @@ def test_a_failed_restore_leaves_the_store_as_it_was_and_says_why(
 
     aio.run(scenario())
     assert not list(desk.data_dir.glob("treechat.duckdb.before-restore-*"))
+
+
+def test_a_chat_newer_than_the_backup_leaves_the_screen_and_keeps_what_was_typed(
+    desk: Desk, aio: Aio
+) -> None:
+    """The chat on screen was written after the backup: once restored, the window does not
+    go on showing it (a send into it would fail), and the text typed into it is kept as a
+    new chat's."""
+    backups = desk.controller.backups
+    assert backups is not None
+
+    async def scenario() -> None:
+        sessions = desk.services.chat.sessions
+        await sessions.create(title="In the backup")
+        backup = await backups.service.create()
+        newer = await sessions.create(title="Only after the backup")
+        await sessions.append_message(newer.id, "written after it")
+        await desk.controller.session_list.reload()
+        await desk.controller.load_session(newer.id)
+        desk.composer.set_text("half a thought")
+        await backups.restore(backup)
+        assert listed_titles(desk) == ["In the backup"]
+        assert desk.controller.current_view is None
+        assert desk.controller.current_session_id is None
+        assert desk.composer.text() == "half a thought"
+        assert "not in this backup" in desk.window.statusBar().currentMessage()
+
+    aio.run(scenario())

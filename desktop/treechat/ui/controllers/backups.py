@@ -134,6 +134,17 @@ class BackupsController:
             for session_id in shown:
                 chats.forget_view(session_id)
             chats.last_errors.clear()
+            # The chat on screen was read from the replaced store: it is opened again from
+            # the restored one, or, where the backup predates it, the window shows a new
+            # chat holding what was typed into it.
+            chats.show(None)
+            restored = {s.id for s in await chats.sessions.list()}
+            if opened is not None and opened not in restored:
+                typed = unsent.pop(opened, "")
+                if typed.strip() and not unsent.get("", "").strip():
+                    unsent[""] = typed
+                opened = None
+                text += " The chat that was open is not in this backup."
         # What was typed and not sent stays, in the restored store too.
         await self._preferences.save_drafts(unsent)
         await chats.start(opened)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from ...services.models.catalog import ModelChoice
+from ...services.turns.sessions import SessionView
 
 StatusLine = Callable[[str], None]
 """Says one line in the window's status bar."""
@@ -88,6 +89,8 @@ class RestoreHost(ShownChats, Protocol):
     def last_errors(self) -> Clears: ...
 
     def stash_composer(self) -> None: ...
+
+    def show(self, view: SessionView | None) -> None: ...
 
     async def start(self, open_session: str | None = None) -> None: ...
 
