@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -182,20 +182,52 @@ def parse_source_url(url: str) -> tuple[str, int, int] | None:
     return path, number("page"), number("line")
 
 
+# A citation as a model writes one: [file], [file, line N], [file, lines N-M], [file, page P]
+# or [file, page P, line N], in any case, and not already a link.
+_CITED = re.compile(r"\[(?P<file>[^\[\]\n,]+?)(?:,\s*(?:page|p\.)\s*(?P<page>\d+))?"
+                    r"(?:,\s*lines?\s*(?P<line>\d+)(?:\s*[-\u2013]\s*\d+)?)?\](?!\()",
+                    re.IGNORECASE)
+
+
+def _file_name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def cited_passage(files: Sequence[Passage], name: str, page: int, line: int) -> Passage | None:
+    """The retrieved passage a citation points into: the file by its path or its name, the
+    page when one is given, and the passage whose lines hold the cited line (a citation of
+    line 4 is of the passage that starts at line 1 and runs to line 5)."""
+    wanted = name.strip().casefold()
+    same = [p for p in files
+            if wanted in (p.path.casefold(), _file_name(p.path).casefold())
+            and (not page or p.page == page)]
+    if not line:
+        return same[0] if same else None
+    for p in same:
+        if p.line <= line <= p.line + p.text.strip().count("\n"):
+            return p
+    return None
+
+
 def with_sources(text: str, sources: Sequence[Passage]) -> str:
     """The reply's Markdown with each citation of a knowledge file it makes turned into a
-    link to the place, and under it the files it cited as Sources (or, when it cites none,
-    the passages its turn retrieved)."""
+    link to the place it names, and under it the passages it cited as Sources (or, when it
+    cites none, the passages its turn retrieved)."""
     files = [p for p in sources if p.kind == "knowledge" and p.path]
     if not files or not text.strip():  # a step that only called tools says nothing
         return text
     cited: list[Passage] = []
-    for p in files:
-        link = source_url(p)
-        for said in {p.source, p.short_source}:
-            if f"[{said}]" in text:
-                text = text.replace(f"[{said}]", f"[{said}]({link})")
-                cited.append(p)
+
+    def link(m: re.Match[str]) -> str:
+        line = int(m["line"] or 0)
+        found = cited_passage(files, m["file"], int(m["page"] or 0), line)
+        if found is None:
+            return m[0]
+        cited.append(found)
+        place = replace(found, line=line) if line else found  # opens at the line cited
+        return f"{m[0]}({source_url(place)})"
+
+    text = _CITED.sub(link, text)
     shown = unique(cited) or files
     heading = "Sources" if cited else "Passages retrieved (none cited)"
     items = "\n".join(f"{n}. [{p.short_source}]({source_url(p)})"

@@ -66,3 +66,26 @@ def test_only_a_source_link_is_read_back_as_a_place() -> None:
     assert parse_source_url(source_url(p)) == ("/home/me/My Notes/plan (v2).md", 0, 12)
     assert parse_source_url("file:///etc/passwd") is None
     assert parse_source_url("https://example.com/a?line=3") is None
+
+
+def test_a_citation_links_to_the_passage_whose_lines_hold_it_as_the_model_writes_it() -> None:
+    garden = Passage("knowledge", "one\ntwo\nthree\nfour\nfive", path="/n/garden.md", line=1)
+    later = Passage("knowledge", "six\nseven", path="/n/garden.md", line=6)
+    lease = Passage("knowledge", "Rent is due\non the first.", path="/n/Lease.pdf", page=2,
+                    line=1)
+    text = ("Line four [garden.md, line 4], seven [garden.md, lines 6-7], the rent "
+            "[lease.pdf, page 2], nothing at [garden.md, line 40] or [other.md, line 1], "
+            "and a box [x].")
+    shown = with_sources(text, [garden, later, lease])
+    def at(line: int) -> str:  # the link opens the file at the line cited
+        return source_url(Passage("knowledge", "", path="/n/garden.md", line=line))
+
+    assert f"[garden.md, line 4]({at(4)})" in shown
+    assert f"[garden.md, lines 6-7]({at(6)})" in shown
+    assert f"[lease.pdf, page 2]({source_url(lease)})" in shown
+    assert "[garden.md, line 40] or [other.md, line 1]," in shown  # no passage holds them
+    assert "a box [x]." in shown
+    assert shown.endswith(
+        f"**Sources**\n\n1. [garden.md, line 1]({source_url(garden)})\n"
+        f"2. [garden.md, line 6]({source_url(later)})\n"
+        f"3. [Lease.pdf, page 2, line 1]({source_url(lease)})")
