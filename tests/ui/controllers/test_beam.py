@@ -21,6 +21,7 @@ from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
 from treechat.services.models.catalog import ModelChoice
 from treechat.services.turns.beam import DEFAULT_FUSE_INSTRUCTION
+from treechat.ui.chat.rows import RowKind
 from treechat.ui.controllers.beam import BeamController
 
 from ..conftest import Aio, Desk, close_desk
@@ -128,6 +129,7 @@ def test_one_message_to_three_models_streams_a_column_each(
         assert view is not None
         assert [c.title.text() for c in view.columns] == list(LABELS)
         assert not view.fuse_button.isEnabled()  # not while they stream
+        assert view.fuse_model.count() >= 3  # the models it may be fused with are named
         for server in servers:  # every request is out before any is answered
             await aio.until(lambda s=server: len(s.requests) == 1, what="three requests")
         for gate in gates:
@@ -200,9 +202,20 @@ def test_compare_continue_from_a_column_and_fuse(
         view.edit_instruction.setChecked(True)
         view.instruction.setPlainText("Pick one wood, name the others.")
         view.fuse_model.setCurrentIndex(view.fuse_model.findData(MODELS[2]))
-        servers[2].queue(Reply(text="Fused: CEDAR; MAPLE and BIRCH disagreed."))
+        resume = threading.Event()
+        servers[2].queue(Reply(text="Fused: CEDAR; MAPLE and BIRCH disagreed.", pause_after=1,
+                               resume=resume))
         QTest.mouseClick(view.fuse_button, Qt.MouseButton.LeftButton)
         await aio.until(lambda: stack_of(desk).currentWidget() is desk.chat, what="chat")
+        # while it streams, the fused reply has its own header: it is not the continuation
+        # of the reply on screen
+        await aio.until(lambda: desk.chat.model.stream_text() != "", what="the fuse streams")
+        rows = desk.chat.model.rows
+        above, streaming = rows[-2], rows[-1]
+        assert streaming.kind == RowKind.STREAM and streaming.starts_turn
+        assert streaming.model == f"{LABELS[2]} · fusing 3 replies"
+        assert above.ends_turn
+        resume.set()
         fused = "Fused: CEDAR; MAPLE and BIRCH disagreed."
         await aio.until(lambda: desk.controller.current_view is not None and (
             desk.controller.current_view.graph.get(

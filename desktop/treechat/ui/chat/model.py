@@ -45,6 +45,7 @@ class _Stream:
     active: bool = True
     revision: int = 0
     waiting: str = ""
+    own_turn: bool = False  # a reply to several (a fusion, a merge): its own header
 
 
 class ChatModel(QAbstractListModel):
@@ -204,8 +205,8 @@ class ChatModel(QAbstractListModel):
         self._base = rows_for(view, frozenset(self._expanded), self.model_name, self._start)
         self._publish()
 
-    def begin_stream(self, parent_id: str | None, label: str) -> None:
-        self._stream = _Stream(parent_id=parent_id, label=label)
+    def begin_stream(self, parent_id: str | None, label: str, own_turn: bool = False) -> None:
+        self._stream = _Stream(parent_id=parent_id, label=label, own_turn=own_turn)
         self._error = None
         self._publish()
 
@@ -291,6 +292,11 @@ class ChatModel(QAbstractListModel):
                 )
             )
         rows = with_turn_marks(rows)
+        if stream is not None and stream.own_turn and len(rows) > 1:
+            # it hangs under the reply on screen but is not that reply's continuation
+            above, own = rows[-2], rows[-1]
+            rows[-2] = above.marked(above.starts_turn, True, above.is_last, above.at_end)
+            rows[-1] = own.marked(True, own.ends_turn, own.is_last, own.at_end)
         if self._error is not None:
             target = next(
                 (r.node.caller or r.node.id if r.kind == RowKind.TOOL else r.node.id

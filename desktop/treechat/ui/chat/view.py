@@ -139,13 +139,13 @@ class ChatView(QWidget):
         self.delegate.layouter.clear()
         self.list.viewport().update()
 
-    def begin_stream(self, parent_id: str | None, model_label: str) -> None:
+    def begin_stream(self, parent_id: str | None, label: str, own_turn: bool = False) -> None:
         """A reply to `parent_id` starts: show it (typing dots until text arrives)."""
         self.stream.clear()
         self._wait_timer.stop()
         self.scroller.stick = True
         with self.scroller.guard():
-            self.model.begin_stream(parent_id, model_label)
+            self.model.begin_stream(parent_id, label, own_turn)
         self.scroller.settle(Anchor(bottom=True))
         self.stream.update_typing()
 

@@ -113,6 +113,7 @@ class BeamController:
         view = self._ensure_view()
         view.set_message(text)
         view.show_columns([Column("", self._models.label_for(m), state="streaming") for m in order])
+        self._offer_fuse_models(view)  # named already; fusing waits for the replies
         view.set_running(True)
         self._message = None
         self._show_view()
@@ -210,11 +211,14 @@ class BeamController:
         self._message = (session_id, replies[0].first.predecessor or "")
         view.set_message(message.text if message is not None else "")
         view.show_columns([self._column(r) for r in replies])
+        self._offer_fuse_models(view)
+        if open_it:
+            self._show_view()
+
+    def _offer_fuse_models(self, view: CompareView) -> None:
         view.set_fuse_models(
             [(ch.id, ch.label) for ch in self._models.choices if ch.available],
             self._models.selected(), DEFAULT_FUSE_INSTRUCTION)
-        if open_it:
-            self._show_view()
 
     def _column(self, reply: SiblingReply) -> Column:
         local = self._models.is_local(reply.model)
@@ -258,7 +262,9 @@ class BeamController:
 
             return run()
 
-        if self._turns.run_external(make):
+        count = len(order) if order else 0
+        if self._turns.run_external(make, heading=f"fusing {count} replies" if count > 1
+                                    else "fusing the replies"):
             self.back()
 
     # --- where it shows ------------------------------------------------------------

@@ -401,6 +401,6 @@ class HistoryPanels(QObject):
             self._chat.show_updated(await self._sessions.view(sid))
             model = self._selected_model()
             self._run_turn(lambda sink: self.attach.continue_merge(
-                plan, model=model, on_event=sink))
+                plan, model=model, on_event=sink), heading=f"merging {len(heads)} branches")
 
         self._tasks.spawn(work(), name="merge")

@@ -111,8 +111,8 @@ class OccupancyRefresh(Protocol):
 class TurnRunner(Protocol):
     """Runs a turn started elsewhere like a send (streamed, failing into the banner)."""
 
-    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]]
-                     ) -> bool: ...
+    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]],
+                     heading: str = "") -> bool: ...
 
 
 __all__ = [

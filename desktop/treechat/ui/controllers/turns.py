@@ -100,6 +100,7 @@ class TurnController(QObject):
         self._turns: dict[str, asyncio.Task[Any]] = {}
         self._pending: dict[str, str] = {}  # session -> text sent, kept until the reply lands
         self._preview_base: dict[str, SessionView] = {}  # the view before a shown preview
+        self._headings: dict[str, str] = {}  # session -> what a reply to several says it does
         self._sending = False  # between Enter and the turn being registered
         self._attachments: AttachmentSource | None = None
         self._files: FileSource | None = None
@@ -297,13 +298,11 @@ class TurnController(QObject):
         last_seq = max((n.seq for n in view.graph), default=0)
         provisional = Node(
             id=f"{PENDING_PREFIX}{view.session.id}", seq=last_seq + 1, created_at=self._clock.now(),
-            session_id=view.session.id, role="user", output=text.strip(),
-            predecessor=view.head,
-        )
+            session_id=view.session.id, role="user", output=text.strip(), predecessor=view.head)
         self._preview_base[view.session.id] = view
         self._shown.redraw(extend_view(view, [provisional], provisional.id))
-        label = self._models.label_for(self._models.selected() or "")
-        self._chat_view.begin_stream(provisional.id, label)
+        self._chat_view.begin_stream(provisional.id, self._models.label_for(
+            self._models.selected() or ""))
 
     def retry(self, node_id: str | None = None) -> None:
         view = self._shown.current_view
@@ -334,14 +333,16 @@ class TurnController(QObject):
         if sid is not None:
             self._chat.stop(sid)
 
-    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]]) -> bool:
-        """Run a turn started elsewhere (a merge from the history graph) like a send: it
-        streams into the chat, fails into the banner and redraws at the end."""
+    def run_external(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]],
+                     heading: str = "") -> bool:
+        """Run a turn started elsewhere (a merge from the graph) like a send; a `heading`
+        ("fusing 3 replies") streams it under its own header, not as the shown reply's."""
         view = self._shown.current_view
         if view is None or self.is_running():
             return False
         session_id = view.session.id
         self._banner.dismiss()
+        self._headings[session_id] = heading
         run = make(self.sink(session_id))
         self._tasks.spawn(self._run_turn(session_id, run), name="graph-turn")
         return True
@@ -368,6 +369,7 @@ class TurnController(QObject):
             self._set_running(session_id, False)
             self._pending.pop(session_id, None)
             self._preview_base.pop(session_id, None)
+            self._headings.pop(session_id, None)
         await self._ends.finish(session_id)
         self.turnFinished.emit(session_id)
         self._turn_heads.pop(session_id, None)
@@ -407,8 +409,10 @@ class TurnController(QObject):
                 self._turn_heads[session_id] = self._shown.current_view.head
             if event.user_node is not None:
                 self._tasks.spawn(self._rows.refresh_session(session_id), name="title")
+            heading, label = self._headings.pop(session_id, ""), self._models.label_for(event.model)
             if current:
-                chat.begin_stream(event.parent_id, self._models.label_for(event.model))
+                chat.begin_stream(event.parent_id, " · ".join(filter(None, (label, heading))),
+                                  own_turn=bool(heading))
                 self._status("Writing a reply…")
         elif isinstance(event, TextDelta):
             if current:

@@ -15,9 +15,14 @@ from ...services.turns.sessions import SessionView
 StatusLine = Callable[[str], None]  # the status bar's one line of news
 Refresh = Callable[[], Coroutine[Any, Any, None]]  # read something again and show it
 EventSink = Callable[[TurnEvent], None]
-# Runs a turn started elsewhere like a send (streamed, failing into the banner); False when
-# one is already running in the chat.
-TurnStarter = Callable[[Callable[[EventSink], Coroutine[Any, Any, Any]]], bool]
+
+
+class TurnStarter(Protocol):
+    """Runs a turn started elsewhere like a send (streamed, failing into the banner); False
+    when one is already running in the chat. A `heading` marks a reply to several."""
+
+    def __call__(self, make: Callable[[EventSink], Coroutine[Any, Any, Any]],
+                 heading: str = "") -> bool: ...
 
 
 class Spawner(Protocol):
