@@ -64,3 +64,21 @@ def test_another_session_or_a_new_chat_starts_afresh(qapp: QApplication) -> None
     assert set(scene.nodes) == {"x"} and scene.session_id == "t"
     scene.clear_view()
     assert scene.nodes == {} and scene.head is None and scene.session_id is None
+
+
+def test_a_long_chat_s_end_then_its_whole_is_one_line_as_if_drawn_whole(
+    qapp: QApplication,
+) -> None:
+    """A long chat opens on its end, then the whole path arrives: the older nodes take their
+    place above the end, in one lane, and HEAD is where a whole first draw puts it."""
+    line = [node(f"n{i}", i, f"n{i - 1}" if i else None, "user" if i % 2 == 0 else "assistant")
+            for i in range(40)]
+    whole = scene_for(qapp)
+    whole.show_view(view_of(line, "n39"))
+    scene = scene_for(qapp)
+    scene.show_view(view_of(line[30:], "n39"))  # the end alone: n30 has no parent here
+    scene.show_view(view_of(line, "n39"))
+    assert {k: scene.point_of(k) for k in scene.nodes} == {
+        k: whole.point_of(k) for k in whole.nodes}
+    assert {scene.point_of(k).x() for k in scene.nodes} == {whole.point_of("n0").x()}
+    assert scene.head == "n39"

@@ -8,15 +8,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import (
-    QPainter,
-    QPainterPath,
-    QPixmap,
-)
-from PySide6.QtWidgets import (
-    QGraphicsPathItem,
-    QGraphicsScene,
-)
+from PySide6.QtGui import QPainter, QPainterPath, QPixmap
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene
 
 from ...core import dag
 from ...core.layout import EMPTY_LAYOUT, Layout, extend_layout
@@ -113,12 +106,20 @@ class HistoryScene(QGraphicsScene):
 
     # --- mirroring the model -------------------------------------------------------
 
-    def show_view(self, view: SessionView) -> None:
+    def show_view(self, view: SessionView) -> bool:
         """Mirror a `SessionView`: rebuild for another session or after a purge, otherwise
-        add what is new and restate HEAD, hidden, pinned and merged marks."""
+        add what is new and restate HEAD, hidden, pinned and merged marks. True when it was
+        drawn afresh."""
         graph = view.graph
         session_id = view.session.id
-        if session_id != self.session_id or any(k not in graph for k in self.nodes):
+        # Nodes are placed in the order they were written: older ones arriving after newer
+        # (a long chat's end drawn first, then the whole of it) are placed afresh with them.
+        older = session_id == self.session_id and self.nodes and min(
+            (n.seq for n in graph if n.id not in self.nodes), default=1 << 62
+        ) < max(n.seq for n in self.nodes.values())
+        rebuilt = session_id != self.session_id or older or any(
+            k not in graph for k in self.nodes)
+        if rebuilt:
             self.session_id = session_id
             self.layout = EMPTY_LAYOUT
             self.nodes = {}
@@ -142,6 +143,7 @@ class HistoryScene(QGraphicsScene):
         self.merged_ids = merged_peers(graph)
         self.graph = graph
         self.set_head(view.head, graph)
+        return bool(rebuilt)
 
     def clear_view(self) -> None:
         """Show nothing (a new chat)."""

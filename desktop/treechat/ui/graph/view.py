@@ -104,12 +104,11 @@ class HistoryGraphView(QGraphicsView):
 
     def show_view(self, view: SessionView) -> None:
         scene = self.graph_scene
-        first = view.session.id != scene.session_id
         before = len(scene.nodes)
-        scene.show_view(view)
-        if len(scene.nodes) != before or first:
+        afresh = scene.show_view(view)  # another chat, or a long chat's whole after its end
+        if len(scene.nodes) != before or afresh:
             self.minimap.invalidate()
-        if first:
+        if afresh:
             self.home()
         self._sync_detail()
 
