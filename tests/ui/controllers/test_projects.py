@@ -259,3 +259,31 @@ def test_many_projects_with_long_names_read_in_a_small_window(
         await shoot(desk, "projects-many")
 
     aio.run(scenario())
+
+
+def test_the_window_s_menus_offer_knowledge_and_a_new_project(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    """Knowledge and projects are found without right-clicking: Chat → Knowledge for this
+    chat… (for the chat on screen, off without one) and File → New project…."""
+    desk = desk_with(seed)
+    projects = desk.controller.projects
+    menus = {a.menu().title().replace("&", ""): a.menu() for a in desk.window.menuBar().actions()
+             if isinstance(a.menu(), QMenu)}
+    knowledge = next(a for a in menus["Chat"].actions() if a.text() == "Knowledge for this chat…")
+    new_project = next(a for a in menus["File"].actions() if a.text() == "New project…")
+
+    async def scenario() -> None:
+        desk.controller.new_chat()
+        assert not knowledge.isEnabled()
+        await desk.controller.load_session("s2")
+        assert knowledge.isEnabled()
+        knowledge.trigger()
+        (panel,) = projects.knowledge.panels.values()
+        assert panel.isVisible() and "Oven choice" in panel.windowTitle()
+        panel.close()
+        new_project.trigger()
+        assert isinstance(projects.dialog, ProjectDialog) and projects.dialog.isVisible()
+        projects.dialog.close()
+
+    aio.run(scenario())

@@ -1,7 +1,8 @@
 """Projects in the chat list: made, renamed, given instructions and memory across chats through
 their dialog, chats moved in and out from a chat's menu (all the picked ones) or by dragging
 them onto a project, the last move undone from the banner, deleted without their chats; and
-the knowledge of a chat or a project from the same menus."""
+the knowledge of a chat or a project from the same menus (the open chat's from the window's
+Chat menu too)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu, QWidget
 
 from ...services.projects import Project, ProjectError, ProjectService
 from ...services.turns.chat_service import ChatService
@@ -40,6 +41,21 @@ class ProjectsController:
             lambda chats, pid: self.move_chats(list(chats), str(pid) or None))
         parts.sessions.dropHint.connect(lambda text: self._status(str(text)))
         parts.banner.actionTriggered.connect(self._banner_action)
+        # the window's menus offer what the chat list's menus do, for the chat on screen
+        self._shown: Target | None = None
+        self.knowledge_action = QAction("Knowledge for this chat…", parts.window)
+        self.knowledge_action.setEnabled(False)
+        self.knowledge_action.triggered.connect(lambda *_: self._open_shown_knowledge())
+        self.new_project_action = QAction("New project…", parts.window)
+        self.new_project_action.triggered.connect(lambda *_: self.new_project(None))
+        for title, action in (("Chat", self.knowledge_action), ("File", self.new_project_action)):
+            menu = window_menu(parts.window, title)
+            if menu is not None:
+                menu.addAction(action)
+
+    def _open_shown_knowledge(self) -> None:
+        if self._shown is not None:
+            self.knowledge.open_panel(self._shown)
 
     def close(self) -> None:
         self.knowledge.close()
@@ -52,6 +68,9 @@ class ProjectsController:
                                           self._member_of)
 
     def chat_opened(self, view: SessionView | None) -> None:
+        self._shown = None if view is None else Target(
+            "chat", view.session.id, view.session.title or "Untitled")
+        self.knowledge_action.setEnabled(view is not None)
         if view is not None:
             self.knowledge.chat_opened(view.session.id, view.session.title or "Untitled")
 
@@ -235,3 +254,13 @@ class ProjectsController:
                 self._status(str(exc))
 
         self._tasks.spawn(guarded(), name="projects")
+
+
+def window_menu(window: QWidget, title: str) -> QMenu | None:
+    """The window's menu named `title` ("Chat"), if it has a menu bar with one."""
+    bar = window.menuBar() if isinstance(window, QMainWindow) else None
+    for action in bar.actions() if bar is not None else ():
+        menu = action.menu()
+        if isinstance(menu, QMenu) and menu.title().replace("&", "") == title:
+            return menu
+    return None
