@@ -3,6 +3,8 @@ window's schedule, once started, makes the start-up backup when none is recent."
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtWidgets import QMenu
 
 from treechat.store.backup import list_backups
@@ -33,6 +35,10 @@ def test_help_back_up_now_writes_a_backup(desk: Desk, aio: Aio) -> None:
         (made,) = list_backups(store.path)
         assert made.reason == "manual"
         assert "Backed up" in desk.window.statusBar().currentMessage()
+        # Help says when the newest backup was made
+        (last,) = [a for a in help_menu(desk).actions() if a.text().startswith("Last backup")]
+        assert last.text().endswith(time.strftime("%H:%M", time.localtime(made.created_at)))
+        assert not last.isEnabled()
 
     aio.run(scenario())
 
@@ -45,6 +51,8 @@ def test_the_schedule_backs_up_at_start_when_none_is_recent(desk: Desk, aio: Aio
     async def scenario() -> None:
         backups.start()
         await aio.until(lambda: len(list_backups(store.path)) == 1, what="the start backup")
+        await aio.until(lambda: backups.last_action.text() != "Last backup: looking…"
+                        and "none" not in backups.last_action.text(), what="the line in Help")
         assert list_backups(store.path)[0].reason == "start"
         assert backups.schedule.running
         await backups.close()

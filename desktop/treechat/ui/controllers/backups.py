@@ -53,6 +53,7 @@ class BackupsController:
         self.service = services.backups
         self.dialog: RestoreBackupDialog | None = None
         self.restored: bool = False
+        self._clock = conversation.clock
         self.schedule = BackupSchedule(self.service, conversation.clock, on_made=self._made)
         self.last_made: Backup | None = None
         self.back_up_action = QAction("Back up now", window)
@@ -62,20 +63,45 @@ class BackupsController:
         self.action = QAction("Restore a backup…", window)
         self.action.setObjectName("RestoreBackupAction")
         self.action.triggered.connect(lambda *_: self.open_dialog())
+        # when the newest backup was made, read at a glance (a line to read, not to click)
+        self.last_action = QAction("Last backup: looking…", window)
+        self.last_action.setEnabled(False)
         menu = help_or_file_menu(window)
         menu.addSeparator()
         menu.addAction(self.back_up_action)
         menu.addAction(self.action)
+        menu.addAction(self.last_action)
 
     def start(self) -> None:
         """Back up on its own from now on (the first look at once)."""
         self.schedule.start()
+        self._spawn(self._read_last(), name="last-backup")
+
+    async def _read_last(self) -> None:
+        try:
+            found = await self.service.list()
+        except OSError as exc:
+            log.warning("the backups could not be listed: %s", exc)
+            found = ()
+        if self.last_made is None:  # one made meanwhile is newer
+            self._show_last(found[0] if found else None)
+
+    def _show_last(self, backup: Backup | None) -> None:
+        self.last_made = backup
+        if backup is None:
+            self.last_action.setText("Last backup: none yet")
+            return
+        day = time.strftime("%Y-%m-%d", time.localtime(backup.created_at))
+        today = time.strftime("%Y-%m-%d", time.localtime(self._clock.now()))
+        when = time.strftime("%H:%M" if day == today else "%Y-%m-%d %H:%M",
+                             time.localtime(backup.created_at))
+        self.last_action.setText(f"Last backup: {'today ' if day == today else ''}{when}")
 
     async def close(self) -> None:
         await self.schedule.stop()
 
     def _made(self, backup: Backup) -> None:
-        self.last_made = backup
+        self._show_last(backup)
         log.info("backed up to %s", backup.path)
 
     async def back_up_now(self) -> Backup | None:
@@ -86,6 +112,7 @@ class BackupsController:
             self._status(f"The backup was not made: {exc}")
             return None
         self.schedule.note_made(backup)
+        self._show_last(backup)
         when = time.strftime("%H:%M", time.localtime(backup.created_at))
         self._status(f"Backed up at {when} to {backup.path}")
         if self.dialog is not None and self.dialog.isVisible():
