@@ -36,3 +36,14 @@ def test_passages_are_listed_with_their_sources(qtbot: QtBot) -> None:
     assert picked.args == ["t"]
     shown.set_items(())
     assert "No retrieved passages" in shown.title.text()
+
+
+def test_the_empty_line_reads_whole_in_a_narrow_dock(qtbot: QtBot) -> None:
+    shown = PassagesList()
+    qtbot.addWidget(shown)
+    shown.set_items(())
+    shown.resize(260, 200)
+    shown.show()
+    qtbot.waitExposed(shown)
+    assert shown.minimumSizeHint().width() <= 260
+    assert shown.title.height() >= 2 * shown.title.fontMetrics().height()  # wrapped, not cut

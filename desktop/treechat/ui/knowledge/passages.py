@@ -37,6 +37,7 @@ class PassagesList(QWidget):
         self.title = QLabel("")
         self.title.setObjectName("EmptyHint")
         self.title.setContentsMargins(10, 4, 10, 0)
+        self.title.setWordWrap(True)  # a narrow dock reads the whole line, in two
         self.model = QStandardItemModel(self)
         self.view = QListView()
         self.view.setObjectName("ContextPassageList")
