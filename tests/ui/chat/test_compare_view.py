@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QSignalSpy, QTest
+from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
 from treechat.ui.chat.compare_view import Column, CompareView, facts_text
@@ -93,3 +94,17 @@ def test_what_only_one_reply_says_is_tinted(qtbot: QtBot) -> None:
     assert [c.marked() for c in view.columns] == [[False, True], [False, True]]
     view.differences.setChecked(False)
     assert [c.marked() for c in view.columns] == [[False, False], [False, False]]
+
+
+def test_the_controls_stand_apart(qtbot: QtBot) -> None:
+    """Show differences and One at a time, and the fuse row's controls, do not touch."""
+    view = make(qtbot)
+    view.set_fuse_models([("m", "Mini")], "m", "Combine.")
+    qtbot.wait(10)
+
+    def gap(left: QWidget, right: QWidget) -> int:
+        return right.geometry().left() - left.geometry().right()
+
+    assert gap(view.differences, view.back) >= 8
+    assert gap(view.fuse_model, view.edit_instruction) >= 6
+    assert gap(view.edit_instruction, view.fuse_button) >= 6
