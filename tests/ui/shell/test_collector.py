@@ -11,9 +11,9 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QApplication, QLineEdit
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLineEdit
 from pytestqt.qtbot import QtBot
 
 from treechat.ui.shell.collector import GROWTH, LOAD_OBJECTS, GuiThreadCollector
@@ -75,17 +75,21 @@ def test_set_aside_cycles_are_freed_once_the_window_is_idle(qtbot: QtBot, gc_sta
                                    now=clock)
     field = QLineEdit()
     qtbot.addWidget(field)
+    field.show()
+    qtbot.waitExposed(field)
     try:
         gc.collect()
         collector.collect_everything()
         grown = max(LOAD_OBJECTS, gc.get_freeze_count() * (1 + GROWTH))  # this process's heap
         cycles = [Cycle() for _ in range(int(grown))]
         dropped = weakref.ref(cycles[0])
-        collector.check()  # a load: set aside
+        collector.check()  # a load: set aside (and the window heard from now on)
         del cycles
         clock.t += 120.0
-        QApplication.sendEvent(field, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_A,
-                                                Qt.KeyboardModifier.NoModifier, "a"))
+        window = field.windowHandle()
+        assert window is not None
+        QTest.keyClick(window, Qt.Key.Key_A)  # as the platform delivers a key: to the window
+        assert field.text() == "a"
         collector.check()
         assert dropped() is not None  # someone is typing: the long walk waits
         clock.t += 3.0

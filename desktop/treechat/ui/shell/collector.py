@@ -20,12 +20,13 @@ import gc
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtGui import QGuiApplication
 
-INTERVAL_MS = 200  # how often the thresholds are looked at
-LOAD_OBJECTS = 20_000
+INTERVAL_MS = 100  # how often the thresholds are looked at
+LOAD_OBJECTS = 10_000
 """New objects since the last look beyond which they are set aside unwalked: a load (a chat
-read, rows built, a module imported) whose objects live on; walking them costs ~5 ms a 20,000."""
+read, rows built, a module imported) whose objects live on; walking them costs ~2-5 ms a 10,000."""
 IDLE_S = 3.0  # no key, click, wheel or pointer move for this long: a long walk is not felt
 GROWTH = 0.25  # what is set aside is walked again once it has grown by this much
 FULL_EVERY_S = 60.0  # and not more often than this
@@ -39,8 +40,9 @@ INPUT_EVENTS = frozenset({
 
 
 class GuiThreadCollector(QObject):
-    """Collects on a timer on the GUI thread (`check`); hears the window's input through an
-    event filter on the application, to keep the long walk for when nobody is using it."""
+    """Collects on a timer on the GUI thread (`check`). It hears the input of each top-level
+    window (a filter on its `QWindow`, which sees every key and pointer event first, and few
+    others) to keep the long walk for when nobody is using the window."""
 
     def __init__(
         self,
@@ -60,9 +62,6 @@ class GuiThreadCollector(QObject):
         self.last_input = now()
         self._last_full = now()
         self._set_aside_after_full = gc.get_freeze_count()
-        self._app = QCoreApplication.instance()
-        if self._app is not None:
-            self._app.installEventFilter(self)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.check)
@@ -80,6 +79,7 @@ class GuiThreadCollector(QObject):
     def check(self) -> int:
         """One look: set a load aside, collect what is due, or walk everything when idle and
         grown. How many objects were freed."""
+        self._hear_windows()
         counts, thresholds = gc.get_count(), gc.get_threshold()
         if counts[0] > LOAD_OBJECTS:
             gc.freeze()
@@ -97,6 +97,10 @@ class GuiThreadCollector(QObject):
                 return freed
         return 0
 
+    def _hear_windows(self) -> None:
+        for window in QGuiApplication.topLevelWindows():
+            window.installEventFilter(self)  # once: Qt keeps one entry for each filter
+
     def collect_everything(self) -> int:
         """Walk every object, those set aside too (the cycles among them are freed), then set
         the survivors aside again."""
@@ -111,8 +115,8 @@ class GuiThreadCollector(QObject):
         """Hand collection back to the interpreter (the loop is closing), everything set
         aside with it."""
         self._timer.stop()
-        if self._app is not None:
-            self._app.removeEventFilter(self)
+        for window in QGuiApplication.topLevelWindows():
+            window.removeEventFilter(self)
         gc.unfreeze()
         if self._was_enabled:
             gc.enable()
