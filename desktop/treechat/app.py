@@ -148,8 +148,6 @@ def run(
     window.closeRequested.connect(lambda: close_requested.append(True))
     _stop_on_signals(window)
     window.show()
-    # what the built window imports, on a thread while this one paints the outline
-    _import_in_background(*_BUILT_WINDOW)
     _wait_for_first_paint(app, window)
     if on_first_paint is not None:
         on_first_paint(window)
@@ -363,20 +361,6 @@ _NEXT_ON_THE_GUI_THREAD = (
     "ui.controllers.conversation", "ui.controllers.window_actions",
     "ui.controllers.store_health", "ui.controllers.command_replies", "services.search",
 )
-
-
-# The modules the built window and its first frame need (a few hundred ms of imports on a
-# loaded machine), in the order it needs them. None of them makes a Qt object when imported.
-_BUILT_WINDOW = (
-    "ui.common.theme", "ui.sessions.list", "ui.composer.composer", "ui.shell.menus",
-    "ui.shell.empty_state", "services.store_life.first_frame", "ui.chat.view",
-)
-
-
-def _import_in_background(*names: str) -> None:
-    import threading
-
-    threading.Thread(target=_preload, args=names, name="treechat-imports", daemon=True).start()
 
 
 def _preload(*names: str) -> None:
