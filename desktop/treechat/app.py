@@ -126,6 +126,9 @@ def run(
     the store is opened. The log file is set up after the paint as well."""
     from PySide6.QtWidgets import QApplication
 
+    from .ui.shell.import_hook import tolerate_lazy_modules
+
+    tolerate_lazy_modules()  # before the window's modules are imported: they are not read
     from .ui.shell.single_instance import SingleInstance, server_name
 
     data_dir = paths.data_dir(args.data_dir)

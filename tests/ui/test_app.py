@@ -16,7 +16,8 @@ from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
 
 from treechat.app import create_window
-from treechat.core.model import Session
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
 from treechat.store.database import Store, default_store_path
 from treechat.ui.shell.single_instance import server_name
 
@@ -101,6 +102,54 @@ def test_paints_first_then_opens_the_store_and_lists_sessions(tmp_path: Path) ->
     assert seen["listed"] == ["Today", "Chat 2", "Chat 1", "Chat 0"] or seen["listed"][1:] == [
         "Chat 2", "Chat 1", "Chat 0"]
     assert (data_dir / "window.ini").exists()  # prefs live beside the store
+
+
+QUIT_DURING_BACKUP = """
+import argparse, json, sys
+from pathlib import Path
+from PySide6.QtCore import QTimer
+from treechat import app
+
+backups = Path(sys.argv[1]) / "backups"
+
+def painted(window):
+    timer = QTimer(window)
+
+    def poll():  # the window is closed while the start's backup copies the store
+        if backups.is_dir() and any(backups.glob(".*.partial")):
+            timer.stop()
+            window.close()
+
+    timer.timeout.connect(poll)
+    timer.start(1)
+
+args = argparse.Namespace(data_dir=sys.argv[1], session=None)
+print(json.dumps({"code": app.run(args, on_first_paint=painted)}))
+"""
+
+
+def test_quitting_while_the_first_backup_is_written_closes_cleanly(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    store = Store.open(default_store_path(data_dir))
+    nodes = [Node(id=f"n{i}", seq=0, created_at=1.0, session_id="s0", role="user",
+                  output=os.urandom(10000).hex(), predecessor=f"n{i - 1}" if i else None)
+             for i in range(1500)]
+    store.call(lambda r: r.create_session(Session("s0", "Long", None, "m", 1.0, updated_at=1.0)))
+    store.call(lambda r: r.apply_change("s0", Change(tuple(nodes), nodes[-1].id), 2.0))
+    store.close()
+    proc = subprocess.run(
+        [sys.executable, "-c", QUIT_DURING_BACKUP, str(data_dir)], cwd=ROOT, env=ENV,
+        capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"code": 0}
+    assert "Traceback" not in proc.stderr
+    assert not any((data_dir / "backups").glob(".*"))  # the half-written copy is gone
+    store = Store.open(default_store_path(data_dir))
+    try:
+        assert len(store.call(lambda r: r.session_nodes("s0"))) == 1500
+    finally:
+        store.close()
 
 
 def listening(name: str) -> bool:

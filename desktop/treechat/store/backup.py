@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -48,6 +49,51 @@ _STAMP = "%Y%m%dT%H%M%S"
 
 class BackupError(RuntimeError):
     """A backup could not be made or restored; the message says why."""
+
+
+class BackupStopped(BackupError):
+    """A backup was stopped half-way (its store is closing); nothing of it is kept."""
+
+
+class BackupStop:
+    """Lets another thread stop a backup being written (the store closing or letting go of
+    its file): the statement running is interrupted and the next one is not begun."""
+
+    POLL_S = 0.05  # an interrupt that lands between two statements is repeated this often
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requested = False
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+        self.finished = threading.Event()  # set by whoever runs the backup, when it ends
+
+    @property
+    def requested(self) -> bool:
+        return self._requested
+
+    def stop(self) -> None:
+        """Stop the backup and wait until it has ended (its partial file removed)."""
+        while True:
+            with self._lock:
+                self._requested = True
+                cursor = self._cursor
+            if cursor is not None:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.interrupt()
+            if self.finished.wait(self.POLL_S):
+                return
+
+    def execute(self, cursor: duckdb.DuckDBPyConnection, statement: str) -> None:
+        """Run one statement of the copy, unless the backup is being stopped."""
+        with self._lock:
+            if self._requested:
+                raise BackupStopped("the backup was stopped: the store is closing")
+            self._cursor = cursor
+        try:
+            cursor.execute(statement)
+        finally:
+            with self._lock:
+                self._cursor = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +161,13 @@ def create_backup(
     reason: str = "manual",
     now: float | None = None,
     prune: bool = True,
+    stop: BackupStop | None = None,
 ) -> Backup:
     """Write a consistent copy of the store open on `con` into the backups folder.
 
     Runs on a cursor of its own, so it can run beside the store's worker; the copy is one
-    transaction, a snapshot that later writes do not reach."""
+    transaction, a snapshot that later writes do not reach. `stop` lets another thread end
+    it half-way (`BackupStopped`, and no file left of it)."""
     when = time.time() if now is None else now
     folder = backups_dir(store_path)
     make_private_dir(folder)
@@ -132,27 +180,32 @@ def create_backup(
         name = f"treechat-{stamp}-{n}-{_slug(reason)}{BACKUP_SUFFIX}"
         target = folder / name
     partial = folder / f".{name}.partial"
-    for leftover in (partial, partial.with_name(partial.name + ".wal")):
-        leftover.unlink(missing_ok=True)
+    _remove_partial(partial)
+    step = stop if stop is not None else BackupStop()
     cursor = con.cursor()
     try:
         source = cursor.execute("SELECT current_database()").fetchone()
         assert source is not None
-        cursor.execute(f"ATTACH '{_sql_path(partial)}' AS {_ALIAS}")
+        step.execute(cursor, f"ATTACH '{_sql_path(partial)}' AS {_ALIAS}")
         try:
             # One transaction: every table is read from the same snapshot.
             cursor.execute("BEGIN TRANSACTION")
             try:
-                cursor.execute(f'COPY FROM DATABASE "{source[0]}" TO {_ALIAS}')
+                step.execute(cursor, f'COPY FROM DATABASE "{source[0]}" TO {_ALIAS}')
                 cursor.execute("COMMIT")
-            except duckdb.Error:
+            except (duckdb.Error, BackupStopped):
                 with contextlib.suppress(duckdb.Error):
                     cursor.execute("ROLLBACK")
                 raise
         finally:
             cursor.execute(f"DETACH {_ALIAS}")
+    except BackupStopped:
+        _remove_partial(partial)
+        raise
     except duckdb.Error as exc:
-        partial.unlink(missing_ok=True)
+        _remove_partial(partial)
+        if step.requested:
+            raise BackupStopped("the backup was stopped: the store is closing") from None
         raise BackupError(f"the backup could not be written: {exc}") from None
     finally:
         cursor.close()
@@ -281,6 +334,11 @@ def restore_backup(backup: Path, store_path: Path, *, now: float | None = None) 
         incoming.unlink(missing_ok=True)
     log.warning("store %s restored from %s; the replaced file is %s", store_path, backup, aside)
     return aside
+
+
+def _remove_partial(partial: Path) -> None:
+    for leftover in (partial, partial.with_name(partial.name + ".wal")):
+        leftover.unlink(missing_ok=True)
 
 
 def _sql_path(path: Path) -> str:

@@ -21,7 +21,7 @@ import duckdb
 
 from . import integrity
 from ._header import is_open_here, make_private_dir, make_private_file, mark_closed, mark_open
-from .backup import Backup, BackupError, create_backup, needs_backup
+from .backup import Backup, BackupError, BackupStop, create_backup, needs_backup
 from .integrity import IntegrityReport
 from .opening import connect, file_identity
 from .repository import Repository
@@ -147,6 +147,7 @@ class Store:
         self._checker: threading.Thread | None = None
         self._check_cursor: duckdb.DuckDBPyConnection | None = None
         self._check_stopped = False
+        self._backups: set[BackupStop] = set()  # backups reading the open file (on the worker)
         self._identity: tuple[int, int] | None = None
         self._install(con, damage, verified)
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -259,6 +260,7 @@ class Store:
 
     def _let_go(self, repo: Repository) -> None:
         self._stop_check()
+        self._stop_backups()
         self._available.clear()
         repo.close()
         mark_closed(self.path)
@@ -331,10 +333,23 @@ class Store:
             self._closed = True
         if self._available.is_set():
             self._stop_check()
-            self._executor.submit(self._repo.close).result()
+            self._executor.submit(self._close_file).result()
         self._available.set()  # work that waits for a released file ends as "closed"
         self._executor.shutdown(wait=True)
         mark_closed(self.path)
+
+    def _close_file(self) -> None:
+        """On the worker: a backup still being written is stopped (its partial file removed;
+        it is made again at the next start), then the file is closed."""
+        self._stop_backups()
+        self._repo.close()
+
+    def _stop_backups(self) -> None:
+        """On the worker, so no backup takes a cursor on this connection meanwhile."""
+        with self._lock:
+            running = tuple(self._backups)
+        for stop in running:
+            stop.stop()
 
     def _stop_check(self) -> None:
         """End the integrity check's reading (interrupted if it still runs) and its cursor."""
@@ -360,12 +375,26 @@ class Store:
                 "the store is damaged, so a backup of it would be too; restore an older backup "
                 "or export the chats that can be read"
             )
-        cursor = self.submit(lambda _r: self._con.cursor()).result()
+        stop = BackupStop()
+
+        def begin(_repo: Repository) -> duckdb.DuckDBPyConnection:
+            # taken on the worker: closing or letting go of the file (also on the worker)
+            # finds every backup reading it, and stops it first
+            with self._lock:
+                self._backups.add(stop)
+            return self._con.cursor()
+
         try:
-            return create_backup(cursor, self.path, reason=reason)
+            cursor = self.submit(begin).result()
+            try:
+                return create_backup(cursor, self.path, reason=reason, stop=stop)
+            finally:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.close()
         finally:
-            with contextlib.suppress(duckdb.Error):
-                cursor.close()
+            with self._lock:
+                self._backups.discard(stop)
+            stop.finished.set()
 
     async def abackup(self, reason: str = "manual") -> Backup:
         return await asyncio.to_thread(self.backup, reason)

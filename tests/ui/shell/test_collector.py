@@ -1,14 +1,22 @@
 """The cycle collector runs on the GUI thread while the window's loop does: automatic
 collection is off (it would free Qt objects on whatever thread allocates), and the timer
-collects when a generation passes its threshold."""
+collects when a generation passes its threshold. What a load makes is set aside unwalked,
+and everything is walked again (set-aside cycles freed) only once nobody has used the window
+for a while."""
 
 from __future__ import annotations
 
 import gc
+import weakref
+from collections.abc import Iterator
 
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLineEdit
 from pytestqt.qtbot import QtBot
 
-from treechat.ui.shell.collector import GuiThreadCollector
+from treechat.ui.shell.collector import GROWTH, LOAD_OBJECTS, GuiThreadCollector
 
 
 class Cycle:
@@ -16,9 +24,25 @@ class Cycle:
         self.me = self
 
 
-def test_cycles_are_collected_by_the_timer_on_the_gui_thread(qtbot: QtBot) -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def gc_state() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
+    yield
+    gc.unfreeze()
+    if not was:
+        gc.disable()
+
+
+def test_cycles_are_collected_by_the_timer_on_the_gui_thread(qtbot: QtBot, gc_state: None) -> None:
     collector = GuiThreadCollector(interval_ms=10)
     try:
         assert not gc.isenabled()
@@ -30,5 +54,46 @@ def test_cycles_are_collected_by_the_timer_on_the_gui_thread(qtbot: QtBot) -> No
     finally:
         collector.stop()
         assert gc.isenabled()  # handed back as it was
-        if not was:
-            gc.disable()
+
+
+def test_what_a_load_makes_is_set_aside_unwalked(qtbot: QtBot, gc_state: None) -> None:
+    collector = GuiThreadCollector(interval_ms=60_000)
+    try:
+        gc.collect()
+        before = gc.get_freeze_count()
+        loaded = [[i] for i in range(LOAD_OBJECTS + 1000)]  # a chat's rows, say
+        collector.check()
+        assert gc.get_count()[0] == 0  # nothing young is left for a collection to walk
+        assert gc.get_freeze_count() >= before + len(loaded)
+    finally:
+        collector.stop()
+
+
+def test_set_aside_cycles_are_freed_once_the_window_is_idle(qtbot: QtBot, gc_state: None) -> None:
+    clock = Clock()
+    collector = GuiThreadCollector(interval_ms=60_000, idle_s=3.0, full_every_s=60.0,
+                                   now=clock)
+    field = QLineEdit()
+    qtbot.addWidget(field)
+    field.show()
+    qtbot.waitExposed(field)
+    try:
+        gc.collect()
+        collector.collect_everything()
+        grown = max(LOAD_OBJECTS, gc.get_freeze_count() * (1 + GROWTH))  # this process's heap
+        cycles = [Cycle() for _ in range(int(grown))]
+        dropped = weakref.ref(cycles[0])
+        collector.check()  # a load: set aside (and the window heard from now on)
+        del cycles
+        clock.t += 120.0
+        window = field.windowHandle()
+        assert window is not None
+        QTest.keyClick(window, Qt.Key.Key_A)  # as the platform delivers a key: to the window
+        assert field.text() == "a"
+        collector.check()
+        assert dropped() is not None  # someone is typing: the long walk waits
+        clock.t += 3.0
+        collector.check()
+        assert dropped() is None  # idle: walked, the cycles freed
+    finally:
+        collector.stop()

@@ -41,3 +41,21 @@ def test_with_the_tolerant_probe_the_lazy_module_imports(tmp_path: Path) -> None
     done = _import_after_pyside(tmp_path, tolerate=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "imported"
+
+
+def test_treechats_own_modules_are_not_read_by_the_hook() -> None:
+    script = textwrap.dedent("""
+        import linecache, sys
+        from PySide6 import QtCore
+        from treechat.ui.shell.import_hook import tolerate_lazy_modules
+        assert tolerate_lazy_modules()
+        from treechat.core.money import money  # the hook is shown the module imported from
+        from colorsys import rgb_to_hsv
+        print(sorted(f.rsplit("/", 1)[-1] for f in linecache.cache if f.endswith(".py")))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    read = done.stdout.strip()
+    assert "colorsys.py" in read  # the hook reads another module's source, as before
+    assert "money.py" not in read  # but not Treechat's

@@ -3,10 +3,12 @@ by a small retention, and restored only while nothing holds the store."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -214,3 +216,68 @@ def test_an_empty_name_is_refused_not_taken_for_the_only_backup(store: Store) ->
     for name in ("", "  "):
         with pytest.raises(backups.BackupError, match="give the name of a backup"):
             backups.find_backup(store.path, name)
+
+
+def large_store(path: Path, messages: int = 1000, size: int = 20000) -> Store:
+    """A store whose backup takes long enough to be caught half-way (incompressible text)."""
+    s = Store.open(path)
+    s.call(lambda r: r.create_session(session("s1", "Long")))
+    nodes = [
+        Node(id=f"n{i}", seq=0, created_at=1.0, session_id="s1", role="user",
+             output=os.urandom(size // 2).hex(), predecessor=f"n{i - 1}" if i else None)
+        for i in range(messages)
+    ]
+    s.call(lambda r: r.apply_change("s1", Change(tuple(nodes), nodes[-1].id), 2.0))
+    return s
+
+
+def test_closing_the_store_stops_a_backup_being_written(tmp_path: Path) -> None:
+    """Quitting while the daily backup copies: the store closes (no "connection is busy"),
+    the half-written file is removed, and nothing of the store is lost."""
+    path = tmp_path / "treechat.duckdb"
+    s = large_store(path)
+    folder = backups.backups_dir(path)
+    outcome: list[BaseException | backups.Backup] = []
+
+    def back_up() -> None:
+        try:
+            outcome.append(s.backup("daily"))
+        except backups.BackupError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=back_up)
+    thread.start()
+    while not any(folder.glob(".*.partial")):  # the copy has begun
+        assert thread.is_alive(), outcome
+        time.sleep(0.001)
+    s.close()
+    thread.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], backups.BackupStopped)
+    assert list(folder.iterdir()) == []
+    again = Store.open(path)
+    try:
+        assert len(again.call(lambda r: r.session_nodes("s1"))) == 1000
+        made = again.backup_if_due()  # the next start makes the one that was stopped
+        assert made is not None and backups.verify_backup(made.path).ok
+    finally:
+        again.close()
+
+
+def test_a_backup_stopped_before_it_begins_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "treechat.duckdb"
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    stop = backups.BackupStop()
+    stopper = threading.Thread(target=stop.stop)  # returns once the backup has ended
+    stopper.start()
+    while not stop.requested:
+        time.sleep(0.001)
+    try:
+        with pytest.raises(backups.BackupStopped):
+            backups.create_backup(con, path, stop=stop)
+        assert list(backups.backups_dir(path).iterdir()) == []
+        assert backups.create_backup(con, path).path.exists()  # the next one is made
+    finally:
+        stop.finished.set()
+        stopper.join()
+        con.close()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...store import backup as backups
-from ...store.backup import Backup, BackupError
+from ...store.backup import Backup, BackupError, BackupStopped
 from ...store.database import Store, StoreError
 from ...store.integrity import IntegrityReport
 from .drafts import replies_in_flight
@@ -77,6 +77,9 @@ class BackupService:
         logged, never raised: a missed backup must not stop the app from closing."""
         try:
             return await asyncio.to_thread(self._store.backup_if_due, reason)
+        except BackupStopped:  # the window is closing: the next start makes it
+            log.info("the daily backup of %s was stopped as the store closed", self.store_path)
+            return None
         except (BackupError, OSError) as exc:
             log.warning("the daily backup of %s was not made: %s", self.store_path, exc)
             return None
