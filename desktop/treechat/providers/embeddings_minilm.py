@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embeddings import EMBED_CHARS, EmbedderUnavailable
+from .embeddings import EMBED_CHARS, EmbedderUnavailable, IdleRelease
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +37,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        self.idle = IdleRelease(self.release)
 
     @property
     def name(self) -> str:
@@ -78,7 +79,19 @@ class MiniLMEmbedder:
             self._tokenizer = tokenizer
             self._session = session
 
+    def release(self) -> None:
+        """Let go of the session and the tokenizer (the next `embed` loads them again)."""
+        with self._lock:
+            self._session = self._tokenizer = None
+
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        self.idle.enter()
+        try:
+            return self._embed(texts)
+        finally:
+            self.idle.leave()
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         import numpy as np
 
         if self._session is None:

@@ -4,10 +4,18 @@ and only a passage's beginning read."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from treechat.providers.embeddings import EMBED_CHARS, Embedder, WordLlamaEmbedder
+from treechat.providers.embeddings import (
+    EMBED_CHARS,
+    Embedder,
+    IdleRelease,
+    WordLlamaEmbedder,
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +52,32 @@ def test_only_the_beginning_of_a_long_passage_is_read(embedder: WordLlamaEmbedde
     start = ("Gardening notes about tomatoes and soil. " * 100)[:EMBED_CHARS]
     same, longer = embedder.embed([start, start + " Stock markets and interest rates." * 50])
     assert np.allclose(same, longer)
+
+
+def wait_until(done: Callable[[], bool]) -> bool:
+    """Whether `done()` came true within a generous bound (a timer thread must run)."""
+    deadline = time.monotonic() + 60
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return done()
+
+
+def test_an_idle_model_is_let_go_and_comes_back_alike() -> None:
+    model = WordLlamaEmbedder()
+    model.idle.seconds = 0.05
+    first = model.embed(["our boat is named Marigold"])
+    assert wait_until(lambda: not model.loaded)
+    again = model.embed(["our boat is named Marigold"])
+    assert np.allclose(first, again)
+
+
+def test_a_model_in_use_is_not_let_go() -> None:
+    released: list[bool] = []
+    idle = IdleRelease(lambda: released.append(True), seconds=0.01)
+    idle.enter()
+    idle.enter()
+    idle.leave()  # one use still in progress: no count starts
+    time.sleep(0.1)
+    assert released == []
+    idle.leave()
+    assert wait_until(lambda: released == [True])

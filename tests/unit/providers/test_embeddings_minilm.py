@@ -4,6 +4,8 @@ words nearer its fact than other facts, the same vector whatever batch a sentenc
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,14 @@ def test_a_sentence_gets_the_same_vector_alone_or_in_a_padded_batch(
     batch = encoder.embed(["A much longer sentence that pads the batch out well beyond the "
                            "length of the short one, with many more words in it.", short])
     assert float(alone @ batch[1]) > 0.999
+
+
+def test_an_idle_encoder_is_let_go_and_comes_back_alike() -> None:
+    encoder = MiniLMEmbedder()
+    encoder.idle.seconds = 0.05
+    first = encoder.embed(["what did we call the vessel?"])
+    deadline = time.monotonic() + 60
+    while encoder.loaded and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not encoder.loaded
+    assert np.allclose(first, encoder.embed(["what did we call the vessel?"]), atol=1e-6)
