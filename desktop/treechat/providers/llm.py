@@ -115,6 +115,7 @@ def _import() -> ModuleType:
         except ImportError:  # a later litellm moved it: replies are simply not marked
             iterator = None
         count_unreadable_stream_lines(iterator)
+        _cap_stream_lines()
         _defer_default_encoding()
         _warm_paths(litellm)
     finally:
@@ -154,6 +155,16 @@ _FIRST_CALL_MODULES = (
     "litellm.types.integrations.slack_alerting",
     "litellm.types.litellm_core_utils.streaming_chunk_builder_utils",
 )
+
+
+def _cap_stream_lines() -> None:
+    from .sse_guard import install_line_cap
+
+    try:
+        from litellm.llms.custom_httpx.sse_lines import _SSELineSplitter
+    except ImportError:  # a later litellm moved it: its own line handling applies
+        return
+    install_line_cap(_SSELineSplitter)
 
 
 def _defer_default_encoding() -> None:
