@@ -238,11 +238,13 @@ def _reply(
     user_id: str,
     text: str,
 ) -> int:
+    from ..core.tokens import estimated_tokens
     from ..services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     services = turn_services(store, data_dir)
     services.chat.config.request_ready = _counting_done
     services.chat.config.occupancy_after_reply = False  # only its window is shown
+    services.chat.config.count_stopped_reply = estimated_tokens  # the tables are let go of
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
 
