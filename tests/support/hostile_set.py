@@ -3,7 +3,8 @@ and FIFOs for `send`; servers that list models forever, stall mid-reply or send 
 declared; imports nested far too deep or not JSON at all; images and text that cost more
 decoded than on disk; addresses that are not addresses; Ctrl+C in the first instants; a
 stream line that never ends, a model list of one 50 MB string, a zip of 100,000 files, an MCP
-server writing 1 GB on its standard error, and a `send` into a 200 MB store.
+server writing 1 GB on its standard error, Ctrl+C in the middle of a reply, and a `send`
+into a 200 MB store.
 
 `hostile_probe_set(folder)` builds the files and servers, runs every probe and returns the
 report, with the peak memory of an ordinary `send` beside it for scale.
@@ -48,6 +49,8 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
     rng = random.Random(seed)
     loop = LoopbackProvider(tokens_per_second=40)
     stalling = LoopbackProvider()
+    slow = LoopbackProvider(tokens_per_second=20)  # a reply of 100 s, stopped in the middle
+    slow.queue(Reply(text=" ".join(f"w{i}" for i in range(2000))))
     raw = RawServer()
     entry = json.dumps({"id": "model", "object": "model"}).encode()
     raw.route("/v1/models", b'{"object": "list", "data": [' + (entry + b",") * 2000,
@@ -138,6 +141,9 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
                       expect="no conversations"),
                 Probe("mcp test: 1 GB on standard error", treechat("mcp", "test", "flood"),
                       setup=lambda: _add_mcp_server("flood", flood, env), expect="ready in"),
+                Probe("Ctrl+C in the middle of a reply",
+                      _send(slow.openai_base, "--new", "a long one"), sigint_after=20.0,
+                      expect="the message and the reply so far are kept"),
                 Probe("send into a 200 MB store",
                       [*_send(base, "--new", "hello"), "--data-dir", str(big_data)],
                       expect="[session "),
@@ -154,6 +160,7 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
     finally:
         loop.stop()
         stalling.stop()
+        slow.stop()
         raw.stop()
     return report, baseline.peak_rss_mb
 
