@@ -1,6 +1,7 @@
 """An MCP server over stdio that breaks the protocol the ways a broken peer does, written by
 hand because the SDK's server never would: `--noise` writes a line that is not JSON before
-each answer, `--huge N` answers the `dump` tool with N megabytes of text.
+each answer, `--huge N` answers the `dump` tool with N megabytes of text, `--stderr-mb N`
+writes N megabytes on its standard error (in lines of 64 KB) before it reads a request.
 
 It answers `initialize`, `tools/list` and `tools/call` (tools `echo` and `dump`), one JSON
 message per line as the stdio transport frames them.
@@ -25,7 +26,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--noise", action="store_true")
     parser.add_argument("--huge", type=int, default=0)
+    parser.add_argument("--stderr-mb", type=int, default=0)
     args = parser.parse_args()
+    line = b"e" * 65_535 + b"\n"
+    for _ in range(args.stderr_mb * 16):
+        sys.stderr.buffer.write(line)
+    sys.stderr.flush()
     tools = [
         {"name": "echo", "description": "Says its text back.",
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},

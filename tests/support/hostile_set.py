@@ -1,7 +1,10 @@
 """The probe set of hostile inputs `bench_reliability` runs: endless and oversized files, pipes
 and FIFOs for `send`; servers that list models forever, stall mid-reply or send more than they
 declared; imports nested far too deep or not JSON at all; images and text that cost more
-decoded than on disk; addresses that are not addresses; Ctrl+C in the first instants.
+decoded than on disk; addresses that are not addresses; Ctrl+C in the first instants; a
+stream line that never ends, a model list of one 50 MB string, a zip of 100,000 files, an MCP
+server writing 1 GB on its standard error, Ctrl+C in the middle of a reply, and a `send`
+into a 200 MB store.
 
 `hostile_probe_set(folder)` builds the files and servers, runs every probe and returns the
 report, with the peak memory of an ordinary `send` beside it for scale.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 from pathlib import Path
 
 from tests.support.hostile_probes import (
@@ -20,6 +24,7 @@ from tests.support.hostile_probes import (
     blank_png,
     cli_env,
     deep_claude_export,
+    many_file_zip,
     run_probe,
     sparse_file,
     text_file,
@@ -44,10 +49,20 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
     rng = random.Random(seed)
     loop = LoopbackProvider(tokens_per_second=40)
     stalling = LoopbackProvider()
+    slow = LoopbackProvider(tokens_per_second=20)  # a reply of 100 s, stopped in the middle
+    slow.queue(Reply(text=" ".join(f"w{i}" for i in range(2000))))
     raw = RawServer()
     entry = json.dumps({"id": "model", "object": "model"}).encode()
     raw.route("/v1/models", b'{"object": "list", "data": [' + (entry + b",") * 2000,
               endless=True)
+    # one model whose id is a 50 MB string
+    raw.route("/long/v1/models",
+              b'{"object": "list", "data": [{"object": "model", "id": "' + b"m" * (50 << 20)
+              + b'"}]}')
+    # a `data:` line that never ends
+    raw.route("/line/v1/chat/completions",
+              b'data: {"choices": [{"delta": {"content": "' + b"a" * 65_536,
+              content_type="text/event-stream", endless=True)
     gguf = folder / "model.gguf"
     gguf.write_bytes(b"GGUF" + os.urandom(256 * 1024))
     hub = Hub(endless=True)
@@ -60,7 +75,13 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
         "text30": text_file(folder / "thirty.txt", 30 * 1024 * 1024),
         "png": blank_png(folder / "blank.png", 9400, 9400),
         "deep": deep_claude_export(folder / "deep.json", 200_000),
+        "zip": many_file_zip(folder / "many.zip", 100_000),
     }
+    big_data = folder / "big-data"
+    big_data.mkdir(exist_ok=True)
+    _store_of_size_in_a_child(big_data / "treechat.duckdb", 200_000_000)
+    flood = [sys.executable, str(Path(__file__).with_name("hostile_mcp.py")), "--stderr-mb",
+             "1024"]
     garbage = folder / "garbage.json"
     garbage.write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
     base = loop.openai_base
@@ -109,6 +130,23 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
                       expect="than the"),
                 Probe("backup restore ''", treechat("backup", "restore", ""),
                       expect="give the name of a backup"),
+                Probe("send: a stream line that never ends",
+                      _send(f"{raw.url}/line/v1", "--new", "hi"),
+                      expect="sent a line of more than 4,000,000 characters"),
+                Probe("connections add: a model id of 50 MB",
+                      treechat("connections", "add", "--kind", "openai-compatible", "--name",
+                               "long", "--base-url", f"{raw.url}/long/v1"),
+                      expect="larger than 8 MB"),
+                Probe("import: a zip of 100,000 files", treechat("import", str(files["zip"])),
+                      expect="no conversations"),
+                Probe("mcp test: 1 GB on standard error", treechat("mcp", "test", "flood"),
+                      setup=lambda: _add_mcp_server("flood", flood, env), expect="ready in"),
+                Probe("Ctrl+C in the middle of a reply",
+                      _send(slow.openai_base, "--new", "a long one"), sigint_after=20.0,
+                      expect="the message and the reply so far are kept"),
+                Probe("send into a 200 MB store",
+                      [*_send(base, "--new", "hello"), "--data-dir", str(big_data)],
+                      expect="[session "),
             ]
             probes += [
                 Probe(f"Ctrl+C at {at:.2f} s", _send(base, "--new", f"interrupted {i}"),
@@ -122,8 +160,30 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
     finally:
         loop.stop()
         stalling.stop()
+        slow.stop()
         raw.stop()
     return report, baseline.peak_rss_mb
+
+
+def _store_of_size_in_a_child(path: Path, size: int) -> None:
+    """Built in a process of its own: a child's peak memory (`wait4`) starts from what its
+    parent had at its peak, so the gigabyte the backup of it takes would count in every
+    probe's."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+         "from tests.support.hostile_probes import store_of_size\n"
+         "store_of_size(Path(sys.argv[1]), int(sys.argv[2]))", str(path), str(size)],
+        check=True, timeout=1800, cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+def _add_mcp_server(name: str, command: list[str], env: dict[str, str]) -> None:
+    import subprocess
+
+    subprocess.run(treechat("mcp", "add", name, "--", *command), env=env,
+                   capture_output=True, timeout=120, check=False)
 
 
 def _stalling_connection(server: LoopbackProvider, env: dict[str, str]) -> None:

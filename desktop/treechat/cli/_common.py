@@ -98,8 +98,9 @@ def open_store(args: argparse.Namespace) -> Store:
     first, and what can be read is shown."""
     from ..services.store_life.recovery import open_and_recover
     from ..store.database import damaged_message
+    from ..store.opening import COMMAND_MEMORY_LIMIT
 
-    store = open_and_recover(store_path(args))
+    store = open_and_recover(store_path(args), memory_limit=COMMAND_MEMORY_LIMIT)
     if store.damage is not None:
         print(f"treechat: {damaged_message(store.path, store.damage.problem)}", file=sys.stderr)
         _damage_said.add(store.path)

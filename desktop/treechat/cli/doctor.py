@@ -47,11 +47,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_doctor_check(args: argparse.Namespace) -> int:
     from ..store.database import StoreCorruptError, damaged_message
     from ..store.integrity import check_store_file
+    from ..store.opening import COMMAND_MEMORY_LIMIT
 
     path = store_path(args)
     print(f"store:          {path}")
     try:
-        report = check_store_file(path)
+        report = check_store_file(path, COMMAND_MEMORY_LIMIT)
     except StoreCorruptError as exc:
         print(f"treechat: {exc}", file=sys.stderr)
         return 1

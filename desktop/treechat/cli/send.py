@@ -147,6 +147,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     from ..providers import llm
     from ..services.store_life.recovery import open_and_recover
     from ..store.database import default_store_path
+    from ..store.opening import COMMAND_MEMORY_LIMIT
 
     normalize_send_args(args)
     text = message_text(args)
@@ -157,7 +158,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         # sooner. One reply starts it once its request is counted (`_reply`).
         llm.start_warmup()
     data_dir = paths.data_dir(args.data_dir)
-    store = open_and_recover(default_store_path(data_dir))
+    store = open_and_recover(default_store_path(data_dir), memory_limit=COMMAND_MEMORY_LIMIT)
     try:
         session_id, user_id = asyncio.run(_commit(store, args, text, files))
         carried = f" and {len(files)} file{'' if len(files) == 1 else 's'}" if files else ""
@@ -237,11 +238,13 @@ def _reply(
     user_id: str,
     text: str,
 ) -> int:
+    from ..core.tokens import estimated_tokens
     from ..services.turns.events import TextDelta, TurnFailed, TurnFinished, TurnStarted
 
     services = turn_services(store, data_dir)
     services.chat.config.request_ready = _counting_done
     services.chat.config.occupancy_after_reply = False  # only its window is shown
+    services.chat.config.count_stopped_reply = estimated_tokens  # the tables are let go of
     failed: list[TurnFailed] = []
     finished: list[TurnFinished] = []
 

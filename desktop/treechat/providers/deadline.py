@@ -106,6 +106,20 @@ def too_long_failure(received: int, api_base: str | None, model: str) -> Provide
     )
 
 
+def long_line_failure(chars: int, api_base: str | None, model: str) -> ProviderFailure:
+    where = urlsplit(api_base).netloc if api_base else model
+    return ProviderFailure(
+        ErrorKind.SERVER,
+        retry=False,
+        message=(
+            f"{where} sent a line of more than {chars:,} characters in its stream without "
+            "ending it, longer than any reply; it was stopped there and the reply so far is "
+            "kept."
+        ),
+        exception_type="StreamLineTooLong",
+    )
+
+
 class StreamDeadline:
     """Cancels the current task when the answer does not start within `first_byte` seconds,
     then when it falls silent for `idle` seconds between two chunks, or runs past `total`.

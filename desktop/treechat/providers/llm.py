@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from ..core.memory import return_freed_memory
+from . import litellm_deferred
 from .json_steps import loads_in_steps
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,9 @@ def _import() -> ModuleType:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        import litellm
+        with litellm_deferred.deferring():
+            import litellm
+        litellm_deferred.restore()
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
@@ -112,8 +115,8 @@ def _import() -> ModuleType:
         except ImportError:  # a later litellm moved it: replies are simply not marked
             iterator = None
         count_unreadable_stream_lines(iterator)
+        _cap_stream_lines()
         _defer_default_encoding()
-        _drop_parsed_anthropic_tokenizer()
         _warm_paths(litellm)
     finally:
         json.loads = original
@@ -154,6 +157,16 @@ _FIRST_CALL_MODULES = (
 )
 
 
+def _cap_stream_lines() -> None:
+    from .sse_guard import install_line_cap
+
+    try:
+        from litellm.llms.custom_httpx.sse_lines import _SSELineSplitter
+    except ImportError:  # a later litellm moved it: its own line handling applies
+        return
+    install_line_cap(_SSELineSplitter)
+
+
 def _defer_default_encoding() -> None:
     """litellm's default encoding (cl100k_base, 40 MB resident) is passed as an argument of
     every request and put in the tokenizer choice its cost calculator makes, though an
@@ -176,16 +189,6 @@ def _defer_default_encoding() -> None:
     main = sys.modules.get("litellm.main")
     if main is not None and "encoding" not in vars(main):
         main.encoding = encoding  # type: ignore[attr-defined]
-
-
-def _drop_parsed_anthropic_tokenizer() -> None:
-    """litellm parses its Anthropic tokenizer file at import only to write it back out as
-    the string its counters read (`claude_json_str`), and keeps the parsed copy (10 MB
-    resident) in a module global nothing reads again; let go of it before the warm-up, whose
-    modules then take its memory."""
-    utils = sys.modules.get("litellm.utils")
-    if utils is not None and isinstance(vars(utils).get("claude_json_str"), str):
-        vars(utils).pop("json_data", None)
 
 
 def _warm_paths(litellm: ModuleType) -> None:

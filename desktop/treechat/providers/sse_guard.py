@@ -1,25 +1,39 @@
-"""Count the stream lines litellm could not read, so a reply built around them is marked.
+"""Count the stream lines litellm could not read, so a reply built around them is marked;
+and stop a stream line that never ends.
 
 litellm parses each `data:` line of a server-sent-event stream with `json.loads` and drops a
 line that fails without a word: a stream with garbled lines looks complete. Its parser is
 wrapped once, at import, to count such lines for the stream being read (a context variable,
-so concurrent streams on the provider loop keep their own counts).
+so concurrent streams on the provider loop keep their own counts). Its line splitter holds a
+line until it ends: a server that never ends one (an endless `data:` line) grew a `send` by
+100 MB a second, so the splitter is wrapped too, to stop at `MAX_LINE_CHARS`.
 """
 
 from __future__ import annotations
 
 import contextvars
+import io
 from dataclasses import dataclass, field
 from typing import Any
 
 _SSE_FIELDS = (":", "event:", "id:", "retry:")
 _installed = False
+_capped = False
+
+MAX_LINE_CHARS = 4_000_000
+"""The longest stream line read: as long as the longest reply a model writes
+(`deadline.MAX_REPLY_CHARS`); a server sends a reply in many lines, one piece in each."""
+
+
+class LineTooLong(Exception):
+    """A stream line ran past `MAX_LINE_CHARS` without ending."""
 
 
 @dataclass
 class Unreadable:
     count: int = 0
     samples: list[str] = field(default_factory=list)
+    too_long: int = 0  # characters of the line that was stopped, if one was
 
     def add(self, line: str) -> None:
         self.count += 1
@@ -68,6 +82,34 @@ def install(iterator: type | None) -> None:
 
     setattr(iterator, _PARSER, staticmethod(counting_parser))
     _installed = True
+
+
+def install_line_cap(splitter: type | None) -> None:
+    """Wrap `feed` of litellm's SSE line splitter (handed in by `llm`; idempotent; nothing
+    happens if it moved) so a line held past `MAX_LINE_CHARS` is let go of and the stream
+    ends with `LineTooLong`, recorded for the stream being read (litellm may wrap what it
+    raises)."""
+    global _capped
+    if _capped or splitter is None:
+        return
+    feed = splitter.__dict__.get("feed")
+    if not callable(feed):
+        return
+
+    def capped_feed(self: Any, text: str) -> Any:
+        lines = feed(self, text)
+        held = getattr(self, "_partial_line", None)
+        size = held.tell() if isinstance(held, io.StringIO) else 0
+        if size > MAX_LINE_CHARS:
+            self._partial_line = io.StringIO()
+            seen = _current.get()
+            if seen is not None:
+                seen.too_long = size
+            raise LineTooLong(f"a stream line of more than {MAX_LINE_CHARS:,} characters")
+        return lines
+
+    splitter.feed = capped_feed  # type: ignore[attr-defined]
+    _capped = True
 
 
 def begin() -> Unreadable:

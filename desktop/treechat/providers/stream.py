@@ -25,6 +25,7 @@ from .deadline import (
     StreamDeadline,
     between_chunks_timeout,
     first_byte_timeout,
+    long_line_failure,
     no_answer_failure,
     stalled_failure,
     too_long_failure,
@@ -368,6 +369,9 @@ async def _stream_on_this_loop(
             failure = classify(exc)
         finally:
             deadline.done()
+            if unreadable.too_long:  # whatever litellm made of the error it raised
+                failure = long_line_failure(sse_guard.MAX_LINE_CHARS, request.api_base,
+                                            request.model)
             if response is not None:
                 await _close(response)
             if keyless is not None:

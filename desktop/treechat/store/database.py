@@ -23,7 +23,7 @@ from . import integrity
 from ._header import is_open_here, make_private_dir, make_private_file, mark_closed, mark_open
 from .backup import Backup, BackupError, BackupStop, create_backup, needs_backup
 from .integrity import IntegrityReport
-from .opening import connect, file_identity
+from .opening import connect, file_identity, hold_memory
 from .repository import Repository
 from .store_errors import (
     StoreCorruptError,
@@ -139,6 +139,7 @@ class Store:
         verified: IntegrityReport | None = None,
     ) -> None:
         self.path = path
+        self._memory_limit: str | None = None  # kept for `reopen`
         self._closed = False
         self._lock = threading.Lock()
         # Set while the file is open; cleared while it is released (`release`): work handed
@@ -229,7 +230,7 @@ class Store:
     # --- opening ---------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, path: Path, *, memory_limit: str | None = None) -> Store:
         """Open (or create) the store at `path`, migrating an older file forward (after a
         backup of it).
 
@@ -239,8 +240,10 @@ class Store:
         writes wait for it.
         """
         path = Path(path)
-        con, damage, verified = connect(path)
-        return cls(path, con, damage=damage, verified=verified)
+        con, damage, verified = connect(path, memory_limit)
+        store = cls(path, con, damage=damage, verified=verified)
+        store._memory_limit = memory_limit
+        return store
 
     # --- letting go of the file for a while --------------------------------------------
 
@@ -275,7 +278,7 @@ class Store:
         same_file = self._identity is not None and self._identity == file_identity(self.path)
         # a check cut short by the release learnt nothing: the file is checked again
         earlier = self._gate.report if same_file and not self._gate.interrupted else None
-        con, damage, verified = connect(self.path)
+        con, damage, verified = connect(self.path, self._memory_limit)
         if damage is None and verified is None and earlier is not None:
             damage, verified = (None, earlier) if earlier.ok else (earlier, None)
         try:
@@ -387,9 +390,13 @@ class Store:
         try:
             cursor = self.submit(begin).result()
             try:
+                if self._memory_limit is not None:  # see COMMAND_MEMORY_LIMIT
+                    hold_memory(cursor, None)
                 return create_backup(cursor, self.path, reason=reason, stop=stop)
             finally:
                 with contextlib.suppress(duckdb.Error):
+                    if self._memory_limit is not None:
+                        hold_memory(cursor, self._memory_limit)
                     cursor.close()
         finally:
             with self._lock:

@@ -215,13 +215,16 @@ def is_damage(exc: BaseException) -> bool:
     )
 
 
-def check_store_file(path: Path) -> IntegrityReport:
-    """Read all of the store at `path`, read-only; never changes it."""
+def check_store_file(path: Path, memory_limit: str | None = None) -> IntegrityReport:
+    """Read all of the store at `path`, read-only; never changes it. `memory_limit` (a
+    DuckDB size) holds what DuckDB caches of it meanwhile."""
     if not path.exists():
         return IntegrityReport(path, problem="there is no store here yet")
     check_header(path)
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {} if memory_limit is None else {"memory_limit": memory_limit})
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = duckdb.connect(str(path), read_only=True, config=config)
     except duckdb.Error as exc:
         raise classify_open_error(path, exc) from None
     try:

@@ -51,11 +51,22 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+COMMAND_MEMORY_LIMIT = "96MB"
+"""DuckDB's memory in a `treechat` command. DuckDB keeps every block it reads cached up to
+its limit, 80% of the machine's memory by default: the integrity check reads the whole
+store, so a `send` on a 330 MB store peaked at 506 MB. Held to this it peaks at 296 MB
+(litellm included); reads beyond it come from the file again, and sorts and joins spill to a
+temporary file. A backup is written without the limit (`Store.backup`): DuckDB holds the
+copy in memory until it commits, and one that runs out fails the database."""
+
+
 def connect(
-    path: Path,
+    path: Path, memory_limit: str | None = None,
 ) -> tuple[duckdb.DuckDBPyConnection, IntegrityReport | None, IntegrityReport | None]:
     """Open the file for the worker: (connection, damage, verified). A newer, corrupt or
-    locked file raises a `StoreError`; a damaged one opens read-only with its damage."""
+    locked file raises a `StoreError`; a damaged one opens read-only with its damage.
+    `memory_limit` (a DuckDB size, "128MB") holds DuckDB's memory to it; None keeps
+    DuckDB's own (80% of the machine's memory)."""
     path = Path(path)
     make_private_dir(path.parent)
     keep_new_files_private()
@@ -95,6 +106,8 @@ def connect(
                 return _open_damaged(path, verified)
             create_backup(con, path, reason=f"before-migration-{version}-to-{SCHEMA_VERSION}")
         _migrate(con, version)
+        if memory_limit is not None:  # after a migration's check and backup, as before
+            hold_memory(con, memory_limit)
         if not existed:
             verified = IntegrityReport(path, complete=True)
     except StoreError:
@@ -125,6 +138,15 @@ def _open_damaged(
 def _tune(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"SET index_scan_max_count = {INDEX_SCAN_MAX_ROWS}")
     con.execute("SET index_scan_percentage = 0")
+
+
+def hold_memory(con: duckdb.DuckDBPyConnection, memory_limit: str | None) -> None:
+    """Hold DuckDB's memory to `memory_limit` (a size of ours, "128MB"); None gives it its
+    own default back."""
+    if memory_limit is None:
+        con.execute("RESET memory_limit")
+    else:  # SET takes no parameters; the size is one of ours, never a user's text
+        con.execute(f"SET memory_limit = '{memory_limit}'")
 
 
 def _probe(path: Path) -> IntegrityReport:

@@ -254,3 +254,29 @@ def test_a_send_does_not_hold_the_token_tables_while_the_reply_streams(tmp_path:
     assert seen["registry"].get("o200k_base", "DeferredEncoding") == "DeferredEncoding"
     assert seen["loaded_after"] == []  # nor after it: usage, cost and the record need none
     assert [role for role, *_ in stored_path(tmp_path)] == ["user", "assistant"]
+
+
+def test_stream_lines_that_could_not_be_read_are_counted_in_a_line(tmp_path: Path) -> None:
+    from tests.support.raw_http import RawServer
+
+    def chunk(content: str | None, finish: str | None = None) -> str:
+        delta = {"content": content} if content else {}
+        return "data: " + json.dumps({
+            "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+
+    server = RawServer()
+    server.route("/v1/chat/completions",
+                 chunk("Hello ") + "data: {not json at all\n\n" + chunk("world")
+                 + chunk(None, "stop") + "data: [DONE]\n\n",
+                 content_type="text/event-stream")
+    try:
+        done = subprocess.run(send_command(tmp_path, f"{server.url}/v1", "--new", "hi"),
+                              capture_output=True, text=True, env=send_env(), timeout=240,
+                              check=False)
+    finally:
+        server.stop()
+    assert "Traceback" not in done.stderr, done.stderr
+    assert ("treechat: 1 line(s) of the server's stream could not be read and were left out"
+            in done.stderr), done.stderr
+    assert stored_path(tmp_path)[-1][:2] == ("assistant", "Hello world")

@@ -169,3 +169,11 @@ def test_counts_offline_on_a_fresh_machine(tmp_path: Path) -> None:
                          text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_an_estimate_without_tables_is_four_bytes_a_token() -> None:
+    from treechat.core.tokens import estimated_tokens
+
+    assert estimated_tokens("") == 0
+    assert estimated_tokens("abcd") == 1 and estimated_tokens("abcde") == 2
+    assert estimated_tokens("日本語の文") == 4  # 15 bytes of UTF-8

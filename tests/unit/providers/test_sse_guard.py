@@ -118,3 +118,25 @@ async def test_a_clean_stream_counts_nothing(loopback: LoopbackProvider) -> None
 def test_what_counts_as_unreadable(line: str, bad: bool) -> None:
     assert sse_guard.is_unreadable(line, None) is bad
     assert sse_guard.is_unreadable(line, {"parsed": True}) is False
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_line_that_never_ends_is_stopped_at_the_cap_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.support.raw_http import RawServer
+
+    monkeypatch.setattr(sse_guard, "MAX_LINE_CHARS", 200_000)
+    server = RawServer()
+    # `data: {"choices": [{"delta": {"content": "aaaa…` and never a line break
+    server.route("/v1/chat/completions",
+                 b'data: {"choices": [{"delta": {"content": "' + b"a" * 65_536,
+                 content_type="text/event-stream", endless=True)
+    try:
+        result = await stream_turn(request(f"{server.url}/v1"))
+    finally:
+        server.stop()
+    assert result.error is not None and not result.error.retry
+    assert "sent a line of more than 200,000 characters in its stream" in result.error.message
+    assert result.text == ""

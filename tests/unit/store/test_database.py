@@ -142,3 +142,24 @@ def test_the_write_ahead_log_is_private_whatever_the_umask(tmp_path: Path) -> No
             s.close()
     finally:
         os.umask(previous)
+
+
+def test_a_store_held_to_a_memory_limit_keeps_it_across_a_backup_and_a_release(
+    tmp_path: Path,
+) -> None:
+    def limit(store: Store) -> str:
+        return str(store.call(
+            lambda r: r.con.execute("SELECT current_setting('memory_limit')").fetchone())[0])
+
+    held = Store.open(tmp_path / "held.duckdb", memory_limit="96MB")
+    try:
+        assert limit(held) == "91.5 MiB"
+        assert held.backup("test").path.exists()  # written with DuckDB's own limit
+        assert limit(held) == "91.5 MiB"
+        held.release()
+        held.reopen()
+        assert limit(held) == "91.5 MiB"
+    finally:
+        held.close()
+    with Store.open(tmp_path / "free.duckdb") as free:
+        assert limit(free) != "91.5 MiB"

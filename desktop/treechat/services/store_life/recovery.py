@@ -21,10 +21,12 @@ log = logging.getLogger(__name__)
 
 
 def open_and_recover(
-    path: Path, *, clock: Clock = SYSTEM_CLOCK, make_id: Callable[[], str] = new_id
+    path: Path, *, clock: Clock = SYSTEM_CLOCK, make_id: Callable[[], str] = new_id,
+    memory_limit: str | None = None,
 ) -> Store:
-    """Open the store at `path` and turn leftover drafts into interrupted assistant nodes."""
-    store = Store.open(path)
+    """Open the store at `path` (DuckDB held to `memory_limit`, if given) and turn leftover
+    drafts into interrupted assistant nodes."""
+    store = Store.open(path, memory_limit=memory_limit)
     try:
         recover_drafts(store, clock=clock, make_id=make_id)
     except BaseException:

@@ -32,6 +32,11 @@ class ChatConfig:
     # occupancy of the request it sent (the same window) instead of counting the context
     # with the reply in it, which would load the token tables again.
     occupancy_after_reply: bool = True
+    # How a reply stopped mid-stream is counted for its usage row: None counts it with the
+    # token tables (the window keeps them loaded); a one-shot command that let go of them
+    # passes an estimate rather than load them again as it ends (Ctrl+C in the middle of a
+    # reply peaked at 359 MB, the tables loaded beside litellm).
+    count_stopped_reply: Callable[[str], int] | None = None
 
     def set_global_instructions(self, text: str) -> None:
         """The instructions every chat gets changed (the settings service reports it)."""

@@ -211,7 +211,8 @@ class ReplyStep:
         stopped = StoppedRequest(
             p.make_id(), turn.session_id, request.prep.commit_id, address(endpoint),
             endpoint.model, request.prep.estimated_prompt_tokens, p.clock.now())
-        if await record_stopped(p.store, p.engine.counter.count, node, stopped):
+        count = p.config.count_stopped_reply or p.engine.counter.count
+        if await record_stopped(p.store, count, node, stopped):
             turn.log.recorded(stopped.record_id)
         return await self._finished(turn, node, request)
 

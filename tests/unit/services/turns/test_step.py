@@ -71,6 +71,37 @@ async def test_a_stopped_reply_is_kept_and_its_request_counted_as_estimated(
 
 
 @pytest.mark.asyncio
+async def test_a_stopped_reply_is_counted_with_the_configured_counter_when_one_is_set(
+    services: Services, loopback: LoopbackProvider
+) -> None:
+    """A one-shot command that let go of its token tables counts a stopped reply with an
+    estimate instead of loading them again."""
+    counted: list[str] = []
+
+    def estimate(text: str) -> int:
+        counted.append(text)
+        return 1234
+
+    services.chat.config.count_stopped_reply = estimate
+    resume = threading.Event()
+    loopback.queue(Reply(text="one two three four five six", pause_after=2, resume=resume))
+    session = await services.chat.sessions.create()
+    events = Events()
+    task = asyncio.ensure_future(services.chat.send(session.id, "go", on_event=events))
+    for _ in range(500):
+        await asyncio.sleep(0.02)
+        if events.of(TextDelta):
+            break
+    services.chat.stop(session.id)
+    node = await task
+    resume.set()
+    assert node is not None and node.interrupted
+    assert counted == [node.output]
+    (row,) = services.store.call(lambda r: ledger.session_usage(r, session.id))
+    assert row.output_tokens == 1234
+
+
+@pytest.mark.asyncio
 async def test_a_reply_with_tool_calls_reports_each_node_then_the_record(
     services: Services, loopback: LoopbackProvider
 ) -> None:
