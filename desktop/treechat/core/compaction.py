@@ -4,6 +4,7 @@ yields each plan, receives the summaries however they were made, and applies the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -350,7 +351,12 @@ def _plan_rollup(
     carried = sum(line_cost(ln) for p in run for ln in section_lines(items[p].rendered))
     others = sum(line_cost(ln) for ln in facts_so_far(
         items[p] for p in summaries if p not in run))
-    room = min(carried, max(0, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
+    # The older summaries' lines never move (they are the cached prefix), so the budget they
+    # leave shrinks as they accumulate; the roll-up still gets its fair part of it, by the
+    # share of the conversation it covers, or the newest facts alone would be thinned.
+    covered = _count_covered(items, summaries)
+    fair = facts_budget * _count_covered(items, run) // max(1, covered)
+    room = min(carried, max(fair, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
     request = SummaryRequest(
         entries=_entries(items, run),
         target_tokens=max(config.min_summary_tokens, target - room),
@@ -474,19 +480,16 @@ def fold_saves(summary_tokens: int, folded: Iterable[ContextItem]) -> bool:
 
 
 def _count_covered(items: Sequence[ContextItem], positions: Sequence[int]) -> int:
-    n = 0
-    for p in positions:
-        it = items[p]
-        if it.is_summary:
-            n += _covered_from_reason(it.reason)
-        else:
-            n += 1
-    return n
+    """The messages the items at `positions` stand for: a summary its fence's count, any
+    other item itself."""
+    return sum(_covered(items[p].rendered) if items[p].is_summary else 1 for p in positions)
 
 
-def _covered_from_reason(reason: str) -> int:
-    parts = reason.split()
-    for part in parts:
-        if part.isdigit():
-            return int(part)
-    return 1
+_FENCE_COUNT = re.compile(r"^\[Condensed record[^\]\n]*?, (\d+) messages\.")
+
+
+def _covered(rendered: str) -> int:
+    """The messages a summary stands for, as its fence says (a roll-up's fence counts the
+    messages of every summary it rolled up, not the summaries)."""
+    found = _FENCE_COUNT.match(rendered)
+    return int(found.group(1)) if found else 1
