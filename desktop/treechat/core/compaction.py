@@ -99,11 +99,10 @@ def _next_plan(commit: ContextCommit, request: CompactionRequest, *, config: Rul
     """The folds the history calls for; when none of them can be made (nothing left to
     fold, or no summary of it would be smaller), the roll-up the summaries call for: a
     history over its trigger must not keep summaries over their share."""
-    for plan in (plan_compaction(commit, request, config=config, pinned=pinned,
-                                 instructions=instructions),
-                 plan_rollup(commit, request, config=config, instructions=instructions)):
-        if plan is not None:
-            plan = _gainful(plan, commit, counter, unsaved)
+    for planned in (plan_compaction(commit, request, config=config, pinned=pinned,
+                                    instructions=instructions),
+                    plan_rollup(commit, request, config=config, instructions=instructions)):
+        plan = _gainful(planned, commit, counter, unsaved) if planned is not None else None
         if plan is not None:
             return plan
     return None
@@ -463,10 +462,10 @@ def _gainful(plan: CompactionPlan, commit: ContextCommit, counter: TokenCounter,
     items = commit.items
     runs = tuple(
         run for run in plan.runs
-        if run.positions not in unsaved and fold_saves(item_tokens("user", fence("", scope=run.request.scope,
-                                                count=_count_covered(items, run.positions)),
-                                  counter),
-                      (items[p] for p in run.positions))
+        if run.positions not in unsaved and fold_saves(
+            item_tokens("user", fence("", scope=run.request.scope,
+                                      count=_count_covered(items, run.positions)), counter),
+            (items[p] for p in run.positions))
     )
     if not runs:
         return None
