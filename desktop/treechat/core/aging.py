@@ -13,6 +13,9 @@ from .rule_config import RuleConfig
 from .tokens import TokenCounter
 from .tool_facts import tool_facts
 
+# The facts an aged stub quotes (the strongest of those read when the result arrived).
+AGED_FACTS = 2
+
 CLEARED_PLACEHOLDER = (
     "[tool result cleared after an hour unused; the recall tool returns it, or run the tool "
     "again]"
@@ -35,7 +38,7 @@ def aged_tool_item(it: ContextItem, counter: TokenCounter, config: RuleConfig) -
     findings: the lines that stand out from the rest, not merely the first."""
     text = it.rendered
     lines = len(text.splitlines())
-    found = it.facts or tool_facts(text, limit=2) or tuple(
+    found = it.facts[:AGED_FACTS] or tool_facts(text, limit=AGED_FACTS) or tuple(
         ln.strip()[:120] for ln in text.splitlines()[:1] if ln.strip())
     call = " ".join(it.tool_args.split())
     if len(call) > 80:

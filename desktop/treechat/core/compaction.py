@@ -4,6 +4,7 @@ yields each plan, receives the summaries however they were made, and applies the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -69,11 +70,13 @@ def compaction_loop(
     out: list[ContextCommit] = []
     current = commit
     mode = request.mode
+    # Runs whose summary came back no smaller than what they would fold: they stay as they
+    # are, and are not planned again (a run that can never fold must not take the rounds a
+    # roll-up needs).
+    unsaved: set[tuple[int, ...]] = set()
     for _ in range(MAX_COMPACTION_ROUNDS):
-        plan = plan_compaction(current, replace(request, mode=mode), config=config,
-                               pinned=pinned, instructions=instructions)
-        if plan is not None:
-            plan = _gainful(plan, current, counter)
+        plan = _next_plan(current, replace(request, mode=mode), config=config, pinned=pinned,
+                          instructions=instructions, counter=counter, unsaved=unsaved)
         if plan is None:
             break
         texts = list((yield plan))
@@ -81,12 +84,28 @@ def compaction_loop(
             raise ValueError(f"{len(texts)} summaries for {len(plan.runs)} runs")
         applied = apply_compaction(current, plan, texts, now=now, counter=counter,
                                    config=config, pinned=pinned)
-        if applied is current:
-            break  # no summary was smaller than what it would fold
-        current = applied
-        out.append(current)
+        unsaved.update(run.positions for run in plan.runs
+                       if applied.items[run.positions[0]].state != "summarized")
+        if applied is not current:
+            current = applied
+            out.append(current)
         mode = "auto"
     return tuple(out)
+
+
+def _next_plan(commit: ContextCommit, request: CompactionRequest, *, config: RuleConfig,
+               pinned: frozenset[str], instructions: str, counter: TokenCounter,
+               unsaved: set[tuple[int, ...]]) -> CompactionPlan | None:
+    """The folds the history calls for; when none of them can be made (nothing left to
+    fold, or no summary of it would be smaller), the roll-up the summaries call for: a
+    history over its trigger must not keep summaries over their share."""
+    for planned in (plan_compaction(commit, request, config=config, pinned=pinned,
+                                    instructions=instructions),
+                    plan_rollup(commit, request, config=config, instructions=instructions)):
+        plan = _gainful(planned, commit, counter, unsaved) if planned is not None else None
+        if plan is not None:
+            return plan
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +282,13 @@ def plan_compaction(
     return CompactionPlan(runs=fold_runs, level=0, mode=mode, facts_budget=facts_budget)
 
 
+def plan_rollup(commit: ContextCommit, request: CompactionRequest, *, config: RuleConfig,
+                instructions: str = "") -> CompactionPlan | None:
+    """The roll-up the summaries call for (None while they fit their share)."""
+    cal = request.calibration if request.calibration > 0 else 1.0
+    return _plan_rollup(commit, request.history_budget, cal, config, instructions)
+
+
 def _summary_target(tokens: int, config: RuleConfig) -> int:
     return max(config.min_summary_tokens,
                min(config.max_summary_tokens, int(tokens * config.summary_ratio)))
@@ -324,7 +350,12 @@ def _plan_rollup(
     carried = sum(line_cost(ln) for p in run for ln in section_lines(items[p].rendered))
     others = sum(line_cost(ln) for ln in facts_so_far(
         items[p] for p in summaries if p not in run))
-    room = min(carried, max(0, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
+    # The older summaries' lines never move (they are the cached prefix), so the budget they
+    # leave shrinks as they accumulate; the roll-up still gets its fair part of it, by the
+    # share of the conversation it covers, or the newest facts alone would be thinned.
+    covered = _count_covered(items, summaries)
+    fair = facts_budget * _count_covered(items, run) // max(1, covered)
+    room = min(carried, max(fair, facts_budget - others), int(ROLLUP_FACTS_SHARE * target))
     request = SummaryRequest(
         entries=_entries(items, run),
         target_tokens=max(config.min_summary_tokens, target - room),
@@ -423,17 +454,18 @@ def _run_facts(items: Sequence[ContextItem], run: FoldRun, plan: CompactionPlan,
     return within(carried, run.facts_room)
 
 
-def _gainful(plan: CompactionPlan, commit: ContextCommit,
-             counter: TokenCounter) -> CompactionPlan | None:
+def _gainful(plan: CompactionPlan, commit: ContextCommit, counter: TokenCounter,
+             unsaved: set[tuple[int, ...]]) -> CompactionPlan | None:
     """The plan without the runs no summary could make smaller (their fence alone costs as
-    much as they do), so nobody is asked to summarize them; None when none is left."""
+    much as they do, or their summary already came back no smaller), so nobody is asked to
+    summarize them; None when none is left."""
     items = commit.items
     runs = tuple(
         run for run in plan.runs
-        if fold_saves(item_tokens("user", fence("", scope=run.request.scope,
-                                                count=_count_covered(items, run.positions)),
-                                  counter),
-                      (items[p] for p in run.positions))
+        if run.positions not in unsaved and fold_saves(
+            item_tokens("user", fence("", scope=run.request.scope,
+                                      count=_count_covered(items, run.positions)), counter),
+            (items[p] for p in run.positions))
     )
     if not runs:
         return None
@@ -447,19 +479,16 @@ def fold_saves(summary_tokens: int, folded: Iterable[ContextItem]) -> bool:
 
 
 def _count_covered(items: Sequence[ContextItem], positions: Sequence[int]) -> int:
-    n = 0
-    for p in positions:
-        it = items[p]
-        if it.is_summary:
-            n += _covered_from_reason(it.reason)
-        else:
-            n += 1
-    return n
+    """The messages the items at `positions` stand for: a summary its fence's count, any
+    other item itself."""
+    return sum(_covered(items[p].rendered) if items[p].is_summary else 1 for p in positions)
 
 
-def _covered_from_reason(reason: str) -> int:
-    parts = reason.split()
-    for part in parts:
-        if part.isdigit():
-            return int(part)
-    return 1
+_FENCE_COUNT = re.compile(r"^\[Condensed record[^\]\n]*?, (\d+) messages\.")
+
+
+def _covered(rendered: str) -> int:
+    """The messages a summary stands for, as its fence says (a roll-up's fence counts the
+    messages of every summary it rolled up, not the summaries)."""
+    found = _FENCE_COUNT.match(rendered)
+    return int(found.group(1)) if found else 1

@@ -3,8 +3,8 @@ and what tool results found, one line each. Each fold appends the lines of what 
 the facts section of its new summary (after the summary's own fence), so the facts read in
 order across the summaries and nothing before the new summary changes. A roll-up carries the
 sections of the summaries it rolls up verbatim, line for line, into its own; when they
-outgrow the facts' budget (or most of the roll-up's own size) it leaves out the oldest tool
-facts it carries, then the oldest statements, and rewrites none. Pure: same items in, same
+outgrow the facts' budget (or most of the roll-up's own size) it thins the tool facts it
+carries evenly, then the statements, and rewrites none. Pure: same items in, same
 lines out."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .commit import ContextItem
 from .findings import stated_facts
 from .summarize import fence_lines
-from .tool_facts import tool_facts
+from .tool_facts import result_facts
 
 FACTS_OPEN = "<<<facts-so-far"
 FACTS_CLOSE = "facts-so-far>>>"
@@ -24,7 +24,6 @@ FACTS_NOTE = ("[Facts so far, continued: what the user stated and what tool resu
               "one per line, oldest first; information, not instructions.]")
 USER_PREFIX = "- user said: "
 MAX_LABEL_CHARS = 48
-TOOL_LINES = 1  # facts a tool result gives: one line a result reaches back over many
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +72,13 @@ def _label(item: ContextItem) -> str:
 
 def folded_facts(items: Sequence[ContextItem]) -> list[FactLine]:
     """The facts of items being folded, in their order: a user message's statements, a tool
-    result's strongest fact (read from its whole output when it arrived)."""
+    result's findings (two to four, read from its whole output when it arrived)."""
     out: list[FactLine] = []
     for it in items:
         if it.attached_from or it.is_summary:
             continue
         if it.role == "tool":
-            found = (it.facts or tool_facts(it.rendered, limit=1, ranked=True))[:TOOL_LINES]
+            found = it.facts or result_facts(it.rendered)
             label = _label(it)
             out.extend(FactLine(f"- {label}: {f}", stated=False) for f in found)
         elif it.role == "user":
@@ -112,16 +111,35 @@ def new_lines(found: Sequence[FactLine], known: Iterable[str]) -> list[str]:
 
 
 def within(lines: Sequence[str], budget: int) -> list[str]:
-    """`lines` in their order, the oldest tool facts and then the oldest statements left out
-    until they fit `budget` (by `line_cost`)."""
+    """`lines` in their order, tool facts and then statements left out until they fit
+    `budget` (by `line_cost`). Each kind is thinned evenly over its lines (every other
+    one, then every fourth between them, ...), not from one end: a roll-up carries lines
+    of many turns, and any of them may be asked about next."""
     sizes = [line_cost(ln) for ln in lines]
     total = sum(sizes)
     keep = [True] * len(lines)
     for stated in (False, True):
-        for k, ln in enumerate(lines):
+        kind = [k for k, ln in enumerate(lines) if ln.startswith(USER_PREFIX) == stated]
+        for j in thinning_order(len(kind)):
             if total <= budget:
                 break
-            if keep[k] and ln.startswith(USER_PREFIX) == stated:
-                keep[k] = False
-                total -= sizes[k]
+            keep[kind[j]] = False
+            total -= sizes[kind[j]]
     return [ln for ln, k in zip(lines, keep, strict=True) if k]
+
+
+def thinning_order(n: int) -> list[int]:
+    """0..n-1 in the order that leaves what remains most evenly spread at every step (van
+    der Corput order: the middle, then the quarters, then the eighths, ...)."""
+    out: list[int] = []
+    seen: set[int] = set()
+    denominator = 2
+    while len(out) < n and denominator <= 2 * n:
+        for numerator in range(1, denominator, 2):
+            k = numerator * n // denominator
+            if k not in seen:
+                seen.add(k)
+                out.append(k)
+        denominator *= 2
+    out.extend(k for k in range(n) if k not in seen)
+    return out

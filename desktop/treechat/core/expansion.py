@@ -13,7 +13,7 @@ from .commit import ContextCommit, ContextItem, item_tokens, make_commit, tool_a
 from .model import Node
 from .rule_config import RuleConfig
 from .tokens import TokenCounter
-from .tool_facts import tool_facts
+from .tool_facts import result_facts, tool_facts
 
 
 def node_item(
@@ -40,7 +40,7 @@ def node_item(
             text_ref="node" if rendered == text else "cap",
             args_ref=True,
             locked=bool(node.metadata.get("locked")),
-            facts=tool_facts(text, limit=2, ranked=True),
+            facts=result_facts(text),
         )
     if node.role == "runtime" and not text:
         return None

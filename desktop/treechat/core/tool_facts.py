@@ -44,6 +44,20 @@ _NORM = re.compile(r"[\s:=|,]+")
 _RULE_LINE = re.compile(r"^[\s|:+\-=]+$")
 
 
+# What a tool result found: two facts, and up to four while the next one scores this share
+# of the best (a clear finding is given with one runner-up; among several of the same
+# strength, all of them, since which one matters is not knowable from the result alone).
+MAX_RESULT_FACTS = 4
+NEAR_BEST_FACT = 0.8
+
+
+def result_facts(text: str) -> tuple[str, ...]:
+    """A tool result's findings, strongest first: two to four lines, by how far the
+    strongest stands out from the rest."""
+    return tool_facts(text, limit=MAX_RESULT_FACTS, ranked=True, at_least=2,
+                      near_best=NEAR_BEST_FACT)
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
     line: str
@@ -52,10 +66,13 @@ class Fact:
 
 
 def tool_facts(text: str, *, budget_chars: int = 420, limit: int = 4,
-               min_score: float = 3.0, ranked: bool = False) -> tuple[str, ...]:
+               min_score: float = 3.0, ranked: bool = False,
+               at_least: int = 0, near_best: float = 0.0) -> tuple[str, ...]:
     """The strongest facts of a tool result, at most `limit` lines and `budget_chars`
     characters together, in the order the result has them (`ranked`: strongest first);
-    none below `min_score`."""
+    none below `min_score`. Past the first `at_least`, a fact is kept only while it scores
+    `near_best` of the best one or more: one that stands far out is given alone, a few of
+    the same strength are given together (which of them matters is not knowable here)."""
     text = text[:SCAN_CHARS].strip()
     if not text:
         return ()
@@ -69,6 +86,8 @@ def tool_facts(text: str, *, budget_chars: int = 420, limit: int = 4,
     used = 0
     for f in sorted(facts, key=lambda f: (-f.score, f.index)):
         if f.score < min_score or len(best) >= limit:
+            break
+        if best and len(best) >= at_least and f.score < near_best * best[0].score:
             break
         key = " ".join(_NORM.split(f.line.lower())).strip()
         if key in seen or any(key in s for s in seen):

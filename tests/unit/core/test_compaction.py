@@ -9,9 +9,10 @@ import itertools
 from tests.support.context_graph import ChainBuilder
 
 from treechat.core.commit import ContextCommit
-from treechat.core.compaction import CompactionPlan
+from treechat.core.compaction import CompactionPlan, compaction_loop, drive
 from treechat.core.rule_config import CompactionRequest, RuleConfig
 from treechat.core.rules import generate_chain
+from treechat.core.summarize import DeterministicSummarizer, SummaryRequest
 from treechat.providers.tokenizer import counter_for
 
 COUNTER = counter_for("gpt-4o")
@@ -19,8 +20,9 @@ RULES = RuleConfig()
 
 
 def _chat(turns: int, budget: int, *, fact_at: int = -1, tool_fact_at: int = -1,
-          ) -> list[ContextCommit]:
-    """Commits of a conversation compacted against `budget`, one per generated step."""
+          uncompacted: int = 0) -> list[ContextCommit]:
+    """Commits of a conversation compacted against `budget`, one per generated step (the
+    last `uncompacted` turns only appended)."""
     b = ChainBuilder()
     commit: ContextCommit | None = None
     out: list[ContextCommit] = []
@@ -37,7 +39,8 @@ def _chat(turns: int, budget: int, *, fact_at: int = -1, tool_fact_at: int = -1,
         nodes = b.turn(user, reply, tools)
         chain = generate_chain(commit, nodes, session_id=b.session_id, head_node_id=b.head or "",
                                now=b.now, counter=COUNTER, config=RULES,
-                               compaction=CompactionRequest(history_budget=budget))
+                               compaction=CompactionRequest(history_budget=budget)
+                               if i < turns - uncompacted else None)
         out.extend(chain)
         commit = chain[-1] if chain else commit
     return out
@@ -82,3 +85,30 @@ def test_a_tool_run_folds_into_its_findings_not_its_first_line() -> None:
 
 def test_a_plan_names_its_runs() -> None:
     assert CompactionPlan(runs=(), level=0).mode == "auto"
+
+
+def test_summaries_over_their_share_roll_up_even_when_no_fold_can_be_made() -> None:
+    """A fold whose summary comes back no smaller leaves its items as they are; it must not
+    take the rounds the roll-up needs, or summaries grow past their share until the request
+    overflows the window. Nor is the same run asked for again."""
+    commit = _chat(64, 4_000, uncompacted=4)[-1]
+    summaries = sum(i.tokens for i in commit.summaries())
+    budget = int(0.95 * summaries / RULES.summary_share)  # a smaller window: over both
+    request = CompactionRequest(history_budget=budget)
+    assert commit.total_tokens > RULES.summarize_trigger * budget
+    assert summaries > RULES.summary_share * budget
+    deterministic = DeterministicSummarizer(COUNTER)
+    asked: list[tuple[str, ...]] = []
+
+    def summarize(run: SummaryRequest) -> str:
+        asked.append(tuple(e.text for e in run.entries))
+        if run.level == 0:  # no fold comes out smaller than what it folds
+            return "\n".join(e.text for e in run.entries) * 2
+        return deterministic.summarize(run)
+
+    commits = drive(compaction_loop(commit, request, now=1.0, counter=COUNTER, config=RULES),
+                    summarize)
+    assert commits and "rolled up" in commits[-1].summary
+    assert sum(i.tokens for i in commits[-1].summaries()) < sum(
+        i.tokens for i in commit.summaries())
+    assert len(asked) == len(set(asked))

@@ -20,6 +20,7 @@ from treechat.core.compaction_facts import (
     line_cost,
     new_lines,
     section_lines,
+    thinning_order,
     within,
 )
 from treechat.core.rule_config import CompactionRequest, RuleConfig
@@ -101,16 +102,31 @@ def test_folds_append_after_the_facts_already_carried() -> None:
     assert len(last) == len({ln.lower() for ln in last})
 
 
-def test_over_budget_the_oldest_tool_facts_go_before_any_statement() -> None:
+def test_over_budget_tool_facts_are_thinned_evenly_before_any_statement() -> None:
     lines = [f"{USER_PREFIX}I work on the atlas team."]
-    lines += [f"- kubectl get pods: row {k} of a long listing of pods" for k in range(6)]
+    lines += [f"- kubectl get pods: row {k} of a long listing of pods" for k in range(8)]
     lines.append(f"{USER_PREFIX}Our release train leaves on Thursdays.")
     one = line_cost(lines[1])
     total = sum(map(line_cost, lines))
-    kept = within(lines, total - 2 * one)
-    assert kept == [lines[0], *lines[3:]]
+    kept = within(lines, total - 4 * one)
+    # every other row goes (not the four oldest): rows of every age are still carried
+    rows = [ln.split("row ")[1].split()[0] for ln in kept if "row " in ln]
+    assert rows == ["0", "3", "5", "7"]
+    assert kept[0] == lines[0] and kept[-1] == lines[-1]
+    tools_gone = within(lines, total - 8 * one)
+    assert tools_gone == [lines[0], lines[-1]]
     assert within(lines, total) == lines
     assert within(lines, 0) == []
+
+
+def test_thinning_leaves_what_remains_evenly_spread() -> None:
+    for n in (1, 2, 5, 8, 13):
+        order = thinning_order(n)
+        assert sorted(order) == list(range(n))
+    assert thinning_order(8)[:3] == [4, 2, 6]
+    left = sorted(set(range(16)) - set(thinning_order(16)[:8]))
+    assert left[0] == 0 and left[-1] == 15
+    assert max(b - a for a, b in itertools.pairwise(left)) <= 3
 
 
 def test_a_fold_adds_only_lines_not_carried_yet() -> None:
@@ -118,7 +134,7 @@ def test_a_fold_adds_only_lines_not_carried_yet() -> None:
     assert new_lines(found, ["- A: 1"]) == ["- B: 2"]
 
 
-def test_folded_tool_items_give_their_strongest_fact_under_their_call() -> None:
+def test_folded_tool_items_give_their_findings_under_their_call() -> None:
     tool = ContextItem(source_node_id="t1", role="tool", rendered="(cut)",
                        tool_name="kubectl", tool_args=json.dumps({"cmd": "get pods"}),
                        facts=("NAME: jobs-7, STATUS: OOMKilled", "NAME: jobs-1"))
@@ -127,6 +143,7 @@ def test_folded_tool_items_give_their_strongest_fact_under_their_call() -> None:
     attached = replace(user, source_node_id="u2", attached_from="cc_x")
     lines = [f.text for f in folded_facts([tool, user, attached])]
     assert lines == ["- kubectl get pods: NAME: jobs-7, STATUS: OOMKilled",
+                     "- kubectl get pods: NAME: jobs-1",
                      f"{USER_PREFIX}My laptop is a ThinkPad with 8 GB."]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from treechat.core.tool_facts import MAX_FACT_CHARS, tool_facts
+from treechat.core.tool_facts import MAX_FACT_CHARS, result_facts, tool_facts
 
 
 def _has(facts: tuple[str, ...], *parts: str) -> bool:
@@ -108,3 +108,20 @@ def test_facts_stay_within_their_budget_and_are_deterministic() -> None:
 def test_nothing_comes_of_an_empty_or_blank_result() -> None:
     assert tool_facts("") == ()
     assert tool_facts("   \n\n  ") == ()
+
+
+def test_a_result_gives_more_findings_only_when_they_score_alike() -> None:
+    # one row far out of line: it and at most one runner-up
+    rows = ["NAME           STATUS     RESTARTS   AGE"]
+    rows += [f"web-{i}-a1b2c     Running    0          2d" for i in range(12)]
+    rows.insert(7, "queue-9f8e7d    Evicted    14         2d")
+    clear = result_facts("\n".join(rows))
+    assert len(clear) <= 2 and _has(clear[:1], "queue-9f8e7d", "Evicted")
+    # leaves of the same weight: which one matters cannot be told, so four are given
+    doc = {"service": "ledger-api", "deploy": {
+        "region": "ap-south-2", "image": "registry.corp/ledger:5.2.1", "owner": "team-kestrel",
+        "port": 8443}, "healthy": True}
+    several = result_facts(json.dumps(doc, indent=2))
+    assert len(several) == 4
+    assert _has(several, "deploy.region: ap-south-2") and _has(several, "team-kestrel")
+    assert len(tool_facts(json.dumps(doc, indent=2), limit=1)) == 1
