@@ -232,7 +232,8 @@ def test_retrieval_quality_and_indexing(part: str, tmp_path: Path,
                 shown.append(f"{p.done}/{p.total} files, {p.files_per_s:.1f} files/s, "
                              f"{p.seconds_left:.0f} s left")
 
-            _, seconds, gaps = await ticking(lambda: service.reindex("bench", progress))
+            report, seconds, gaps = await ticking(lambda: service.reindex("bench", progress))
+            assert report.read == FILES and not report.skipped
             # the idle baseline right after, as long: the machine's load changes by the minute
             idle = await idle_gaps(min(seconds, 30.0))
             out = {"index_files_per_s": FILES / seconds, "index_progress_updates": len(shown),
