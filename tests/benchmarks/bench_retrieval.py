@@ -10,8 +10,10 @@ lexical index alone (FTS5 BM25 over the same passages), side by side, on the sam
 - A hit is the fact's own passage (chats: its node) among the first five results.
 - Indexing the folder is timed (files/s: the quick stage, after which every file is found by
   its words and by WordLlama's meaning) while a ticker on the same event loop measures the
-  longest stall the window would see (and the 99th percentile); the same ticker idle right
-  after, as long, is the baseline (the machine's own load, shared with other work). The fine stage
+  longest stall the window would see (and the 99th percentile), split into the loop thread's
+  own work, its wait for a core and the time it was blocked (`tests/support/loop_gaps.py`);
+  the same ticker idle right after, as long, is the baseline (the machine's own load, shared
+  with other work). The part "indexing" stops there. The fine stage
   that follows in the background is timed too (passages/s), under the same ticker, and the
   folder is asked the held-out questions before it runs as well as after.
 - Search at one million passages is `bench_retrieval_million.py`.
