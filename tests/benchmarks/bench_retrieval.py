@@ -10,12 +10,13 @@ lexical index alone (FTS5 BM25 over the same passages), side by side, on the sam
 - A hit is the fact's own passage (chats: its node) among the first five results.
 - Indexing the folder is timed (files/s: the quick stage, after which every file is found by
   its words and by WordLlama's meaning) while a ticker on the same event loop measures the
-  longest stall the window would see (and the 99th percentile); the same ticker idle right
-  after, as long, is the baseline (the machine's own load, shared with other work). The fine stage
+  longest stall the window would see (and the 99th percentile), split into the loop thread's
+  own work, its wait for a core and the time it was blocked (`tests/support/loop_gaps.py`);
+  the same ticker idle right after, as long, is the baseline (the machine's own load, shared
+  with other work). The part "indexing" stops there. The fine stage
   that follows in the background is timed too (passages/s), under the same ticker, and the
   folder is asked the held-out questions before it runs as well as after.
-- Search at one million passages: a real store of a million messages, its full-text index and
-  a million fine-stage vectors, searched through `RetrievalEngine.search` (see `million`).
+- Search at one million passages is `bench_retrieval_million.py`.
 """
 
 from __future__ import annotations
@@ -23,27 +24,24 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
 import pytest
 from tests.support.context_sim import stdlib_corpus
+from tests.support.loop_gaps import gap_figures, idle_gaps, ticking
 
-from treechat.core.chunking import UNITS_PER_PASSAGE
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
 from treechat.services.retrieval.engine import RetrievalEngine, default_embedder, fine_embedder
-from treechat.services.retrieval.knowledge import KnowledgeService
+from treechat.services.retrieval.knowledge import IndexProgress, KnowledgeService
 from treechat.store.database import Store
 from treechat.store.fulltext import any_terms_query
 from treechat.store.knowledge import KnowledgeIndex
-from treechat.store.repository import NODE_COLUMNS, bulk_insert
 
 pytestmark = pytest.mark.bench
 T = TypeVar("T")
@@ -54,7 +52,6 @@ RESULTS = Path(__file__).resolve().parents[2] / "build" / "bench" / "retrieval.j
 FILES = 1000
 CHATS = 120
 TOP = 5
-MILLION = 1_000_000
 
 
 def facts() -> list[dict[str, str]]:
@@ -114,22 +111,6 @@ def write_folder(root: Path, rng: random.Random) -> dict[int, Path]:
         if fact_no is not None:
             where[fact_no] = path
     return where
-
-
-async def idle_stalls(seconds: float) -> list[float]:
-    """The ticker's stalls (ms) with nothing else running: the machine's own share."""
-    stalls: list[float] = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t = time.perf_counter()
-        await asyncio.sleep(0.005)
-        stalls.append((time.perf_counter() - t - 0.005) * 1000)
-    return stalls
-
-
-def p99(stalls: list[float]) -> float:
-    ordered = sorted(stalls)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
 def lexical_files_per_s(root: Path, tmp: Path) -> float:
@@ -208,26 +189,6 @@ def rss_mb(code: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-async def ticking(work: Callable[[], Awaitable[T]]) -> tuple[T, float, list[float]]:
-    """(what `work` returns, its seconds, the event loop's stalls in ms meanwhile)."""
-    stalls: list[float] = []
-    done = asyncio.Event()
-
-    async def tick() -> None:
-        while not done.is_set():
-            t = time.perf_counter()
-            await asyncio.sleep(0.005)
-            stalls.append((time.perf_counter() - t - 0.005) * 1000)
-
-    ticker = asyncio.create_task(tick())
-    started = time.perf_counter()
-    out = await work()
-    seconds = time.perf_counter() - started
-    done.set()
-    await ticker
-    return out, seconds, stalls
-
-
 SETS = ("heldout", "first")
 FIGURE = {("question", "chats"): "paraphrase_recall_at_5_chats",
           ("exact", "chats"): "exact_recall_at_5_chats",
@@ -240,13 +201,14 @@ def suffix(name: str) -> str:
 
 
 @pytest.mark.timeout(5400)
-@pytest.mark.parametrize("part", ["notes", "chats"])  # apart: they can run side by side
+# apart: they can run side by side; "indexing" is the folder indexed and nothing asked
+@pytest.mark.parametrize("part", ["indexing", "notes", "chats"])
 def test_retrieval_quality_and_indexing(part: str, tmp_path: Path,
                                         bench_report: Callable[..., Path]) -> None:
-    rng = random.Random(27 if part == "notes" else 28)
+    rng = random.Random(28 if part == "chats" else 27)
     planted = facts()
     root = tmp_path / "folder"
-    where = write_folder(root, rng) if part == "notes" else {}
+    where = write_folder(root, rng) if part != "chats" else {}
     default_embedder().load()
     fine_embedder().load()
     figures: dict[str, float] = {}
@@ -266,19 +228,26 @@ def test_retrieval_quality_and_indexing(part: str, tmp_path: Path,
 
         async def notes() -> dict[str, float]:
             await service.add("bench", [str(root)])
-            _, seconds, stalls = await ticking(lambda: service.reindex("bench"))
+            shown: list[str] = []  # what the window's Knowledge panel would show
+
+            def progress(p: IndexProgress) -> None:
+                shown.append(f"{p.done}/{p.total} files, {p.files_per_s:.1f} files/s, "
+                             f"{p.seconds_left:.0f} s left")
+
+            report, seconds, gaps = await ticking(lambda: service.reindex("bench", progress))
+            assert report.read == FILES and not report.skipped
             # the idle baseline right after, as long: the machine's load changes by the minute
-            idle = await idle_stalls(min(seconds, 30.0))
-            out = {"index_files_per_s": FILES / seconds, "gui_stall_max_ms": max(stalls),
-                   "gui_stall_p99_ms": p99(stalls), "gui_stall_idle_ms": max(idle),
-                   "gui_stall_idle_p99_ms": p99(idle)}
+            idle = await idle_gaps(min(seconds, 30.0))
+            out = {"index_files_per_s": FILES / seconds, "index_progress_updates": len(shown),
+                   **gap_figures(gaps), **gap_figures(idle, "_idle")}
+            if part == "indexing":
+                return out
             before, _ = await note_hits("question", "heldout")
             out["paraphrase_recall_at_5_notes_before_refine"] = before
-            refined, seconds, stalls = await ticking(lambda: service.refine(["bench"], pause=0))
+            refined, seconds, gaps = await ticking(lambda: service.refine(["bench"], pause=0))
             out["refine_passages_per_s"] = refined / seconds
             out["refine_folder_s"] = seconds
-            out["gui_stall_refine_ms"] = max(stalls)
-            out["gui_stall_refine_p99_ms"] = p99(stalls)
+            out.update(gap_figures(gaps, "_refine"))
             for which in SETS:
                 for kind in ("question", "exact"):
                     hybrid, lexical = await note_hits(kind, which)
@@ -287,11 +256,11 @@ def test_retrieval_quality_and_indexing(part: str, tmp_path: Path,
                     out[f"{name}_recall_at_5_notes{suffix(which)}_lexical"] = lexical
             return out
 
-        if part == "notes":
+        if part != "chats":
             figures.update(asyncio.run(notes()))
             figures["index_files_per_s_lexical"] = lexical_files_per_s(root, tmp_path)
 
-        user_nodes, tool_nodes = build_chats(store, rng)
+        user_nodes, tool_nodes = build_chats(store, rng) if part == "chats" else ({}, {})
         engine = RetrievalEngine(store)
         quick_only = RetrievalEngine(store, fine=False)
 
@@ -363,167 +332,23 @@ def test_retrieval_quality_and_indexing(part: str, tmp_path: Path,
     def fig(k: str, digits: int = 3) -> str:
         return f"{figures[k]:.{digits}f}" if k in figures else "(not run yet)"
 
+    def gui_row(k: str) -> list[object]:
+        return [f"{k} indexing / refining (vs idle)", f"{fig(k, 1)} / {fig(k + '_refine', 1)}",
+                fig(k + "_idle", 1), ""]
+
     rows += [["paraphrase_recall_at_5_notes_before_refine",
               fig("paraphrase_recall_at_5_notes_before_refine"), "", ""],
              ["paraphrase_recall_at_5_chats_wordllama (quick stage alone)",
               fig("paraphrase_recall_at_5_chats_wordllama"), "", ""],
              ["refine_passages_per_s (folder / chats)", fig("refine_passages_per_s", 1),
               fig("refine_chats_passages_per_s", 1), ""],
-             ["gui_stall_max_ms indexing / refining (vs idle)",
-              f"{fig('gui_stall_max_ms', 1)} / {fig('gui_stall_refine_ms', 1)}",
-              fig("gui_stall_idle_ms", 1), ""],
-             ["gui_stall_p99_ms indexing / refining (vs idle)",
-              f"{fig('gui_stall_p99_ms', 1)} / {fig('gui_stall_refine_p99_ms', 1)}",
-              fig("gui_stall_idle_p99_ms", 1), ""]]
+             *(gui_row(k) for k in ("gui_stall_max_ms", "gui_busy_max_ms", "gui_waiting_max_ms",
+                                    "gui_blocked_max_ms", "gui_stall_p99_ms",
+                                    "gui_busy_tick_max_ms", "gui_blocked_tick_max_ms"))]
     merge_report(bench_report, figures, rows,
                  ["figure", "hybrid (held-out set)", "lexical only", "hybrid (first set)"])
-    key = f"paraphrase_recall_at_5_{part}"
-    assert figures[key] > figures[key + "_lexical"]
-
-
-# --- one million passages --------------------------------------------------------------------
-
-
-def build_million(path: Path, rng: random.Random) -> list[str]:
-    """A store of a million two-sentence messages in 10,000 chats. Returns the texts."""
-    corpus = stdlib_corpus()
-    sentences = corpus.sentences
-    texts: list[str] = []
-    with Store.open(path) as store:
-        chats = 10_000
-        store.call(lambda r: r.create_sessions([Session(f"c{k:05d}", f"Chat {k}", None, "m",
-                                                        1.0) for k in range(chats)]))
-        batch: list[tuple[object, ...]] = []
-        seq = 0
-        per = MILLION // chats
-        for k in range(chats):
-            parent: str | None = None
-            for _ in range(per):
-                seq += 1
-                a, b = rng.randrange(len(sentences)), rng.randrange(len(sentences))
-                texts.append(f"{a} {b}")
-                nid = f"n{seq:07d}"
-                batch.append((nid, seq, 1_700_000_000.0 + seq, f"c{k:05d}", "user", "", None,
-                              json.dumps(sentences[a] + " " + sentences[b]), parent, None,
-                              [], "{}"))
-                parent = nid
-            if len(batch) >= 50_000:
-                rows = batch
-                store.call(lambda r, rows=rows: bulk_insert(r.con, "nodes", NODE_COLUMNS, rows))
-                batch = []
-        if batch:
-            store.call(lambda r, rows=batch: bulk_insert(r.con, "nodes", NODE_COLUMNS, rows))
-    return texts
-
-
-CACHE = Path(__file__).resolve().parents[2] / "build" / "bench-cache"
-CACHE_VERSION = "million-3"  # the store, its full-text index and the fine vectors
-
-
-def million(rng: random.Random) -> Path:
-    """The million-passage store with its full-text index and its fine-stage vectors, built
-    once and kept under build/bench-cache (an hour of this machine's time otherwise).
-
-    The vectors are real MiniLM embeddings of the corpus's sentences; a passage of two
-    sentences gets one vector, the normalized mean of theirs, under its first unit's key
-    (the engine would give it one per sentence: twice the graph for the same depth of
-    search, and an hour more to build here). Embedding a million passages one by one would
-    measure the encoder, which `index_files_per_s` and the refine rate already do."""
-    from treechat.services.retrieval.engine import fine_embedder, vectors_path
-    from treechat.services.retrieval.semantic import fine_path
-    from treechat.store.fulltext import FullTextIndex, index_path
-    from treechat.store.vectors import VectorIndex
-
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "million.duckdb"
-    stamp = CACHE / "million.version"
-    if stamp.exists() and stamp.read_text() == CACHE_VERSION and path.exists():
-        return path
-    for old in CACHE.glob("million.duckdb*"):
-        old.unlink()
-    pairs = build_million(path, rng)
-    encoder = fine_embedder()
-    corpus = stdlib_corpus()
-    pool = encoder.embed(corpus.sentences)
-    with Store.open(path) as store:
-        index = FullTextIndex(index_path(path))
-        store.call(index.sync)
-        keys = [int(r) for r in store.call(lambda r: [x for x, _ in index.passages_after(
-            0, MILLION + 1)])]
-        generation = store.call(lambda r: index.generation)
-        index.close()
-    assert len(keys) == MILLION
-    vectors = VectorIndex(fine_path(vectors_path(path)), ndim=encoder.ndim, model=encoder.name,
-                          centred=False)
-    step = 50_000
-    for i in range(0, MILLION, step):
-        ab = np.array([[int(x) for x in t.split()] for t in pairs[i:i + step]])
-        v = pool[ab[:, 0]] + pool[ab[:, 1]]
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        vectors.add([k * UNITS_PER_PASSAGE for k in keys[i:i + step]], v, threads=2)
-    vectors.set_mark("generation", generation)
-    vectors.set_mark("passages", str(keys[-1]))
-    vectors.save()
-    stamp.write_text(CACHE_VERSION)
-    return path
-
-
-@pytest.mark.timeout(7200)
-def test_search_1m_chunks(bench_report: Callable[..., Path]) -> None:
-    path = million(random.Random(1))
-    planted = facts()
-    asked = [f["question"] for f in planted]  # in other words than any passage
-    exact = [f["exact"] for f in planted]
-    with Store.open(path) as store:
-        engine = RetrievalEngine(store)
-        index = engine.fulltext
-        meaning = engine.meaning()
-        assert meaning.fine is not None and len(meaning.fine) == MILLION
-        # The fine stage has read every passage: the quick one's marks say the same.
-        meaning.quick.set_mark("generation", meaning.fine.mark("generation"))
-        meaning.quick.set_mark("passages", meaning.fine.mark("passages"))
-
-        async def measure(questions: list[str], how: str) -> list[float]:
-            out: list[float] = []
-            for q in questions:
-                t = time.perf_counter()
-                if how == "hybrid":
-                    hits = await engine.search(q, limit=10, catch_up=False)
-                    assert hits
-                elif how == "lexical":
-                    await store.run(lambda r, q=q: index.search_question(q, limit=10))
-                else:  # the OR of every content word, ranked by BM25: the query it replaced
-                    await store.run(lambda r, q=q: index.search(any_terms_query(q), limit=10))
-                out.append((time.perf_counter() - t) * 1000)
-            return sorted(out)
-
-        asyncio.run(engine.search("warm up the encoder", limit=10, catch_up=False))
-        runs = {(kind, how): asyncio.run(measure(qs, how))
-                for kind, qs in (("asked", asked), ("exact", exact))
-                for how in ("hybrid", "lexical", "lexical_or")}
-
-    def p95(xs: list[float]) -> float:
-        return xs[min(len(xs) - 1, int(0.95 * len(xs)))]
-
-    both = {how: sorted(runs["asked", how] + runs["exact", how])
-            for how in ("hybrid", "lexical", "lexical_or")}
-    figures = {"search_1m_chunks_p95_ms": p95(both["hybrid"]),
-               "search_1m_chunks_p95_ms_lexical": p95(both["lexical"]),
-               "search_1m_chunks_p95_ms_lexical_or": p95(both["lexical_or"]),
-               "search_1m_chunks_median_ms": statistics.median(both["hybrid"]),
-               "search_1m_chunks_median_ms_lexical": statistics.median(both["lexical"]),
-               "search_1m_chunks_paraphrase_p95_ms": p95(runs["asked", "hybrid"]),
-               "search_1m_chunks_exact_p95_ms": p95(runs["exact", "hybrid"]),
-               "search_1m_chunks_queries": float(len(both["hybrid"]))}
-    rows: list[list[object]] = [
-        ["search_1m_chunks_p95_ms", f"{p95(both['hybrid']):.1f}", f"{p95(both['lexical']):.1f}",
-         f"{p95(both['lexical_or']):.1f}"],
-        ["search_1m_chunks_median_ms", f"{statistics.median(both['hybrid']):.1f}",
-         f"{statistics.median(both['lexical']):.1f}",
-         f"{statistics.median(both['lexical_or']):.1f}"],
-        ["p95, asked in other words", f"{p95(runs['asked', 'hybrid']):.1f}",
-         f"{p95(runs['asked', 'lexical']):.1f}", f"{p95(runs['asked', 'lexical_or']):.1f}"],
-        ["p95, asked in the fact's words", f"{p95(runs['exact', 'hybrid']):.1f}",
-         f"{p95(runs['exact', 'lexical']):.1f}", f"{p95(runs['exact', 'lexical_or']):.1f}"]]
-    merge_report(bench_report, figures, rows,
-                 ["figure", "hybrid", "lexical only", "lexical, OR of every word"])
+    if part == "indexing":
+        assert figures["gui_busy_tick_max_ms"] < 50
+    else:
+        key = f"paraphrase_recall_at_5_{part}"
+        assert figures[key] > figures[key + "_lexical"]

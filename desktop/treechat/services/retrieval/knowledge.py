@@ -263,10 +263,10 @@ class KnowledgeService:
                            if n + 1 < len(batches) else None)
                 unread += await asyncio.to_thread(self._write, index, vectors, name, batch,
                                                   reads)
-                for path, _, _ in batch:
-                    done += 1
-                    if progress is not None:
-                        progress(IndexProgress(done, total, time.monotonic() - started, path))
+                done += len(batch)
+                if progress is not None:  # once a batch: a window redraws it at most that often
+                    progress(IndexProgress(done, total, time.monotonic() - started,
+                                           batch[-1][0]))
         finally:
             if pending is not None:  # cancelled or failed: the files read ahead are not kept
                 pending.cancel()
