@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.support.big_store import fill_store
 from tests.support.crash_loop import run_crash_loop
 from tests.support.hostile_probes import ProbeReport
 from tests.support.hostile_set import hostile_probe_set
 
-from treechat.core.model import Session
 from treechat.store import backup as backups
 from treechat.store import integrity
 from treechat.store.database import Store
@@ -49,35 +49,7 @@ def p95(values: list[int]) -> float:
 
 def build_gigabyte_store(path: Path) -> int:
     """A store of about 1 GB of messages whose text does not compress away (hex digests)."""
-    store = Store.open(path)
-    try:
-        store.call(lambda r: r.create_session(Session("s1", "Big", None, "m", 1.0, updated_at=1.0)))
-        batch = 100_000
-        done = 0
-        while os.path.getsize(path) < STORE_BYTES:
-            start = done
-
-            def insert(r: object, start: int = start) -> None:
-                con = r.con  # type: ignore[attr-defined]
-                text = " || ".join(["md5(random()::VARCHAR)"] * 24)
-                con.execute(
-                    f"""
-                    INSERT INTO nodes (id, seq, created_at, session_id, role, output,
-                                       predecessor)
-                    SELECT 'n' || (i + {start}), i + {start} + 1, 1.0, 's1',
-                           CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
-                           to_json({text}),
-                           CASE WHEN i + {start} = 0 THEN NULL ELSE 'n' || (i + {start} - 1) END
-                    FROM range({batch}) t(i)
-                    """
-                )
-                con.execute("CHECKPOINT")
-
-            store.call(insert)
-            done += batch
-    finally:
-        store.close()
-    return done
+    return fill_store(path, STORE_BYTES)
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -228,35 +228,11 @@ def store_of_size(path: Path, size: int) -> Path:
     """A store of one chat whose messages (hex digests: they do not compress away) fill
     about `size` bytes, with a backup made today: the next `send` reads it all (its
     integrity check) but owes no daily backup."""
-    from treechat.core.model import Session
     from treechat.store.database import Store
 
-    store = Store.open(path)
-    try:
-        store.call(lambda r: r.create_session(Session("s1", "Big", None, "m", 1.0,
-                                                      updated_at=1.0)))
-        batch, done = 100_000, 0
-        text = " || ".join(["md5(random()::VARCHAR)"] * 24)
-        while os.path.getsize(path) < size:
-            def insert(r: object, start: int = done) -> None:
-                con = r.con  # type: ignore[attr-defined]
-                con.execute(
-                    f"""
-                    INSERT INTO nodes (id, seq, created_at, session_id, role, output,
-                                       predecessor)
-                    SELECT 'n' || (i + {start}), i + {start} + 1, 1.0, 's1',
-                           CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
-                           to_json({text}),
-                           CASE WHEN i + {start} = 0 THEN NULL
-                                ELSE 'n' || (i + {start} - 1) END
-                    FROM range({batch}) t(i)
-                    """
-                )
-                con.execute("CHECKPOINT")
+    from .big_store import fill_store
 
-            store.call(insert)
-            done += batch
+    fill_store(path, size)
+    with Store.open(path) as store:
         store.backup("daily")
-    finally:
-        store.close()
     return path

@@ -13,6 +13,7 @@ import pytest_asyncio
 from tests.support.chat import Events, loopback_services
 from tests.support.loopback_server import LoopbackProvider, Reply
 
+from treechat.core.model import Node, Session
 from treechat.services.bootstrap import Services
 from treechat.services.turns.events import (
     NodeAdded,
@@ -47,10 +48,10 @@ async def test_a_failure_before_any_text_keeps_no_draft_and_records_the_request(
     assert failed.changes.usage == (row.id,) and row.head == user.id
 
 
-@pytest.mark.asyncio
-async def test_a_stopped_reply_is_kept_and_its_request_counted_as_estimated(
+async def stopped_after_two_pieces(
     services: Services, loopback: LoopbackProvider
-) -> None:
+) -> tuple[Session, Node | None, Events]:
+    """A reply stopped once its first pieces streamed: the chat, the node kept, the events."""
     resume = threading.Event()
     loopback.queue(Reply(text="one two three four five six", pause_after=2, resume=resume))
     session = await services.chat.sessions.create()
@@ -63,6 +64,14 @@ async def test_a_stopped_reply_is_kept_and_its_request_counted_as_estimated(
     services.chat.stop(session.id)
     node = await task
     resume.set()
+    return session, node, events
+
+
+@pytest.mark.asyncio
+async def test_a_stopped_reply_is_kept_and_its_request_counted_as_estimated(
+    services: Services, loopback: LoopbackProvider
+) -> None:
+    session, node, events = await stopped_after_two_pieces(services, loopback)
     assert node is not None and node.interrupted and node.metadata["reason"] == "stopped"
     (finished,) = events.of(TurnFinished)
     assert finished.changes is not None and finished.changes.head == node.id
@@ -83,18 +92,7 @@ async def test_a_stopped_reply_is_counted_with_the_configured_counter_when_one_i
         return 1234
 
     services.chat.config.count_stopped_reply = estimate
-    resume = threading.Event()
-    loopback.queue(Reply(text="one two three four five six", pause_after=2, resume=resume))
-    session = await services.chat.sessions.create()
-    events = Events()
-    task = asyncio.ensure_future(services.chat.send(session.id, "go", on_event=events))
-    for _ in range(500):
-        await asyncio.sleep(0.02)
-        if events.of(TextDelta):
-            break
-    services.chat.stop(session.id)
-    node = await task
-    resume.set()
+    session, node, _events = await stopped_after_two_pieces(services, loopback)
     assert node is not None and node.interrupted
     assert counted == [node.output]
     (row,) = services.store.call(lambda r: ledger.session_usage(r, session.id))
