@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
+from ..files import shown_name
+
 Transport = Literal["stdio", "http", "sse"]
 Policy = Literal["ask", "allow", "deny"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "http", "sse")
@@ -207,7 +209,7 @@ def parse_servers_json(text: str) -> ImportResult:
         try:
             server = _entry(name, entry)
         except ConfigError as exc:
-            problems.append(f"{raw_name}: {exc}")
+            problems.append(f"{shown_name(str(raw_name))}: {exc}")  # one line, whatever the key
             continue
         taken.add(name.lower())
         servers.append(server)

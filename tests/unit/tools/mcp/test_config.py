@@ -127,3 +127,9 @@ def test_safe_name_and_headers() -> None:
     assert parse_header("X-Key: v") == ("X-Key", "v")
     with pytest.raises(ConfigError):
         parse_header("novalue")
+
+
+def test_a_broken_entry_named_with_a_line_break_is_reported_on_one_line() -> None:
+    result = parse_servers_json('{"mcpServers": {"two\\nlines": null}}')
+    (problem,) = result.problems
+    assert "\n" not in problem and problem.startswith('"two\\nlines": ')
