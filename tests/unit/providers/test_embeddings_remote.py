@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tests.support.embedding_server import EmbeddingServer, bag_of_words, embedding_server
+
 from treechat.core.bounded_read import Bounds
 from treechat.providers.embeddings import EmbedderUnavailable
 from treechat.providers.embeddings_remote import (
@@ -86,5 +86,5 @@ def test_a_file_llama_cpp_cannot_load_is_not_offered(tmp_path: Path) -> None:
     fake = tmp_path / "not-a-model.gguf"
     fake.write_bytes(b"GGUF" + b"\0" * 64)
     assert not gguf_embeds(fake)
-    with pytest.raises(EmbedderUnavailable, match="not-a-model.gguf|llama_cpp"):
+    with pytest.raises(EmbedderUnavailable, match=r"not-a-model\.gguf|llama_cpp"):
         embedder_for(SearchModel("gguf", "not-a-model", str(fake))).embed(["x"])
