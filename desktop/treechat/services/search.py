@@ -33,7 +33,11 @@ class SearchService:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._index: FullTextIndex = index_for(store)
-        self._engine: RetrievalEngine = engine_for(store)
+        engine_for(store)  # the search model's setting is read now, not on a first search
+
+    @property
+    def _engine(self) -> RetrievalEngine:
+        return engine_for(self.store)  # the current one: changing the search model replaces it
 
     async def sessions(self, query: str, limit: int = 500) -> tuple[SearchHit, ...]:
         """Visible sessions matching `query`, best first (see `search_ranked`), then, for a

@@ -441,10 +441,27 @@ _LOCK = threading.Lock()
 
 
 def engine_for(store: Store) -> RetrievalEngine:
-    """The store's retrieval engine (one per open store, sharing the offline embedder)."""
+    """The store's retrieval engine (one per open store), embedding with the search model the
+    settings name: the offline default's two stages, or the chosen model alone."""
+    with _LOCK:
+        found = _ENGINES.get(store)
+    if found is not None:
+        return found
+    from .search_model import configured_embedder
+
+    embedder = configured_embedder(store)
     with _LOCK:
         found = _ENGINES.get(store)
         if found is None:
-            found = RetrievalEngine(store)
+            found = RetrievalEngine(store, embedder, fine=embedder is None)
             _ENGINES[store] = found
         return found
+
+
+def replace_engine(store: Store, embedder: Embedder | None) -> RetrievalEngine:
+    """A new engine for the store with another search model (None: the offline default),
+    used from now on. Its vector indexes are that model's: empty until its catch-up."""
+    engine = RetrievalEngine(store, embedder, fine=embedder is None)
+    with _LOCK:
+        _ENGINES[store] = engine
+    return engine
