@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-DIMENSIONS = 64
+DIMENSIONS = 512
 Behaviour = Literal["answer", "stall", "huge", "error"]
 
 

@@ -35,7 +35,7 @@ def test_both_wire_formats_give_unit_rows_in_the_order_asked(server: EmbeddingSe
     embedder = embedder_for(SearchModel(kind, "nomic-embed-text", base))  # type: ignore[arg-type]
     texts = ["the boat is named Marigold", "a recipe for bread", "Marigold boat"]
     vectors = embedder.embed(texts)
-    assert vectors.shape == (3, 64) and embedder.ndim == 64
+    assert vectors.shape == (3, 512) and embedder.ndim == 512
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     expected = np.asarray(bag_of_words(texts[1]), dtype=np.float32)
     assert np.allclose(vectors[1], expected / np.linalg.norm(expected), atol=1e-5)
@@ -46,7 +46,7 @@ def test_both_wire_formats_give_unit_rows_in_the_order_asked(server: EmbeddingSe
 
 def test_many_passages_go_in_batches(server: EmbeddingServer) -> None:
     embedder = ServerEmbedder(SearchModel("ollama", "m", server.url), batch=10)
-    assert embedder.embed([f"passage {i}" for i in range(25)]).shape == (25, 64)
+    assert embedder.embed([f"passage {i}" for i in range(25)]).shape == (25, 512)
     assert [len(r["input"]) for r in server.requests] == [10, 10, 5]
 
 
