@@ -50,6 +50,19 @@ class EmbeddingServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                if self.path == "/api/tags":
+                    self._send(200, {"models": [{"name": "nomic-embed-text:latest",
+                                                 "model": "nomic-embed-text:latest"},
+                                                {"name": "llama3.2", "model": "llama3.2"}]})
+                elif self.path in ("/api/v0/models", "/v1/models"):
+                    self._send(200, {"object": "list", "data": [
+                        {"id": "text-embedding-nomic", "type": "embeddings"},
+                        {"id": "bge-small-en", "type": "embeddings"},
+                        {"id": "qwen2.5-7b-instruct", "type": "llm"}]})
+                else:
+                    self._send(404, {"error": "no such path"})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, **body})

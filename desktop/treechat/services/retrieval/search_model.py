@@ -27,7 +27,8 @@ from ...store.database import Store
 from ...store.repository import Repository
 
 if TYPE_CHECKING:
-    from ..models.connections import ConnectionStatus
+    from ...providers.connections import Connection
+    from ..models.connections import ConnectionService
     from .engine import Progress, RetrievalEngine
     from .knowledge import IndexProgress
 
@@ -68,28 +69,44 @@ def is_embedding_model(model_id: str) -> bool:
     return "embed" in model_id.lower()
 
 
-def offered(statuses: Iterable[ConnectionStatus],
+def offered(found: Iterable[tuple[Connection, Sequence[str]]],
             gguf_files: Sequence[Path] = ()) -> list[SearchModel]:
-    """The embedding models the connections offer (those whose id says so) and the GGUF
-    files llama_cpp loads as embedding models (call off the GUI thread: it loads them)."""
-    found: list[SearchModel] = []
-    for status in statuses:
-        conn = status.connection
-        if conn.kind not in ("ollama", "lmstudio", "llamacpp", "openai-compatible", "hosted"):
-            continue
-        if conn.kind == "hosted" and conn.provider != "openai":
-            continue
+    """Search models of the embedding models connections offer (`embedding_models_of`) and
+    of the GGUF files llama_cpp loads as embedding models (call off the GUI thread: it loads
+    them)."""
+    models: list[SearchModel] = []
+    for conn, names in found:
         kind: SearchModelKind = "ollama" if conn.kind == "ollama" else "openai"
-        base = conn.server_root if kind == "ollama" else (conn.api_base
-                                                          or "https://api.openai.com/v1")
+        base = (conn.server_root if kind == "ollama"
+                else conn.api_base or "https://api.openai.com/v1")
         account = conn.key_account if (conn.has_key or conn.kind == "hosted") else ""
-        for m in conn.models:
-            if is_embedding_model(m.name):
-                found.append(SearchModel(kind, m.name, base, account))
+        models.extend(SearchModel(kind, name, base, account) for name in names)
     for path in gguf_files:
         if is_embedding_model(path.name) and gguf_embeds(path):
-            found.append(SearchModel("gguf", path.stem, str(path)))
-    return found
+            models.append(SearchModel("gguf", path.stem, str(path)))
+    return models
+
+
+async def embedding_models_of(
+        connections: ConnectionService) -> list[tuple[Connection, tuple[str, ...]]]:
+    """Each usable connection and the embedding models its server lists now (one that
+    cannot be read offers none)."""
+    import asyncio
+
+    from ...providers.connections import ConnectionProblem
+    from ...providers.model_lists import fetch_embedding_models, list_client
+
+    wanted = [s.connection for s in connections.statuses() if s.usable]
+
+    async def one(conn: Connection) -> tuple[Connection, tuple[str, ...]]:
+        try:
+            async with list_client() as client:
+                return conn, await fetch_embedding_models(conn, client,
+                                                          await connections.key_for(conn))
+        except ConnectionProblem:
+            return conn, ()
+
+    return [f for f in await asyncio.gather(*(one(c) for c in wanted)) if f[1]]
 
 
 def find_offered(name: str, choices: Iterable[SearchModel]) -> SearchModel | None:

@@ -15,10 +15,9 @@ from tests.support.embedding_server import EmbeddingServer, embedding_server
 
 from treechat.core.dag import Change
 from treechat.core.model import Node, Session
-from treechat.providers.connections import Connection, ConnectionModel
+from treechat.providers.connections import Connection
 from treechat.providers.embeddings import EmbedderUnavailable
 from treechat.providers.embeddings_remote import SearchModel
-from treechat.services.models.connections import ConnectionStatus
 from treechat.services.retrieval.engine import default_embedder, engine_for, vectors_path
 from treechat.services.retrieval.knowledge import KnowledgeService
 from treechat.services.retrieval.search_model import (
@@ -124,17 +123,34 @@ def test_a_change_re_embeds_chats_and_knowledge_with_the_new_model_alone(
     assert found and "garden shed" in found[0].text
 
 
-def test_the_connections_embedding_models_are_offered_by_name(tmp_path: Path) -> None:
-    ollama = Connection("ollama", "ollama", base_url="http://127.0.0.1:11434",
-                        models=(ConnectionModel("nomic-embed-text:latest"),
-                                ConnectionModel("llama3.2")), detected=True)
-    studio = Connection("lmstudio", "lmstudio", base_url="http://127.0.0.1:1234",
-                        models=(ConnectionModel("text-embedding-bge-small"),))
-    choices = offered([ConnectionStatus(ollama, "ready"), ConnectionStatus(studio, "ready")],
-                      gguf_files=[tmp_path / "broken-embed.gguf"])
-    assert [m.name for m in choices] == ["ollama:nomic-embed-text:latest@127.0.0.1:11434",
-                                         "openai:text-embedding-bge-small@127.0.0.1:1234"]
-    assert choices[1].base_url == "http://127.0.0.1:1234/v1"
+def test_the_embedding_models_a_server_lists_are_offered_by_name(
+        server: EmbeddingServer, tmp_path: Path) -> None:
+    ollama = Connection("ollama", "ollama", base_url=server.url, detected=True)
+    studio = Connection("lmstudio", "lmstudio", base_url=server.url)
+    listed = [(ollama, asyncio.run(_listed(ollama))), (studio, asyncio.run(_listed(studio)))]
+    assert listed[0][1] == ("nomic-embed-text:latest",)  # the chat model is not offered
+    assert listed[1][1] == ("bge-small-en", "text-embedding-nomic")  # by type or by name
+    choices = offered(listed, gguf_files=[tmp_path / "broken-embed.gguf"])
+    host = server.url.split("://")[1]
+    assert [m.name for m in choices] == [f"ollama:nomic-embed-text:latest@{host}",
+                                         f"openai:bge-small-en@{host}",
+                                         f"openai:text-embedding-nomic@{host}"]
+    assert choices[1].base_url == server.url + "/v1"
     assert find_offered("nomic-embed-text:latest", choices) == choices[0]
-    assert find_offered(choices[1].name, choices) == choices[1]
+    assert find_offered(choices[2].name, choices) == choices[2]
     assert find_offered("llama3.2", choices) is None
+    # what is offered answers
+    assert asyncio.run(change_search_model_of(choices[1])) == 512
+
+
+async def _listed(conn: Connection) -> tuple[str, ...]:
+    from treechat.providers.model_lists import fetch_embedding_models, list_client
+
+    async with list_client() as client:
+        return await fetch_embedding_models(conn, client)
+
+
+async def change_search_model_of(model: SearchModel) -> int:
+    from treechat.providers.embeddings_remote import embedder_for
+
+    return await asyncio.to_thread(lambda: embedder_for(model).ndim)
