@@ -65,6 +65,9 @@ class EmbeddingServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/api/show":
+                    self._send(200, {"model_info": {}})
+                    return
                 server.requests.append({"path": self.path, **body})
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 if server.behaviour == "stall":
