@@ -12,11 +12,18 @@ last search).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..store.database import Store
 from ..store.fulltext import FullTextIndex, index_for
 from ..store.search import SNIPPET_CHARS, SearchHit, search_ranked
-from .retrieval.engine import RetrievalEngine, engine_for
+from .retrieval.engine import Progress, RetrievalEngine, engine_for
+from .retrieval.search_model import change_search_model, reembed, search_model_of
+
+if TYPE_CHECKING:
+    from ..providers.embeddings_remote import SearchModel
+    from .retrieval.knowledge import IndexProgress, KnowledgeService
 
 CATCH_UP_SLICE = 5000  # nodes indexed per worker job
 # Chats found by meaning alone that the list adds after the word matches: the best few, from
@@ -84,6 +91,23 @@ class SearchService:
         await self._engine.catch_up()
         await self._engine.refine(pause=REFINE_PAUSE)
         return total
+
+    # --- the search model ------------------------------------------------------------
+
+    def search_model(self) -> SearchModel | None:
+        """The model that embeds for search (None: the offline default)."""
+        return search_model_of(self._engine.embedder)
+
+    async def use_search_model(self, model: SearchModel | None) -> None:
+        """Search with `model` from now on (raises `EmbedderUnavailable` when it does not
+        answer: nothing changes then); `embed_again` fills its indexes."""
+        await change_search_model(self.store, model)
+
+    async def embed_again(self, *, chats: Progress | None = None,
+                          knowledge: Callable[[str, IndexProgress], None] | None = None,
+                          service: KnowledgeService | None = None) -> int:
+        """Embed chats and knowledge with the current search model (see `reembed`)."""
+        return await reembed(self.store, chats=chats, knowledge=knowledge, service=service)
 
     async def rebuild(self) -> int:
         """Throw the index away and build it again from the store."""

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ...providers.connections import Connection
     from ..models.connections import ConnectionService
     from .engine import Progress, RetrievalEngine
-    from .knowledge import IndexProgress
+    from .knowledge import IndexProgress, KnowledgeService
 
 SETTINGS_SEARCH_MODEL = "retrieval.search_model"
 OFFLINE = "offline"
@@ -58,6 +58,17 @@ def configured_embedder(store: Store) -> Embedder | None:
     """The embedder the settings name (None: the offline default). Reads the store."""
     model = store.call(saved_search_model)
     return None if model is None else embedder_for(model, key_of(model))
+
+
+def search_model_of(embedder: Embedder) -> SearchModel | None:
+    """The chosen model an engine's embedder is (None: the offline default)."""
+    from ...providers.embeddings_remote import GGUFEmbedder, ServerEmbedder
+
+    if isinstance(embedder, ServerEmbedder):
+        return embedder.model
+    if isinstance(embedder, GGUFEmbedder):
+        return SearchModel("gguf", embedder.path.stem, str(embedder.path))
+    return None
 
 
 def label_of(model: SearchModel | None) -> str:
@@ -138,16 +149,19 @@ async def change_search_model(store: Store, model: SearchModel | None) -> Retrie
 
 
 async def reembed(store: Store, *, chats: Progress | None = None,
-                  knowledge: Callable[[str, IndexProgress], None] | None = None) -> int:
+                  knowledge: Callable[[str, IndexProgress], None] | None = None,
+                  service: KnowledgeService | None = None) -> int:
     """Embed every chat passage and every knowledge base again with the current search
     model, off the event loop (`chats(done, last slice)`, `knowledge(base, progress)` as it
-    goes). Returns the chat passages embedded."""
+    goes; `service`: the knowledge service in use, if one is). Returns the chat passages
+    embedded."""
     from .engine import engine_for
     from .knowledge import KnowledgeService
 
     engine = engine_for(store)
     done = await engine.catch_up(progress=chats)
-    service = KnowledgeService(store, engine.embedder)
+    if service is None or service.embedder is not engine.embedder:
+        service = KnowledgeService(store, engine.embedder)
     for name in sorted(await service.bases()):
         await service.reindex(name, None if knowledge is None
                               else functools.partial(knowledge, name))
