@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...providers.embeddings import Embedder
+from ...providers.embeddings import Embedder, EmbedderUnavailable
 from ...providers.embeddings_remote import (
     OFFLINE_LABEL,
     SearchModel,
@@ -31,6 +31,19 @@ if TYPE_CHECKING:
     from ..models.connections import ConnectionService
     from .engine import Progress, RetrievalEngine
     from .knowledge import IndexProgress, KnowledgeService
+
+# what the window takes from here (it does not reach the providers)
+__all__ = [
+    "OFFLINE_LABEL",
+    "EmbedderUnavailable",
+    "SearchModel",
+    "change_search_model",
+    "embedding_models_of",
+    "label_of",
+    "offered",
+    "reembed",
+    "search_model_of",
+]
 
 SETTINGS_SEARCH_MODEL = "retrieval.search_model"
 OFFLINE = "offline"

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from ...providers.embeddings import EmbedderUnavailable
 from ...services.models.catalog import BUNDLED_WINDOW_HINT, CLOUD_PROVIDERS
 from ...services.preferences import ChatPreferences
 from ...services.problem_report import (
@@ -21,14 +20,19 @@ from ...services.problem_report import (
     report_place,
     save_report,
 )
-from ...services.retrieval.search_model import embedding_models_of, label_of, offered
+from ...services.retrieval.search_model import (
+    EmbedderUnavailable,
+    embedding_models_of,
+    label_of,
+    offered,
+)
 from ..dialogs.help import AboutDialog, ReportDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
 if TYPE_CHECKING:
-    from ...providers.embeddings_remote import SearchModel
     from ...services.models.model_library import BundledModel
+    from ...services.retrieval.search_model import SearchModel
     from ...services.search import SearchService
     from ..dialogs.import_chats import ImportDialog
     from ..dialogs.model_library import ModelLibraryDialog

@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...providers.embeddings_remote import OFFLINE_LABEL, SearchModel
 from ...services.models.keys import KeyAccess, try_key
+from ...services.retrieval.search_model import OFFLINE_LABEL, SearchModel
 from ..common.safe_controls import guard_wheel
 from ..common.tasks import BackgroundTasks
 
