@@ -172,7 +172,8 @@ class DialogsController:
         except EmbedderUnavailable as exc:
             self._status(f"Search model {label}: embedding stopped: {exc}")
             return
-        self._status(f"Search model {label}: {done:,} chat passages and knowledge embedded")
+        passages = f"{done:,} chat passage{'s' if done != 1 else ''}"
+        self._status(f"Search model {label}: {passages} and knowledge embedded")
 
     # --- import --------------------------------------------------------------------
 
