@@ -209,12 +209,18 @@ class GGUFEmbedder:
 
 
 def gguf_embeds(path: Path) -> bool:
-    """Whether llama_cpp loads this GGUF as an embedding model (False without llama_cpp)."""
+    """Whether this GGUF is an embedding model (its header says so) that llama_cpp, being
+    installed, can run. Nothing is loaded: choosing it loads it, and refuses it if that
+    fails."""
+    import importlib.util
+
+    from .gguf_header import GGUFError, read_header
+
     try:
-        GGUFEmbedder(path).load()
-    except EmbedderUnavailable:
+        embeds = read_header(path).embeds
+    except (GGUFError, OSError):
         return False
-    return True
+    return embeds and importlib.util.find_spec("llama_cpp") is not None
 
 
 def embedder_for(model: SearchModel, key: str | None = None) -> Embedder:

@@ -5,6 +5,7 @@ only when llama_cpp loads it."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from treechat.providers.embeddings_remote import (
     embedder_for,
     gguf_embeds,
 )
+from treechat.providers.local.bundled_model import find_gguf
 
 
 @pytest.fixture
@@ -80,11 +82,32 @@ def test_no_server_is_one_line() -> None:
         embedder.embed(["anything"])
 
 
-def test_a_file_llama_cpp_cannot_load_is_not_offered(tmp_path: Path) -> None:
-    # No embedding GGUF small enough ships with the tests: what is checked is that a file
-    # llama_cpp refuses is never offered as a search model.
-    fake = tmp_path / "not-a-model.gguf"
-    fake.write_bytes(b"GGUF" + b"\0" * 64)
-    assert not gguf_embeds(fake)
-    with pytest.raises(EmbedderUnavailable, match=r"not-a-model\.gguf|llama_cpp"):
-        embedder_for(SearchModel("gguf", "not-a-model", str(fake))).embed(["x"])
+def _string(text: str) -> bytes:
+    return struct.pack("<Q", len(text)) + text.encode()
+
+
+def test_a_gguf_is_offered_when_its_header_says_it_embeds(tmp_path: Path) -> None:
+    bert = tmp_path / "bge-small.gguf"
+    bert.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2)
+                     + _string("general.architecture") + struct.pack("<I", 8) + _string("bert")
+                     + _string("bert.pooling_type") + struct.pack("<I", 4)
+                     + struct.pack("<I", 2))
+    assert gguf_embeds(bert)  # llama_cpp is installed here
+    assert not gguf_embeds(find_gguf())  # the bundled chat model does not embed
+    garbage = tmp_path / "not-a-model.gguf"
+    garbage.write_bytes(b"PK\x03\x04")
+    assert not gguf_embeds(garbage)
+    # a header alone is no model: choosing it is refused in one line
+    with pytest.raises(EmbedderUnavailable, match=r"could not load bge-small\.gguf") as caught:
+        embedder_for(SearchModel("gguf", "bge-small", str(bert))).embed(["x"])
+    assert "\n" not in str(caught.value)
+
+
+def test_llama_cpp_embeds_with_a_real_gguf() -> None:
+    # No embedding GGUF ships with the tests; the bundled chat model, loaded for embeddings,
+    # exercises the same path (its token vectors are pooled here).
+    embedder = embedder_for(SearchModel("gguf", "smol", str(find_gguf())))
+    vectors = embedder.embed(["the heron nests by the river", "invoices are due monthly"])
+    assert vectors.shape == (2, embedder.ndim) and embedder.ndim == 576
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert embedder.name == f"gguf:{find_gguf().name}"

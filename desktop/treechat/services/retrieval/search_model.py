@@ -96,8 +96,7 @@ def is_embedding_model(model_id: str) -> bool:
 def offered(found: Iterable[tuple[Connection, Sequence[str]]],
             gguf_files: Sequence[Path] = ()) -> list[SearchModel]:
     """Search models of the embedding models connections offer (`embedding_models_of`) and
-    of the GGUF files llama_cpp loads as embedding models (call off the GUI thread: it loads
-    them)."""
+    of the GGUF files whose header says they embed (call off the GUI thread: it reads them)."""
     models: list[SearchModel] = []
     for conn, names in found:
         kind: SearchModelKind = "ollama" if conn.kind == "ollama" else "openai"
@@ -106,7 +105,7 @@ def offered(found: Iterable[tuple[Connection, Sequence[str]]],
         account = conn.key_account if (conn.has_key or conn.kind == "hosted") else ""
         models.extend(SearchModel(kind, name, base, account) for name in names)
     for path in gguf_files:
-        if is_embedding_model(path.name) and gguf_embeds(path):
+        if gguf_embeds(path):
             models.append(SearchModel("gguf", path.stem, str(path)))
     return models
 
