@@ -154,3 +154,16 @@ async def change_search_model_of(model: SearchModel) -> int:
     from treechat.providers.embeddings_remote import embedder_for
 
     return await asyncio.to_thread(lambda: embedder_for(model).ndim)
+
+
+def test_the_engine_replaced_stops_and_leaves_the_new_models_file_alone(
+        store: Store, server: EmbeddingServer) -> None:
+    add(store, "a", "The heron nests by the river under the willow.")
+    old = engine_for(store)
+    model = SearchModel("ollama", "bag-embed", server.url)
+    asyncio.run(change_search_model(store, model))
+    assert old.retired and not engine_for(store).retired
+    assert asyncio.run(old.catch_up()) == 0  # no work for a model no longer used
+    assert asyncio.run(reembed(store)) == 1
+    meta = vectors_path(store.path).with_name(vectors_path(store.path).name + ".json")
+    assert json.loads(meta.read_text())["model"] == model.name
