@@ -159,6 +159,9 @@ def test_a_search_model_chosen_in_settings_embeds_the_chats_again(
             assert dialog is not None
             combo = dialog.search_model
             assert combo.itemText(0) == "offline (built in)" and combo.currentIndex() == 0
+            assert combo.count() == 1  # the servers are asked when the page is shown
+            dialog.tabs.setCurrentIndex(next(i for i in range(dialog.tabs.count())
+                                             if dialog.tabs.tabText(i) == "General"))
             await aio.until(lambda: combo.count() >= 2, what="the embedding models offered")
             names = [combo.itemText(i) for i in range(combo.count())]
             assert any(n.startswith("ollama:nomic-embed-text:latest@") for n in names)

@@ -116,8 +116,9 @@ class SettingsDialog(QDialog):
         self.key_fields: dict[str, QLineEdit] = {}
         self.key_status: dict[str, QLabel] = {}
         self.test_buttons: dict[str, QPushButton] = {}
+        self._search_models_asked = False
 
-        tabs = QTabWidget()
+        self.tabs = tabs = QTabWidget()
         if connections is not None:
             from .connections_page import ConnectionsPage
 
@@ -126,7 +127,8 @@ class SettingsDialog(QDialog):
             tabs.addTab(self.connections_page, "Connections")
         else:
             tabs.addTab(self._providers_page(), "Providers")
-        tabs.addTab(self._general_page(choices, values), "General")
+        general = self._general_page(choices, values)
+        tabs.addTab(general, "General")
         self.tools_page: ToolsPage | None = None
         if mcp is not None:
             from .tools_page import ToolsPage
@@ -154,8 +156,15 @@ class SettingsDialog(QDialog):
         if connections is None:
             self._tasks.spawn(self._load_statuses(), name="settings-key-status")
         if search_models is not None:
-            self._tasks.spawn(self._offer_search_models(search_models),
-                              name="settings-search-models")
+            # the servers are asked for their embedding models when the page is first shown
+            def offer(index: int) -> None:
+                if tabs.widget(index) is general and not self._search_models_asked:
+                    self._search_models_asked = True
+                    self._tasks.spawn(self._offer_search_models(search_models),
+                                      name="settings-search-models")
+
+            tabs.currentChanged.connect(offer)
+            offer(tabs.currentIndex())
 
     # --- pages ---------------------------------------------------------------------
 
@@ -327,7 +336,10 @@ class SettingsDialog(QDialog):
 
     async def _offer_search_models(self, search_models: SearchModels) -> None:
         """List the embedding models on offer once they are found (servers are asked)."""
-        for model in await search_models():
+        found = await search_models()
+        if not self.isVisible():
+            return  # closed meanwhile
+        for model in found:
             if all(self.search_model.itemData(i) != model
                    for i in range(self.search_model.count())):
                 self.search_model.addItem(model.name, model)
