@@ -12,9 +12,11 @@ last search).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..providers.embeddings import EmbedderUnavailable
 from ..store.database import Store
 from ..store.fulltext import FullTextIndex, index_for
 from ..store.search import SNIPPET_CHARS, SearchHit, search_ranked
@@ -24,6 +26,8 @@ from .retrieval.search_model import change_search_model, reembed, search_model_o
 if TYPE_CHECKING:
     from ..providers.embeddings_remote import SearchModel
     from .retrieval.knowledge import IndexProgress, KnowledgeService
+
+log = logging.getLogger(__name__)
 
 CATCH_UP_SLICE = 5000  # nodes indexed per worker job
 # Chats found by meaning alone that the list adds after the word matches: the best few, from
@@ -58,7 +62,9 @@ class SearchService:
             return found
         try:
             hits = await self._engine.search(query, limit=20, catch_up=False)
-        except ValueError:
+        except (ValueError, EmbedderUnavailable) as exc:
+            if isinstance(exc, EmbedderUnavailable):  # the words' matches still stand
+                log.warning("search by meaning: %s", exc)
             return found
         seen = {h.session.id for h in found}
         extra: dict[str, tuple[str, str]] = {}
@@ -88,8 +94,11 @@ class SearchService:
             if n < CATCH_UP_SLICE:
                 break
             await asyncio.sleep(0)  # let other store jobs in between slices
-        await self._engine.catch_up()
-        await self._engine.refine(pause=REFINE_PAUSE)
+        try:
+            await self._engine.catch_up()
+            await self._engine.refine(pause=REFINE_PAUSE)
+        except EmbedderUnavailable as exc:  # a search model's server that is away
+            log.warning("embedding for search: %s", exc)
         return total
 
     # --- the search model ------------------------------------------------------------

@@ -167,3 +167,16 @@ def test_the_engine_replaced_stops_and_leaves_the_new_models_file_alone(
     assert asyncio.run(reembed(store)) == 1
     meta = vectors_path(store.path).with_name(vectors_path(store.path).name + ".json")
     assert json.loads(meta.read_text())["model"] == model.name
+
+
+def test_with_the_search_models_server_away_the_chat_list_still_finds_words(
+        store: Store, server: EmbeddingServer) -> None:
+    from treechat.services.search import SearchService
+
+    add(store, "a", "The heron nests by the river under the willow.")
+    asyncio.run(change_search_model(store, SearchModel("ollama", "bag-embed", server.url)))
+    server.behaviour = "error"
+    search = SearchService(store)
+    assert asyncio.run(search.catch_up()) == 1  # the words are indexed all the same
+    hits = asyncio.run(search.sessions("heron willow"))
+    assert [h.session.id for h in hits] == ["s"]
