@@ -1,5 +1,6 @@
-"""`treechat knowledge add|list|remove|reindex|use|search`: folders and files searched by
-words and meaning, cited by file, page and line."""
+"""`treechat knowledge add|list|remove|reindex|use|search|model`: folders and files searched
+by words and meaning, cited by file, page and line, and the model that embeds them and the
+chats for search."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._common import Subcommands, add_command, count, open_store, result_limit
+from ._common import Subcommands, add_command, count, data_dir, fail, open_store, result_limit
 
 if TYPE_CHECKING:
+    from ..services.bootstrap import OpenServices
     from ..services.retrieval.knowledge import KnowledgeService
 
 # The knowledge service is imported inside the command: this module is loaded with the
@@ -41,6 +43,11 @@ def add_parser(sub: Subcommands) -> None:
     q.add_argument("--json", action="store_true",
                    help="print the passages as JSON: file, page, line, passage, score")
     q.add_argument("--limit", type=int, default=5, help="at most this many passages (5)")
+    q = actions.add_parser("model", help="the model that embeds chats and knowledge for "
+                           "search: without NAME the current one and the choices; "
+                           "choosing one embeds everything again with it")
+    q.add_argument("name", nargs="?", metavar="NAME",
+                   help="'offline' (built in), or a model the connections offer")
     for action in actions.choices.values():
         action.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -56,6 +63,8 @@ def cmd_knowledge(args: argparse.Namespace) -> int:
     from ..services.retrieval.knowledge import KnowledgeError, KnowledgeService
     from ..store.fulltext import QueryError
 
+    if args.knowledge_action == "model":
+        return _search_model(args)
     with open_store(args) as store:
         service = KnowledgeService(store)
         action = args.knowledge_action
@@ -114,3 +123,68 @@ async def _knowledge(service: KnowledgeService, action: str, args: argparse.Name
     for h in hits:
         print(f"{h.citation}  ({h.score:.4f})\n  {' '.join(h.text.split())[:200]}")
     return 0
+
+
+def _search_model(args: argparse.Namespace) -> int:
+    from ..providers.connections import ConnectionProblem
+    from ..providers.embeddings import EmbedderUnavailable
+    from ..services.bootstrap import build_services
+
+    services = build_services(data_dir(args))
+    try:
+        return asyncio.run(_choose_model(services, args.name))
+    except (EmbedderUnavailable, ConnectionProblem) as exc:
+        return fail(str(exc))
+    finally:
+        services.close_store()
+
+
+async def _choose_model(services: OpenServices, name: str | None) -> int:
+    from ..services.retrieval.search_model import (
+        OFFLINE,
+        change_search_model,
+        embedding_models_of,
+        find_offered,
+        label_of,
+        offered,
+        reembed,
+        saved_search_model,
+    )
+
+    try:
+        assert services.connections is not None  # build_services always makes one
+        await services.connections.refresh()
+        found = await embedding_models_of(services.connections)
+        library = services.models.library
+        installed = (await asyncio.to_thread(library.library.installed)
+                     if library is not None else [])
+        choices = await asyncio.to_thread(offered, found, [Path(m.path) for m in installed])
+        current = await services.store.run(saved_search_model)
+        if name is None:
+            print(f"search model: {label_of(current)}")
+            for choice in [None, *choices]:
+                mark = "*" if choice == current else " "
+                print(f" {mark} {OFFLINE if choice is None else choice.name}")
+            return 0
+        if name.strip().lower() in (OFFLINE, "offline (built in)"):
+            model = None
+        else:
+            model = find_offered(name, choices)
+            if model is None:
+                names = ", ".join([OFFLINE, *(c.name for c in choices)])
+                return fail(f"no embedding model {name!r} is offered; the choices: {names}")
+        await change_search_model(services.store, model)
+        print(f"search model: {label_of(model)}; embedding chats and knowledge again",
+              file=sys.stderr)
+
+        def chats(done: int, last: int) -> None:
+            if sys.stderr.isatty():
+                print(f"\rchats: {done:,} passages embedded", end="", file=sys.stderr,
+                      flush=True)
+
+        done = await reembed(services.store, chats=chats,
+                             knowledge=lambda base, p: _progress(p))
+        print(f"search model: {label_of(model)}; {count(done, 'chat passage')} embedded")
+        return 0
+    finally:
+        await services.close()

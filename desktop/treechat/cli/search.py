@@ -29,7 +29,8 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from ..services.retrieval.engine import RetrievalEngine, RetrievalHit
+    from ..providers.embeddings import EmbedderUnavailable
+    from ..services.retrieval.engine import RetrievalHit, engine_for
     from ..store.fulltext import QueryError
 
     limit = result_limit(args)
@@ -40,7 +41,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             if found is None:
                 raise LookupError(f"no chat matches {args.session!r}")
             session = found.id
-        engine = RetrievalEngine(store)
+        engine = engine_for(store)  # with the search model the settings name
 
         async def search() -> list[RetrievalHit]:
             await engine.catch_up()
@@ -52,6 +53,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             hits = asyncio.run(search())
         except QueryError:
             print("treechat: the query has no words to search for", file=sys.stderr)
+            return 2
+        except EmbedderUnavailable as exc:
+            print(f"treechat: the search model: {exc}", file=sys.stderr)
             return 2
     rows = [{"session": h.session_id, "node": h.node_id, "role": h.role, "offset": h.offset,
              "passage": h.text, "score": round(h.score, 6)} for h in hits]

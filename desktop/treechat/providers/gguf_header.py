@@ -40,6 +40,12 @@ class GGUFHeader:
     embedding_length: int | None = None
     head_count: int | None = None
     head_count_kv: int | None = None
+    pooling_type: int | None = None  # set by embedding models (how token vectors are pooled)
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the file is an embedding model (not one that chats)."""
+        return self.pooling_type is not None or "bert" in self.architecture
 
     @property
     def kv_bytes_per_token(self) -> int | None:
@@ -93,6 +99,7 @@ def _read(stream: BinaryIO) -> GGUFHeader:
         embedding_length=number("embedding_length"),
         head_count=number("attention.head_count"),
         head_count_kv=number("attention.head_count_kv"),
+        pooling_type=number("pooling_type"),
     )
 
 

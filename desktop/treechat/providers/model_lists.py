@@ -272,3 +272,40 @@ async def fetch_models(
 def list_client(timeout: httpx.Timeout | float | None = None) -> httpx.AsyncClient:
     """An HTTP client for model lists. A system proxy is never used for loopback servers."""
     return httpx.AsyncClient(timeout=timeout or LIST_TIMEOUT, trust_env=False)
+
+
+# A hosted OpenAI key offers these; its model list holds hundreds of others.
+OPENAI_EMBEDDING_MODELS = ("text-embedding-3-small", "text-embedding-3-large")
+
+
+async def fetch_embedding_models(
+    connection: Connection,
+    client: httpx.AsyncClient,
+    api_key: str | None = None,
+) -> tuple[str, ...]:
+    """The embedding models the connection's server offers: those its list marks as such
+    (LM Studio's `type`), or whose name says so. Raises `ConnectionProblem` as
+    `fetch_models` does."""
+    if connection.kind == "hosted":
+        return OPENAI_EMBEDDING_MODELS if connection.provider == "openai" else ()
+    if connection.kind not in SERVER_KINDS:
+        return ()
+    headers = request_headers(connection, api_key)
+    if connection.kind == "ollama":
+        body = await _get_json(client, f"{connection.server_root}/api/tags", headers)
+        entries = body.get("models") if isinstance(body, Mapping) else None
+        names = [str(e.get("model") or e.get("name") or "") for e in entries or []
+                 if isinstance(e, Mapping)]
+        return tuple(sorted({n for n in names if "embed" in n.lower()}))
+    base = connection.api_base or ""
+    if connection.kind == "lmstudio":
+        try:
+            listed = _openai_list(await _get_json(
+                client, f"{connection.server_root}/api/v0/models", headers), _where(base))
+        except ConnectionProblem:
+            listed = _openai_list(await _get_json(client, f"{base}/models", headers),
+                                  _where(base))
+    else:
+        listed = _openai_list(await _get_json(client, f"{base}/models", headers), _where(base))
+    return tuple(sorted({str(e["id"]) for e in listed if isinstance(e.get("id"), str)
+                         and (e.get("type") == "embeddings" or "embed" in e["id"].lower())}))

@@ -12,11 +12,22 @@ last search).
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..providers.embeddings import EmbedderUnavailable
 from ..store.database import Store
 from ..store.fulltext import FullTextIndex, index_for
 from ..store.search import SNIPPET_CHARS, SearchHit, search_ranked
-from .retrieval.engine import RetrievalEngine, engine_for
+from .retrieval.engine import Progress, RetrievalEngine, engine_for
+from .retrieval.search_model import change_search_model, reembed, search_model_of
+
+if TYPE_CHECKING:
+    from ..providers.embeddings_remote import SearchModel
+    from .retrieval.knowledge import IndexProgress, KnowledgeService
+
+log = logging.getLogger(__name__)
 
 CATCH_UP_SLICE = 5000  # nodes indexed per worker job
 # Chats found by meaning alone that the list adds after the word matches: the best few, from
@@ -33,7 +44,11 @@ class SearchService:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._index: FullTextIndex = index_for(store)
-        self._engine: RetrievalEngine = engine_for(store)
+        engine_for(store)  # the search model's setting is read now, not on a first search
+
+    @property
+    def _engine(self) -> RetrievalEngine:
+        return engine_for(self.store)  # the current one: changing the search model replaces it
 
     async def sessions(self, query: str, limit: int = 500) -> tuple[SearchHit, ...]:
         """Visible sessions matching `query`, best first (see `search_ranked`), then, for a
@@ -47,7 +62,9 @@ class SearchService:
             return found
         try:
             hits = await self._engine.search(query, limit=20, catch_up=False)
-        except ValueError:
+        except (ValueError, EmbedderUnavailable) as exc:
+            if isinstance(exc, EmbedderUnavailable):  # the words' matches still stand
+                log.warning("search by meaning: %s", exc)
             return found
         seen = {h.session.id for h in found}
         extra: dict[str, tuple[str, str]] = {}
@@ -77,9 +94,29 @@ class SearchService:
             if n < CATCH_UP_SLICE:
                 break
             await asyncio.sleep(0)  # let other store jobs in between slices
-        await self._engine.catch_up()
-        await self._engine.refine(pause=REFINE_PAUSE)
+        try:
+            await self._engine.catch_up()
+            await self._engine.refine(pause=REFINE_PAUSE)
+        except EmbedderUnavailable as exc:  # a search model's server that is away
+            log.warning("embedding for search: %s", exc)
         return total
+
+    # --- the search model ------------------------------------------------------------
+
+    def search_model(self) -> SearchModel | None:
+        """The model that embeds for search (None: the offline default)."""
+        return search_model_of(self._engine.embedder)
+
+    async def use_search_model(self, model: SearchModel | None) -> None:
+        """Search with `model` from now on (raises `EmbedderUnavailable` when it does not
+        answer: nothing changes then); `embed_again` fills its indexes."""
+        await change_search_model(self.store, model)
+
+    async def embed_again(self, *, chats: Progress | None = None,
+                          knowledge: Callable[[str, IndexProgress], None] | None = None,
+                          service: KnowledgeService | None = None) -> int:
+        """Embed chats and knowledge with the current search model (see `reembed`)."""
+        return await reembed(self.store, chats=chats, knowledge=knowledge, service=service)
 
     async def rebuild(self) -> int:
         """Throw the index away and build it again from the store."""

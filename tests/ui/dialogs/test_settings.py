@@ -13,8 +13,11 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLineEdit
 from tests.support.loopback_server import LoopbackProvider
 
+from treechat.core.dag import Change
+from treechat.core.model import Node, Session
 from treechat.providers.keys import KeyStore
 from treechat.services.preferences import SETTINGS_EMERGENCY, SETTINGS_SUMMARIZE
+from treechat.store.database import Store
 from treechat.ui.common.tasks import BackgroundTasks
 from treechat.ui.dialogs.settings import SettingsDialog, SettingsValues, try_key
 
@@ -134,3 +137,45 @@ def test_a_new_chat_starts_on_the_default_model_chosen_in_settings(desk: Desk, a
         assert view is not None and view.session.model == BIG_MODEL
 
     aio.run(scenario())
+
+
+def test_a_search_model_chosen_in_settings_embeds_the_chats_again(
+        desk_with: Callable[[Seed | None], Desk], aio: Aio) -> None:
+    from tests.support.embedding_server import embedding_server
+
+    def seed(store: Store) -> None:
+        store.call(lambda r: r.create_sessions([Session("s", "Birds", None, "m", 1.0)]))
+        node = Node("n1", 0, 1.0, "s", "user", output="The heron nests by the willow.")
+        store.call(lambda r: r.apply_change("s", Change((node,), "n1"), 1.0))
+
+    desk = desk_with(seed)
+    with embedding_server() as server:
+        async def scenario() -> None:
+            connections = desk.services.connections
+            assert connections is not None
+            await connections.add("ollama", "lab", base_url=server.url)
+            desk.controller.dialogs.open_settings()
+            dialog = desk.controller.dialogs.settings_dialog
+            assert dialog is not None
+            combo = dialog.search_model
+            assert combo.itemText(0) == "offline (built in)" and combo.currentIndex() == 0
+            assert combo.count() == 1  # the servers are asked when the page is shown
+            dialog.tabs.setCurrentIndex(next(i for i in range(dialog.tabs.count())
+                                             if dialog.tabs.tabText(i) == "General"))
+            await aio.until(lambda: combo.count() >= 2, what="the embedding models offered")
+            names = [combo.itemText(i) for i in range(combo.count())]
+            assert any(n.startswith("ollama:nomic-embed-text:latest@") for n in names)
+            assert not any("llama3.2" in n for n in names)  # a chat model is not offered
+            combo.setCurrentIndex(next(i for i, n in enumerate(names) if n.startswith("ollama")))
+            dialog.save_button.click()
+            await aio.until(lambda: "and knowledge embedded"
+                            in desk.window.statusBar().currentMessage(),
+                            what="the chats embedded again")
+
+        aio.run(scenario())
+    search = desk.services.search
+    assert search is not None
+    chosen = search.search_model()
+    assert chosen is not None and chosen.model == "nomic-embed-text:latest"
+    assert any("heron" in t for r in server.requests if "input" in r for t in r["input"])
+    assert ": 1 chat passage and knowledge" in desk.window.statusBar().currentMessage()

@@ -66,3 +66,47 @@ def test_a_knowledge_base_from_adding_to_removing(tmp_path: Path) -> None:
     assert run_cli("knowledge", "remove", "home", *d).returncode == 0
     gone = run_cli("knowledge", "search", "home", "key", *d)
     assert gone.returncode == 2 and "no knowledge base named 'home'" in gone.stderr
+
+
+@pytest.mark.slow
+def test_the_search_model_is_listed_chosen_and_everything_embedded_again(
+        tmp_path: Path) -> None:
+    from tests.support.embedding_server import embedding_server
+
+    data = tmp_path / "data"
+    d = ["--data-dir", str(data)]
+    with Store.open(default_store_path(data)) as store:
+        store.call(lambda r: r.create_session(Session("s1", "s1", None, "m", 1.0)))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "garden.md").write_text("The shed key hangs behind the pantry door.\n")
+    assert run_cli("knowledge", "add", "home", str(notes), *d).returncode == 0
+    with embedding_server() as server:
+        added = run_cli("connections", "add", "--kind", "ollama", "--name", "lab",
+                        "--base-url", server.url, *d)
+        assert added.returncode == 0, added.stderr
+        listed = run_cli("knowledge", "model", *d)
+        host = server.url.split("://")[1]
+        name = f"ollama:nomic-embed-text:latest@{host}"
+        lines = listed.stdout.splitlines()
+        assert lines[:2] == ["search model: offline (built in)", " * offline"]
+        assert f"   {name}" in lines and "llama3.2" not in listed.stdout
+        # the runner's OpenAI key offers OpenAI's embedding models too
+        assert "   openai:text-embedding-3-small@api.openai.com" in lines
+        chosen = run_cli("knowledge", "model", "nomic-embed-text:latest", *d)
+        assert chosen.returncode == 0, chosen.stderr
+        assert "indexed 1/1 files" in chosen.stderr
+        assert any("shed key" in t for r in server.requests if "input" in r
+                   for t in r["input"])
+        assert run_cli("knowledge", "model", *d).stdout.splitlines()[0] == (
+            f"search model: {name}")
+        asked = run_cli("knowledge", "search", "home", "shed key", "--json", *d)
+        assert json.loads(asked.stdout)[0]["line"] == 1
+        server.behaviour = "error"
+        failed = run_cli("search", "anything at all", *d)
+        assert failed.returncode == 2 and "treechat: the search model:" in failed.stderr
+        assert "HTTP 404" in failed.stderr and len(failed.stderr.splitlines()) == 1
+    wrong = run_cli("knowledge", "model", "no-such-embed", *d)
+    assert wrong.returncode == 2 and "no embedding model 'no-such-embed'" in wrong.stderr
+    back = run_cli("knowledge", "model", "offline", *d)
+    assert back.returncode == 0 and "search model: offline (built in)" in back.stdout

@@ -135,6 +135,9 @@ class RetrievalEngine:
         self._open_lock = threading.Lock()
         self._catching = asyncio.Lock()
         self._refining = asyncio.Lock()
+        # replaced by an engine of another search model: its work stops and is not saved
+        # over the file that model's vectors now go to
+        self.retired = False
 
     # --- the vector indexes --------------------------------------------------------------
 
@@ -189,7 +192,7 @@ class RetrievalEngine:
                 return now, index.passages_after(start, n)
 
             done = since_save = 0
-            while limit is None or done < limit:
+            while (limit is None or done < limit) and not self.retired:
                 mark_text = vectors.mark(_MARK)
                 mark = int(mark_text) if mark_text else 0
                 generation = vectors.mark(_GENERATION)
@@ -212,12 +215,13 @@ class RetrievalEngine:
                 since_save += len(rows)
                 if progress is not None:
                     progress(done, len(rows))
-                if since_save >= SAVE_EVERY:
+                if since_save >= SAVE_EVERY and not self.retired:
                     await asyncio.to_thread(vectors.save)
                     since_save = 0
                 if len(rows) < want:
                     break
-            await asyncio.to_thread(vectors.save)
+            if not self.retired:
+                await asyncio.to_thread(vectors.save)
             return done
 
     def refined(self) -> tuple[int, int]:
@@ -255,7 +259,7 @@ class RetrievalEngine:
         index = self.fulltext
         async with self._refining:
             done = since_save = 0
-            while limit is None or done < limit:
+            while (limit is None or done < limit) and not self.retired:
                 generation = meaning.quick.mark(_GENERATION)
                 if fine.mark(_GENERATION) != generation:
                     await asyncio.to_thread(fine.clear)
@@ -441,10 +445,30 @@ _LOCK = threading.Lock()
 
 
 def engine_for(store: Store) -> RetrievalEngine:
-    """The store's retrieval engine (one per open store, sharing the offline embedder)."""
+    """The store's retrieval engine (one per open store), embedding with the search model the
+    settings name: the offline default's two stages, or the chosen model alone."""
+    with _LOCK:
+        found = _ENGINES.get(store)
+    if found is not None:
+        return found
+    from .search_model import configured_embedder
+
+    embedder = configured_embedder(store)
     with _LOCK:
         found = _ENGINES.get(store)
         if found is None:
-            found = RetrievalEngine(store)
+            found = RetrievalEngine(store, embedder, fine=embedder is None)
             _ENGINES[store] = found
         return found
+
+
+def replace_engine(store: Store, embedder: Embedder | None) -> RetrievalEngine:
+    """A new engine for the store with another search model (None: the offline default),
+    used from now on. Its vector indexes are that model's: empty until its catch-up."""
+    engine = RetrievalEngine(store, embedder, fine=embedder is None)
+    with _LOCK:
+        old = _ENGINES.get(store)
+        _ENGINES[store] = engine
+    if old is not None:
+        old.retired = True
+    return engine

@@ -129,7 +129,11 @@ class KnowledgeService:
     def __init__(self, store: Store, embedder: Embedder | None = None, *,
                  offload: Offload | bool | None = None) -> None:
         self.store = store
-        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        if embedder is None:
+            from .engine import engine_for
+
+            embedder = engine_for(store).embedder  # the search model the settings name
+        self.embedder: Embedder = embedder
         offline = self.embedder is default_embedder()
         self.offload: Offload | None = (
             shared_offload() if offload is None and offline
@@ -144,8 +148,10 @@ class KnowledgeService:
             base = knowledge_path(Path(self.store.path))
             self._index = KnowledgeIndex(base)
             # A base is always scored whole: no graph to search (`VectorIndex`'s `graph`).
+            # a chosen search model works alone (`search_model`), the offline one refined
+            fine = fine_embedder() if self.embedder is default_embedder() else None
             self._vectors = Meaning(base.with_name(base.name + ".usearch"), self.embedder,
-                                    fine_embedder(), offload=self.offload, graph=False)
+                                    fine, offload=self.offload, graph=False)
             if len(self._vectors.quick) == 0 and self._index.bases():
                 # vectors lost or of another model: every file is read again
                 for name in list(self._index.bases()):

@@ -6,11 +6,13 @@ the files those messages carried; and the digest of it quoted for a model withou
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...core.attachments import AttachmentRef
 from ...core.commit import ContextCommit
+from ...providers.embeddings import EmbedderUnavailable
 from ...store.database import Store
 from ...store.fulltext import (
     NODE_TEXT_SQL,
@@ -25,6 +27,8 @@ from ...store.fulltext import (
 from ...store.repository import Repository
 from ..recall_files import ensure_indexed, hidden_files
 from .engine import engine_for
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -172,10 +176,16 @@ async def recall_hidden(store: Store, hidden: Mapping[int, tuple[str, str, str]]
     lexical, found_in_files = await store.run(search)
     # The lexical passes' order fused with the meaning of the question over the same
     # nodes: a question in other words than the fact's still finds it.
-    fused = await engine_for(store).search_within(query, seqs, lexical=lexical,
-                                                  limit=max(20, limit * 8))
-    found = [Passage(node_id=h.node_id, session_id=h.session_id, role=h.role, seq=h.seq,
-                     offset=h.offset, text=h.text, score=h.score) for h in fused]
+    try:
+        fused = await engine_for(store).search_within(query, seqs, lexical=lexical,
+                                                      limit=max(20, limit * 8))
+    except EmbedderUnavailable as exc:  # the chosen search model's server is away
+        log.warning("recall by the question's words alone: %s", exc)
+        found = list(lexical)
+    else:
+        found = [Passage(node_id=h.node_id, session_id=h.session_id, role=h.role,
+                         seq=h.seq, offset=h.offset, text=h.text, score=h.score)
+                 for h in fused]
     best: dict[str, Passage] = {}
     for p in found:
         node_id = hidden.get(p.seq, ("", "", ""))[0]

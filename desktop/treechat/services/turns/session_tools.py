@@ -74,10 +74,13 @@ class SessionTools:
 
     def knowledge(self) -> KnowledgeService:
         """The knowledge bases (made on first use; the embedder loads on first search)."""
-        if self._knowledge is None:
+        from ..retrieval.engine import engine_for
+
+        embedder = engine_for(self.store).embedder  # a change of search model makes a new one
+        if self._knowledge is None or self._knowledge.embedder is not embedder:
             from ..retrieval.knowledge import KnowledgeService
 
-            self._knowledge = KnowledgeService(self.store)
+            self._knowledge = KnowledgeService(self.store, embedder)
         return self._knowledge
 
     async def refresh_knowledge(self, session_id: str) -> list[str]:

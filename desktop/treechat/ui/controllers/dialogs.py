@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
@@ -19,12 +20,20 @@ from ...services.problem_report import (
     report_place,
     save_report,
 )
+from ...services.retrieval.search_model import (
+    EmbedderUnavailable,
+    embedding_models_of,
+    label_of,
+    offered,
+)
 from ..dialogs.help import AboutDialog, ReportDialog, ShortcutsDialog
 from ..dialogs.settings import SettingsDialog, SettingsValues
 from ..sessions.export_drop import ExportDropFilter
 
 if TYPE_CHECKING:
     from ...services.models.model_library import BundledModel
+    from ...services.retrieval.search_model import SearchModel
+    from ...services.search import SearchService
     from ..dialogs.import_chats import ImportDialog
     from ..dialogs.model_library import ModelLibraryDialog
     from .collaborators import ModelPicker, Refreshes, ShownChats
@@ -71,6 +80,8 @@ class DialogsController:
             emergency_trigger=prefs.emergency_trigger,
             theme=self._theme.mode if self._theme is not None else "system",
             summarizer=self._services.chat.config.summarizer,
+            search_model=(self._services.search.search_model()
+                          if self._services.search is not None else None),
         )
 
     def open_settings(self) -> None:
@@ -83,6 +94,7 @@ class DialogsController:
             services.keys, CLOUD_PROVIDERS, self._models.choices, self.current_settings(),
             tasks=self._tasks, parent=self._window, connections=services.connections,
             mcp=services.mcp, sync=services.sync,
+            search_models=self._search_models if services.search is not None else None,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: self._spawn(self._models.refresh(), name="models"))
@@ -123,6 +135,45 @@ class DialogsController:
             await self._occupancy.refresh()
 
         self._spawn(work(), name="save-settings")
+        search = services.search
+        if search is not None and values.search_model != search.search_model():
+            self._spawn(self._change_search_model(search, values.search_model),
+                        name="search-model")
+
+    async def _search_models(self) -> list[SearchModel]:
+        """The embedding models the connections and the model library offer."""
+        services = self._services
+        found = (await embedding_models_of(services.connections)
+                 if services.connections is not None else [])
+        library = services.models.library
+        installed = (await asyncio.to_thread(library.library.installed)
+                     if library is not None else [])
+        return await asyncio.to_thread(offered, found, [Path(m.path) for m in installed])
+
+    async def _change_search_model(self, search: SearchService,
+                                   model: SearchModel | None) -> None:
+        """Use another model for search and embed chats and knowledge again with it, off the
+        GUI thread, the status line saying how far it has come."""
+        label = label_of(model)
+        self._status(f"Search model: asking {label}…")
+        try:
+            await search.use_search_model(model)
+        except EmbedderUnavailable as exc:
+            self._status(f"Search model not changed: {exc}")
+            return
+        knowledge = await asyncio.to_thread(self._services.chat.knowledge)
+        try:
+            done = await search.embed_again(
+                service=knowledge,
+                chats=lambda n, _last: self._status(
+                    f"Search model {label}: {n:,} chat passages embedded"),
+                knowledge=lambda name, p: self._status(
+                    f"Search model {label}: knowledge “{name}” {p.done:,}/{p.total:,} files"))
+        except EmbedderUnavailable as exc:
+            self._status(f"Search model {label}: embedding stopped: {exc}")
+            return
+        passages = f"{done:,} chat passage{'s' if done != 1 else ''}"
+        self._status(f"Search model {label}: {passages} and knowledge embedded")
 
     # --- import --------------------------------------------------------------------
 

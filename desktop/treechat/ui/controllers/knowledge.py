@@ -79,8 +79,9 @@ class KnowledgeController(QObject):
             task.cancel()
 
     async def service(self) -> KnowledgeService:
-        if self._service is None:  # its modules (numpy, usearch) load off the GUI thread
-            self._service = await asyncio.to_thread(self._chat.knowledge)
+        # off the GUI thread: its modules (numpy, usearch) load on first use, and a change
+        # of search model makes a new one
+        self._service = await asyncio.to_thread(self._chat.knowledge)
         return self._service
 
     # --- the panel -----------------------------------------------------------------------

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...services.models.keys import KeyAccess, try_key
+from ...services.retrieval.search_model import OFFLINE_LABEL, SearchModel
 from ..common.safe_controls import guard_wheel
 from ..common.tasks import BackgroundTasks
 
@@ -67,6 +68,7 @@ SOURCE_PLACEHOLDERS = {
 }
 
 KeyTester = Callable[[str, str], Awaitable[str | None]]
+SearchModels = Callable[[], Awaitable[Sequence[SearchModel]]]  # the embedding models on offer
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class SettingsValues:
     theme: str  # system | light | dark
     # who writes summaries of folded history: "" offline, "session" the chat's model, or an id
     summarizer: str = ""
+    search_model: SearchModel | None = None  # None: the offline default
 
 
 class SettingsDialog(QDialog):
@@ -97,6 +100,7 @@ class SettingsDialog(QDialog):
         connections: ConnectionService | None = None,
         mcp: McpService | None = None,
         sync: SyncService | None = None,
+        search_models: SearchModels | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -112,8 +116,9 @@ class SettingsDialog(QDialog):
         self.key_fields: dict[str, QLineEdit] = {}
         self.key_status: dict[str, QLabel] = {}
         self.test_buttons: dict[str, QPushButton] = {}
+        self._search_models_asked = False
 
-        tabs = QTabWidget()
+        self.tabs = tabs = QTabWidget()
         if connections is not None:
             from .connections_page import ConnectionsPage
 
@@ -122,7 +127,8 @@ class SettingsDialog(QDialog):
             tabs.addTab(self.connections_page, "Connections")
         else:
             tabs.addTab(self._providers_page(), "Providers")
-        tabs.addTab(self._general_page(choices, values), "General")
+        general = self._general_page(choices, values)
+        tabs.addTab(general, "General")
         self.tools_page: ToolsPage | None = None
         if mcp is not None:
             from .tools_page import ToolsPage
@@ -149,6 +155,16 @@ class SettingsDialog(QDialog):
         guard_wheel(self)  # scrolling over a setting never changes it
         if connections is None:
             self._tasks.spawn(self._load_statuses(), name="settings-key-status")
+        if search_models is not None:
+            # the servers are asked for their embedding models when the page is first shown
+            def offer(index: int) -> None:
+                if tabs.widget(index) is general and not self._search_models_asked:
+                    self._search_models_asked = True
+                    self._tasks.spawn(self._offer_search_models(search_models),
+                                      name="settings-search-models")
+
+            tabs.currentChanged.connect(offer)
+            offer(tabs.currentIndex())
 
     # --- pages ---------------------------------------------------------------------
 
@@ -227,6 +243,18 @@ class SettingsDialog(QDialog):
         self.summarizer.setToolTip("Written once per fold and kept in the commit; a model "
                                    "summarizer follows the chat's instructions")
         form.addRow("Summaries by", self.summarizer)
+        self.search_model = QComboBox()
+        self.search_model.setObjectName("SettingsCombo")
+        self.search_model.setAccessibleName("Search by meaning with")
+        self.search_model.addItem(OFFLINE_LABEL, None)
+        if values.search_model is not None:
+            self.search_model.addItem(values.search_model.name, values.search_model)
+            self.search_model.setCurrentIndex(1)
+        self.search_model.setToolTip("The model that embeds chats and knowledge for search: "
+                                     "the embedding models your connections and model library "
+                                     "offer are listed as they are found. Changing it embeds "
+                                     "everything again in the background.")
+        form.addRow("Search by meaning with", self.search_model)
 
         self.workspace = QLineEdit(values.workspace or "")
         self.workspace.setPlaceholderText("No folder: file tools are off")
@@ -278,6 +306,7 @@ class SettingsDialog(QDialog):
             emergency_trigger=min(0.99, emergency),
             theme=str(self.theme.currentData()),
             summarizer=str(self.summarizer.currentData() or ""),
+            search_model=self.search_model.currentData(),
         )
 
     def _browse(self) -> None:
@@ -304,6 +333,16 @@ class SettingsDialog(QDialog):
             self.accept()
         finally:
             self.save_button.setEnabled(True)
+
+    async def _offer_search_models(self, search_models: SearchModels) -> None:
+        """List the embedding models on offer once they are found (servers are asked)."""
+        found = await search_models()
+        if not self.isVisible():
+            return  # closed meanwhile
+        for model in found:
+            if all(self.search_model.itemData(i) != model
+                   for i in range(self.search_model.count())):
+                self.search_model.addItem(model.name, model)
 
     async def _load_statuses(self) -> None:
         keychain, statuses = await asyncio.to_thread(

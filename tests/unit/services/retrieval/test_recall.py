@@ -52,3 +52,36 @@ def test_a_folded_fact_is_found_in_other_words(store: Store) -> None:
         assert hit.state == "summarized"
 
     asyncio.run(run())
+
+
+def test_with_the_search_models_server_away_recall_finds_the_words(store: Store) -> None:
+    """A search model on a server that stopped answering: recall falls back to the words of
+    the question instead of failing the model's tool call."""
+    from tests.support.embedding_server import embedding_server
+
+    from treechat.providers.embeddings_remote import SearchModel
+    from treechat.services.retrieval.search_model import change_search_model
+
+    b = ChainBuilder()
+
+    def append(nodes: list) -> None:  # type: ignore[type-arg]
+        store.call(lambda r: r.apply_change(b.session_id, Change(tuple(nodes), b.head), b.now))
+
+    append(b.turn("Help me plan the summer.", "Gladly."))  # the first message stays shown
+    append(b.turn("Our sailboat is called Windlass and she is moored at the north marina.",
+                  "Noted."))
+    for i in range(40):
+        append(b.turn(f"Turn {i}: the code is {7000 + i}. " + "detail " * 60, "ok " * 30))
+    with embedding_server() as server:
+        asyncio.run(change_search_model(store, SearchModel("ollama", "bag-embed", server.url)))
+        server.behaviour = "error"
+
+        async def run() -> None:
+            engine = ContextEngine(store, COUNTER)
+            await engine.prepare(b.session_id, model="openai/gpt-4o", window=8192,
+                                 system_prompt="You are helpful.", now=b.now + 1)
+            found = await engine.recall(b.session_id, "sailboat Windlass marina",
+                                        now=b.now + 2, limit=3)
+            assert any("Windlass" in h.text for h in found.hits)
+
+        asyncio.run(run())
