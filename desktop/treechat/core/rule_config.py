@@ -38,7 +38,7 @@ class RuleConfig:
     # A fold's own summary (beside the fact lines it carries apart) takes this share of what
     # it folds: the facts carry what is asked again, so the prose may be short, and the
     # summaries' share then holds the fact lines of more turns before they must be thinned.
-    summary_ratio: float = 0.07
+    summary_ratio: float = 0.08
     min_summary_tokens: int = 64
     max_summary_tokens: int = 1500
     # Summaries may take this share of the history budget. A large share keeps what is
