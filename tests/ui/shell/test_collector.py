@@ -97,3 +97,16 @@ def test_set_aside_cycles_are_freed_once_the_window_is_idle(qtbot: QtBot, gc_sta
         assert dropped() is None  # idle: walked, the cycles freed
     finally:
         collector.stop()
+
+
+def test_stopping_frees_what_was_set_aside_on_the_gui_thread(qtbot: QtBot, gc_state: None) -> None:
+    """What died while set aside is freed when the collector stops, here, before automatic
+    collection comes back (which would free it on whichever thread allocates next)."""
+    collector = GuiThreadCollector(interval_ms=60_000)
+    cycle = Cycle()
+    gone = weakref.ref(cycle)
+    gc.freeze()
+    del cycle
+    gc.disable()  # no automatic collection may stand in for the stop's own
+    collector.stop()
+    assert gone() is None

@@ -118,5 +118,9 @@ class GuiThreadCollector(QObject):
         for window in QGuiApplication.topLevelWindows():
             window.removeEventFilter(self)
         gc.unfreeze()
+        # What was set aside and has died since (Qt objects among it) is freed here, on the
+        # GUI thread: left to the next automatic collection, it would be freed on whichever
+        # thread allocates next, and a Qt object freed there crashes the process.
+        gc.collect()
         if self._was_enabled:
             gc.enable()
