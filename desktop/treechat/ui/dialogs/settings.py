@@ -5,6 +5,7 @@ compacted, and the theme. Opened with `open()`, never `exec()`."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -160,7 +161,7 @@ class SettingsDialog(QDialog):
             def offer(index: int) -> None:
                 if tabs.widget(index) is general and not self._search_models_asked:
                     self._search_models_asked = True
-                    self._tasks.spawn(self._offer_search_models(search_models),
+                    self._tasks.spawn(offer_search_models(weakref.ref(self), search_models),
                                       name="settings-search-models")
 
             tabs.currentChanged.connect(offer)
@@ -334,11 +335,8 @@ class SettingsDialog(QDialog):
         finally:
             self.save_button.setEnabled(True)
 
-    async def _offer_search_models(self, search_models: SearchModels) -> None:
-        """List the embedding models on offer once they are found (servers are asked)."""
-        found = await search_models()
-        if not self.isVisible():
-            return  # closed meanwhile
+    def offer_search_models(self, found: Sequence[SearchModel]) -> None:
+        """List the embedding models on offer beside the ones listed."""
         for model in found:
             if all(self.search_model.itemData(i) != model
                    for i in range(self.search_model.count())):
@@ -385,3 +383,14 @@ class SettingsDialog(QDialog):
 
     def __repr__(self) -> str:  # never show keys, even by accident
         return "<SettingsDialog>"
+
+
+async def offer_search_models(dialog: weakref.ref[SettingsDialog],
+                              search_models: SearchModels) -> None:
+    """List the embedding models on offer once the servers have answered. The dialog is held
+    weakly: a server slow to answer must not keep a closed dialog alive, to be freed later on
+    whichever thread lets go of this task last (a Qt object freed off its thread crashes)."""
+    found = await search_models()
+    shown = dialog()
+    if shown is not None and shown.isVisible():
+        shown.offer_search_models(found)
