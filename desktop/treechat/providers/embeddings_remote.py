@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..core.bounded_read import MB, Bounds, ReadLimitError
-from .embeddings import EMBED_CHARS, Embedder, EmbedderUnavailable
+from .embeddings import EMBED_CHARS, Embedder, EmbedderUnavailable, IdleRelease
 
 if TYPE_CHECKING:
     import numpy as np
@@ -169,6 +169,7 @@ class GGUFEmbedder:
         self._llm: Any = None
         self._ndim = 0
         self._lock = threading.Lock()
+        self.idle = IdleRelease(self.release)  # as the offline models: let go when unused
 
     @property
     def name(self) -> str:
@@ -176,8 +177,17 @@ class GGUFEmbedder:
 
     @property
     def ndim(self) -> int:
-        self.load()
+        if not self._ndim:
+            self.idle.enter()
+            try:
+                self.load()
+            finally:
+                self.idle.leave()
         return self._ndim
+
+    def release(self) -> None:
+        with self._lock:
+            self._llm = None
 
     def load(self) -> None:
         with self._lock:
@@ -197,14 +207,18 @@ class GGUFEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         import numpy as np
 
-        self.load()
         if not texts:
-            return np.zeros((0, self._ndim), dtype=np.float32)
-        with self._lock:
-            rows = [self._llm.embed(t[:EMBED_CHARS]) for t in texts]
+            return np.zeros((0, self.ndim), dtype=np.float32)
+        self.idle.enter()
+        try:
+            self.load()
+            with self._lock:
+                answers = [np.asarray(self._llm.embed(t[:EMBED_CHARS]), dtype=np.float32)
+                           for t in texts]
+        finally:
+            self.idle.leave()
         # a model without pooling answers one vector per token: their mean is the passage's
-        rows = [np.mean(np.asarray(r, dtype=np.float32), axis=0)
-                if np.asarray(r).ndim == 2 else r for r in rows]
+        rows: list[Any] = [a.mean(axis=0) if a.ndim == 2 else a for a in answers]
         return _unit_rows(rows, len(texts), self.path.name)
 
 
