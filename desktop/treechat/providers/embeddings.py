@@ -61,12 +61,11 @@ class IdleRelease:
                 return  # used again meanwhile
             self._timer = None
             self._release()
-        import gc
+        from ..core.memory import collect_and_return_memory
 
-        from ..core.memory import return_freed_memory
-
-        gc.collect()
-        return_freed_memory()
+        # never a collection on this timer's thread: where a window runs, its GUI thread
+        # collects (a Qt object freed here would crash the process)
+        collect_and_return_memory()
 
 
 class Embedder(Protocol):

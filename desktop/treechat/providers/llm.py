@@ -21,7 +21,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core.memory import return_freed_memory
+from ..core.memory import (
+    pause_automatic_collection,
+    resume_automatic_collection,
+    return_freed_memory,
+)
 from . import litellm_deferred
 from .json_steps import loads_in_steps
 
@@ -94,8 +98,7 @@ def _import() -> ModuleType:
     # A full collection in the middle of this import walks millions of new objects while
     # holding the GIL (hundreds of ms of frozen GUI). Collect nothing during the import and
     # the warm-up, then freeze what they built so later collections never walk it either.
-    collecting = gc.isenabled()
-    gc.disable()
+    pause_automatic_collection()
     try:
         with litellm_deferred.deferring():
             import litellm
@@ -121,8 +124,7 @@ def _import() -> ModuleType:
     finally:
         json.loads = original
         gc.freeze()
-        if collecting:
-            gc.enable()
+        resume_automatic_collection()
     return_freed_memory()  # what the import parsed and dropped (the price list's text...)
     return litellm
 

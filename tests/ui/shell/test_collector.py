@@ -7,6 +7,7 @@ for a while."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLineEdit
 from pytestqt.qtbot import QtBot
 
+from treechat.providers.embeddings import IdleRelease
 from treechat.ui.shell.collector import GROWTH, LOAD_OBJECTS, GuiThreadCollector
 
 
@@ -34,6 +36,9 @@ class Clock:
 
 @pytest.fixture
 def gc_state() -> Iterator[None]:
+    from treechat.providers import llm
+
+    llm.start_warmup().result(timeout=300)  # its import pauses collection too, meanwhile
     was = gc.isenabled()
     gc.enable()
     yield
@@ -110,3 +115,39 @@ def test_stopping_frees_what_was_set_aside_on_the_gui_thread(qtbot: QtBot, gc_st
     gc.disable()  # no automatic collection may stand in for the stop's own
     collector.stop()
     assert gone() is None
+
+
+class Finalized:
+    """A cycle that notes the thread it is freed on."""
+
+    def __init__(self, threads: list[str]) -> None:
+        self.me = self
+        self.threads = threads
+
+    def __del__(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+
+def test_a_model_let_go_on_its_timer_is_freed_on_the_gui_thread(
+    qtbot: QtBot, gc_state: None
+) -> None:
+    """An embedding model's idle timer lets it go on the timer's thread; what that frees (Qt
+    objects among it, in a window) is collected on the GUI thread, once nobody types."""
+    clock = Clock()
+    collector = GuiThreadCollector(interval_ms=60_000, idle_s=3.0, now=clock)
+    threads: list[str] = []
+    held: list[object] = [Finalized(threads)]
+    try:
+        gc.collect()
+        idle = IdleRelease(held.clear, seconds=0.01)
+        idle.enter()
+        idle.leave()
+        qtbot.waitUntil(lambda: collector.asked_to_free, timeout=5000)
+        assert not held and threads == []  # let go, and nothing freed on the timer's thread
+        collector.check()
+        assert threads == []  # someone typed a moment ago: the walk waits
+        clock.t += 3.0
+        collector.check()
+        assert threads == [threading.main_thread().name]
+    finally:
+        collector.stop()

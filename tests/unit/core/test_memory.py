@@ -3,10 +3,18 @@ it resident) leaves the resident set once asked."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
+import threading
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from treechat.core import memory
 
 CHILD = """
 import ctypes, json
@@ -51,3 +59,54 @@ def test_freed_heap_leaves_the_resident_set_once_asked() -> None:
     assert report["asked"] is _glibc()
     if report["asked"]:
         assert report["before"] - report["after"] > 48  # of the 64 MB freed
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def collection_as_found() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_automatic_collection_comes_back_only_after_the_last_pause(
+    collection_as_found: None,
+) -> None:
+    memory.pause_automatic_collection()  # the window's loop
+    memory.pause_automatic_collection()  # litellm's import, overlapping it
+    memory.resume_automatic_collection()  # the import ends first
+    assert not gc.isenabled()  # the window still needs it off
+    memory.resume_automatic_collection()
+    assert gc.isenabled()
+    memory.resume_automatic_collection()  # one resume too many changes nothing
+    assert gc.isenabled()
+
+
+def test_a_collection_asked_for_on_another_thread_goes_to_its_owner(
+    collection_as_found: None,
+) -> None:
+    asked: list[str] = []
+    ask = lambda: asked.append(threading.current_thread().name)  # noqa: E731
+    memory.own_collection(ask)
+    try:
+        gc.collect()
+        gc.disable()
+        cycle = Cycle()
+        gone = weakref.ref(cycle)
+        del cycle
+        worker = threading.Thread(target=memory.collect_and_return_memory, name="timer")
+        worker.start()
+        worker.join()
+        assert asked == ["timer"]
+        assert gone() is not None  # the asking thread freed nothing itself
+    finally:
+        memory.disown_collection(ask)
+        gc.enable()
+    memory.collect_and_return_memory()  # nobody owns it: collected here
+    assert gone() is None

@@ -12,7 +12,9 @@ full one over a 10,000-message chat takes 65-200 ms. So what lives on is set asi
 (`gc.freeze`): the objects a load has just made (a chat read, a module imported), and those
 that survive a collection of the oldest generation. Collections then walk only what is new.
 What is set aside is walked again (every object, every cycle freed) only when the window has
-had no input for a while and what is set aside has grown by a quarter since the last time."""
+had no input for a while and what is set aside has grown by a quarter since the last time,
+or when another thread asks for memory back (a model let go after its idle time): that thread
+never collects itself."""
 
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ import gc
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
+
+from ...core import memory
 
 INTERVAL_MS = 100  # how often the thresholds are looked at
 LOAD_OBJECTS = 10_000
@@ -44,6 +48,8 @@ class GuiThreadCollector(QObject):
     window (a filter on its `QWindow`, which sees every key and pointer event first, and few
     others) to keep the long walk for when nobody is using the window."""
 
+    _asked = Signal()  # from any thread: memory was let go, walk everything when idle
+
     def __init__(
         self,
         parent: QObject | None = None,
@@ -54,8 +60,8 @@ class GuiThreadCollector(QObject):
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(parent)
-        self._was_enabled = gc.isenabled()
-        gc.disable()
+        memory.pause_automatic_collection()
+        self.asked_to_free = False
         self._now = now
         self.idle_s = idle_s
         self.full_every_s = full_every_s
@@ -66,6 +72,12 @@ class GuiThreadCollector(QObject):
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.check)
         self._timer.start()
+        self._asked.connect(self._ask, Qt.ConnectionType.QueuedConnection)
+        self._ask_from_any_thread = self._asked.emit
+        memory.own_collection(self._ask_from_any_thread)
+
+    def _ask(self) -> None:
+        self.asked_to_free = True
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in INPUT_EVENTS:
@@ -84,6 +96,11 @@ class GuiThreadCollector(QObject):
         if counts[0] > LOAD_OBJECTS:
             gc.freeze()
             return 0
+        if self.asked_to_free and self.idle:
+            self.asked_to_free = False
+            freed = self.collect_everything()
+            memory.return_freed_memory()
+            return freed
         if self.idle and self._now() - self._last_full >= self.full_every_s:
             set_aside = gc.get_freeze_count()
             if set_aside > self._set_aside_after_full * (1 + GROWTH):
@@ -115,6 +132,7 @@ class GuiThreadCollector(QObject):
         """Hand collection back to the interpreter (the loop is closing), everything set
         aside with it."""
         self._timer.stop()
+        memory.disown_collection(self._ask_from_any_thread)
         for window in QGuiApplication.topLevelWindows():
             window.removeEventFilter(self)
         gc.unfreeze()
@@ -122,5 +140,6 @@ class GuiThreadCollector(QObject):
         # GUI thread: left to the next automatic collection, it would be freed on whichever
         # thread allocates next, and a Qt object freed there crashes the process.
         gc.collect()
-        if self._was_enabled:
-            gc.enable()
+        if self.asked_to_free:
+            memory.return_freed_memory()
+        memory.resume_automatic_collection()
