@@ -5,6 +5,7 @@ process ends within its bound with one line saying what was refused, never a tra
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,15 @@ def test_hostile_inputs_end_in_one_line_within_their_bounds(
         if result.name.startswith("Ctrl+C"):
             assert result.returncode == 130, (result.name, result.stderr)
             assert result.stderr.strip().splitlines()[-1].startswith("treechat: ")
+
+
+def test_a_probes_peak_memory_is_its_own_not_the_runners(tmp_path: Path) -> None:
+    """A child started from a large process reports its own peak (the kernel carries the
+    forking process's high-water mark into `wait4`'s figure across exec)."""
+    ballast = bytearray(300 * 1024 * 1024)
+    ballast[:: 4096] = b"\1" * len(ballast[:: 4096])  # resident, not only reserved
+    small = Probe("a small process", (sys.executable, "-c", "import time; time.sleep(0.5)"))
+    (result,) = run_probes([small], dict(os.environ)).results
+    assert result.returncode == 0
+    assert 1 < result.peak_rss_mb < 100
+    del ballast
