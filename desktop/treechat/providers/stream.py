@@ -46,7 +46,7 @@ from .stream_types import (
     TurnResult,
     Usage,
 )
-from .stream_usage import provider_reported_usage, usage_from
+from .stream_usage import forget_streamed_chunks, provider_reported_usage, usage_from
 
 __all__ = [
     "EventHandler",
@@ -315,6 +315,7 @@ async def _stream_on_this_loop(
             response = await litellm.acompletion(**kwargs)
             async for chunk in response:
                 deadline.arrived()
+                forget_streamed_chunks(response)
                 usage_obj = getattr(chunk, "usage", None)
                 if usage_obj is not None:
                     raw_usage = usage_obj

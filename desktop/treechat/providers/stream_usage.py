@@ -51,3 +51,20 @@ def provider_reported_usage(response: Any) -> bool:
     if not isinstance(chunks, list):
         return True
     return any(getattr(c, "usage", None) is not None for c in chunks)
+
+
+KEEP_EVERY = 256  # chunks streamed between two trims of what litellm keeps
+
+
+def forget_streamed_chunks(response: Any) -> None:
+    """Drop what litellm keeps of a stream that nothing reads. Its stream wrapper keeps every
+    chunk (about 3.2 KB each: a 16,000-token reply holds 50 MB until it ends, once per reply
+    streaming at the same time) to build a whole response for its logging, which is not used
+    here. What is read of them stays: the first chunk, the chunks that carry usage (read at
+    the end, here and by litellm), and the last two (litellm's check for a repeating
+    stream). No setting of litellm turns the keeping off."""
+    chunks = getattr(response, "chunks", None)
+    if not isinstance(chunks, list) or len(chunks) <= KEEP_EVERY:
+        return
+    middle = [c for c in chunks[1:-2] if getattr(c, "usage", None) is not None]
+    chunks[:] = [chunks[0], *middle, *chunks[-2:]]

@@ -27,6 +27,7 @@ from treechat.providers.stream import (
     shutdown_provider_loop,
     stream_turn,
 )
+from treechat.providers.stream_usage import KEEP_EVERY
 
 
 def test_default_shrink_keeps_the_system_prompt_and_the_newest_history_that_fits() -> None:
@@ -139,3 +140,24 @@ async def test_a_fast_stream_arrives_whole_and_in_order(loopback: LoopbackProvid
     kinds = [type(e) for e in events]
     assert kinds.index(TextDelta) > max(i for i, k in enumerate(kinds) if k is ReasoningDelta)
     assert isinstance(events[-1], Finished) and kinds.count(Finished) == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+@pytest.mark.parametrize("reported", ["full", "none"])
+async def test_a_long_streams_usage_is_the_providers_after_its_chunks_are_let_go(
+    loopback: LoopbackProvider, reported: str
+) -> None:
+    """litellm's record of a long stream is thinned as it streams (its chunks are not kept):
+    the usage the provider reported at the end is still read, and a server that reported
+    none still counts as unmeasured, never as litellm's estimate."""
+    words = " ".join(f"w{i}" for i in range(3 * KEEP_EVERY))
+    loopback.queue(Reply(text=words, usage=reported))
+    result = await stream_turn(TurnRequest(
+        model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "Count."}],
+        api_base=loopback.openai_base))
+    assert result.error is None and result.text == words
+    if reported == "none":
+        assert result.usage is None
+    else:
+        assert result.usage is not None and result.usage.output_tokens >= 3 * KEEP_EVERY

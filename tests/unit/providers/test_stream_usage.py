@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from treechat.providers.stream_usage import provider_reported_usage, usage_from
+from treechat.providers.stream_usage import (
+    KEEP_EVERY,
+    forget_streamed_chunks,
+    provider_reported_usage,
+    usage_from,
+)
 
 
 def test_empty_usage_is_none_and_cache_details_are_clamped() -> None:
@@ -39,3 +44,17 @@ def test_usage_counts_as_measured_only_when_a_chunk_carried_it() -> None:
     assert not provider_reported_usage(estimated)
     measured = SimpleNamespace(chunks=[SimpleNamespace(usage=None), SimpleNamespace(usage={})])
     assert provider_reported_usage(measured)
+
+
+def test_a_long_streams_chunks_are_let_go_but_what_is_read_of_them_stays() -> None:
+    first = SimpleNamespace(usage=None, id="first")
+    counted = SimpleNamespace(usage={"prompt_tokens": 9})
+    rest = [SimpleNamespace(usage=None) for _ in range(KEEP_EVERY)]
+    stream = SimpleNamespace(chunks=[first, *rest[:10], counted, *rest[10:]])
+    forget_streamed_chunks(stream)
+    assert stream.chunks == [first, counted, *rest[-2:]]
+    assert provider_reported_usage(stream)
+    short = SimpleNamespace(chunks=rest[:5])
+    forget_streamed_chunks(short)
+    assert short.chunks == rest[:5]  # a short stream is left as it is
+    forget_streamed_chunks(object())  # not a stream wrapper: nothing to do
