@@ -37,6 +37,9 @@ class Passage:
     line: int = 0  # knowledge: 1-based line the passage starts at
     node_id: str = ""  # recall and chat: the message it came from
     title: str = ""  # chat: the other chat's title; recall: what the node is
+    # knowledge: the file as the model is shown it, from the folder the user added (never
+    # the full local path: that names the user and their folders to the provider)
+    shown: str = ""
 
     @property
     def source(self) -> str:
@@ -57,14 +60,14 @@ class Passage:
     def header(self) -> str:
         """The line the passage is written under for the model."""
         if self.kind == "knowledge":
-            return f"--- [{self.source}] ---"
+            return f"--- [{citation(self.shown or self.path, self.page, self.line)}] ---"
         if self.kind == "chat":
             return f"--- chat “{self.title}”, node {self.node_id} ---"
         return f"--- node {self.node_id} ({self.title}) ---"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "text": self.text}
-        for key in ("path", "page", "line", "node_id", "title"):
+        for key in ("path", "page", "line", "node_id", "title", "shown"):
             value = getattr(self, key)
             if value:
                 out[key] = value
@@ -75,7 +78,7 @@ class Passage:
         return cls(kind=str(data.get("kind") or "knowledge"), text=str(data.get("text") or ""),
                    path=str(data.get("path") or ""), page=int(data.get("page") or 0),
                    line=int(data.get("line") or 0), node_id=str(data.get("node_id") or ""),
-                   title=str(data.get("title") or ""))
+                   title=str(data.get("title") or ""), shown=str(data.get("shown") or ""))
 
 
 def citation(path: str, page: int, line: int) -> str:
@@ -106,7 +109,7 @@ def passages_in(text: str) -> list[Passage]:
     for i, (_, end, p) in enumerate(marks):
         stop = marks[i + 1][0] if i + 1 < len(marks) else len(text)
         body = text[end:stop].strip()
-        out.append(Passage(p.kind, body, p.path, p.page, p.line, p.node_id, p.title))
+        out.append(replace(p, text=body))
     return out
 
 
@@ -199,7 +202,8 @@ def cited_passage(files: Sequence[Passage], name: str, page: int, line: int) -> 
     line 4 is of the passage that starts at line 1 and runs to line 5)."""
     wanted = name.strip().casefold()
     same = [p for p in files
-            if wanted in (p.path.casefold(), _file_name(p.path).casefold())
+            if wanted in (p.path.casefold(), _file_name(p.path).casefold(),
+                          p.shown.casefold())
             and (not page or p.page == page)]
     if not line:
         return same[0] if same else None

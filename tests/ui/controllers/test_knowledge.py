@@ -6,6 +6,7 @@ removing it cleanly drops the base."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,9 @@ def test_a_folder_dropped_on_a_chat_is_indexed_searched_cited_and_shown(
             history.refresh_timeline()
             await aio.until(lambda: history.timeline.passages.carried, what="passages")
             first = history.timeline.passages.carried[0].passage
-            assert (first.kind, first.path, first.line) == ("knowledge", str(garden), 3)
+            # the request names the file from the folder added, never by its full path
+            assert (first.kind, first.path, first.line) == ("knowledge", "notes/garden.md", 3)
+            assert str(garden.parent) not in json.dumps(desk.provider.requests[-1].body)
             listed = history.timeline.passages.model.item(0).text()
             assert listed.startswith("Knowledge: garden.md, line 3")
             passages = history.timeline.passages

@@ -4,6 +4,7 @@ chats; a chat in a project runs under the project's instructions, searches its k
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -76,7 +77,8 @@ async def test_a_chat_in_a_project_gets_its_instructions_and_knowledge_and_cites
     assert "Answer like a butler." in first["messages"][0]["content"]
     assert "search_knowledge" in [t["function"]["name"] for t in first["tools"]]
     tool_result = next(m for m in loopback.requests[1].body["messages"] if m["role"] == "tool")
-    assert f"[{garden}, line 3]" in tool_result["content"]
+    assert "[notes/garden.md, line 3]" in tool_result["content"]  # from the folder added
+    assert str(garden.parent) not in json.dumps(loopback.requests[1].body)
     view = await services.chat.sessions.view(chat.id)
     reply = view.path[-1]
     (source,) = [p for p in reply_sources(view.path, reply) if p.line == 3]

@@ -13,6 +13,7 @@ work out and reports progress (files done, files/s, time left).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -84,6 +85,7 @@ class KnowledgeHit:
     line: int
     text: str
     score: float
+    shown: str = ""  # the path as the model sees it (`shown_path`)
 
     @property
     def citation(self) -> str:
@@ -92,7 +94,35 @@ class KnowledgeHit:
     @property
     def passage(self) -> Passage:
         return Passage("knowledge", self.text.strip(), path=self.path, page=self.page,
-                       line=self.line)
+                       line=self.line, shown=self.shown)
+
+
+def shown_path(path: str, roots: Sequence[str]) -> str:
+    """A knowledge file's path as the model is shown it: from the folder the user added (its
+    name, then the path inside it), or the file's name when the file itself was added. The
+    full local path would tell the provider the user's name and folders."""
+    file = Path(path)
+    for root in sorted(roots, key=len, reverse=True):  # the innermost folder added
+        folder = Path(root)
+        if file == folder:
+            return file.name
+        with contextlib.suppress(ValueError):
+            return (Path(folder.name) / file.relative_to(folder)).as_posix()
+    return file.name
+
+
+def full_path(shown: str, roots: Sequence[str]) -> str | None:
+    """The file a shown path names among the folders and files added, if it is still there."""
+    for root in roots:
+        folder = Path(root)
+        if folder.is_file():
+            if folder.name == shown:
+                return str(folder)
+            continue
+        candidate = (folder.parent / shown).resolve()
+        if candidate.is_file() and folder in candidate.parents:
+            return str(candidate)
+    return None
 
 
 def cited(hits: Sequence[KnowledgeHit], query: str) -> str:
@@ -166,6 +196,11 @@ class KnowledgeService:
     async def bases(self) -> dict[str, list[str]]:
         found = await self.store.run(lambda r: r.get_setting(BASES_SETTING, {}))
         return {str(k): [str(p) for p in v] for k, v in dict(found or {}).items()}
+
+    async def locate(self, shown: str) -> str | None:
+        """The file a passage shown to the model names (`shown_path`), among every base's."""
+        roots = [r for paths in (await self.bases()).values() for r in paths]
+        return await asyncio.to_thread(full_path, shown, roots)
 
     async def add(self, name: str, paths: Sequence[str]) -> list[str]:
         """Add paths to the base `name` (made if new). Returns the base's paths."""
@@ -355,7 +390,8 @@ class KnowledgeService:
         for k, s in top:
             hit = by_row.get(k)
             if hit is not None:
-                out.append(KnowledgeHit(hit.base, hit.path, hit.page, hit.line, hit.text, s))
+                out.append(KnowledgeHit(hit.base, hit.path, hit.page, hit.line, hit.text, s,
+                                        shown_path(hit.path, bases.get(hit.base, ()))))
         return out
 
 

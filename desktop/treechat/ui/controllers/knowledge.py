@@ -291,6 +291,19 @@ class KnowledgeController(QObject):
         if place is None:
             return
         path, page, line = place
+        if not Path(path).is_absolute():  # a passage as the model saw it: from a folder added
+            self._tasks.spawn(self._open_shown(path, page, line), name="knowledge-locate")
+            return
+        self._open_file(path, page, line)
+
+    async def _open_shown(self, shown: str, page: int, line: int) -> None:
+        path = await (await self.service()).locate(shown)
+        if path is None:
+            self._status(f"{shown} is not in this chat's knowledge any more")
+            return
+        self._open_file(path, page, line)
+
+    def _open_file(self, path: str, page: int, line: int) -> None:
         if not Path(path).is_file():
             self._status(f"{path} is not there any more")
             return

@@ -17,6 +17,8 @@ from treechat.services.retrieval.knowledge import (
     READ_BATCH,
     KnowledgeError,
     KnowledgeService,
+    full_path,
+    shown_path,
 )
 from treechat.store.database import Store
 from treechat.store.knowledge import knowledge_path
@@ -158,3 +160,22 @@ def test_a_folder_of_many_files_is_read_in_batches_and_a_bad_file_is_named(
         assert await service.stats() == {"many": (19, 19)}
 
     asyncio.run(run())
+
+
+def test_the_model_is_shown_a_file_from_the_folder_added_and_it_leads_back(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home" / "ada"
+    (home / "notes" / "garden").mkdir(parents=True)
+    (home / "notes" / "garden" / "roses.md").write_text("prune in March\n")
+    (home / "lease.pdf").write_bytes(b"%PDF-1.4\n")
+    roots = [str(home / "notes"), str(home / "notes" / "garden"), str(home / "lease.pdf")]
+    rose = str(home / "notes" / "garden" / "roses.md")
+    assert shown_path(rose, roots) == "garden/roses.md"  # the innermost folder added
+    assert shown_path(str(home / "lease.pdf"), roots) == "lease.pdf"  # a file added alone
+    assert shown_path(rose, roots[:1]) == "notes/garden/roses.md"
+    assert full_path("garden/roses.md", roots) == rose
+    assert full_path("notes/garden/roses.md", roots[:1]) == rose
+    assert full_path("lease.pdf", roots) == str(home / "lease.pdf")
+    assert full_path("notes/../lease.pdf", roots[:1]) is None  # never outside what was added
+    assert full_path("garden/tulips.md", roots) is None
