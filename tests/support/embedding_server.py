@@ -28,6 +28,16 @@ def bag_of_words(text: str, ndim: int = DIMENSIONS) -> list[float]:
     return vector
 
 
+# What Ollama lists (name: family, the capabilities `/api/show` gives; None: a server from
+# before it gave them)
+OLLAMA_MODELS: dict[str, tuple[str, list[str] | None]] = {
+    "nomic-embed-text:latest": ("nomic-bert", ["embedding"]),
+    "bge-m3:latest": ("bert", ["embedding"]),
+    "all-minilm:l6-v2": ("bert", None),
+    "llama3.2": ("llama", ["completion", "tools"]),
+}
+
+
 class EmbeddingServer:
     def __init__(self, ndim: int = DIMENSIONS) -> None:
         self.ndim = ndim
@@ -52,9 +62,9 @@ class EmbeddingServer:
 
             def do_GET(self) -> None:
                 if self.path == "/api/tags":
-                    self._send(200, {"models": [{"name": "nomic-embed-text:latest",
-                                                 "model": "nomic-embed-text:latest"},
-                                                {"name": "llama3.2", "model": "llama3.2"}]})
+                    self._send(200, {"models": [
+                        {"name": name, "model": name, "details": {"family": family}}
+                        for name, (family, _) in OLLAMA_MODELS.items()]})
                 elif self.path in ("/api/v0/models", "/v1/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": "text-embedding-nomic", "type": "embeddings"},
@@ -66,7 +76,11 @@ class EmbeddingServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path == "/api/show":
-                    self._send(200, {"model_info": {}})
+                    family, capabilities = OLLAMA_MODELS.get(body.get("model"), ("", None))
+                    shown: dict[str, Any] = {"model_info": {}, "details": {"family": family}}
+                    if capabilities is not None:
+                        shown["capabilities"] = capabilities
+                    self._send(200, shown)
                     return
                 server.requests.append({"path": self.path, **body})
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]

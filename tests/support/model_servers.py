@@ -118,6 +118,7 @@ class OllamaModel:
     context_length: int = 131_072
     num_ctx: int | None = None  # a `PARAMETER num_ctx` in the model file
     architecture: str = "llama"
+    capabilities: tuple[str, ...] = ("completion", "tools")  # ("embedding",): it only embeds
 
 
 @dataclass
@@ -197,7 +198,7 @@ class OllamaServer:
                 f"{m.architecture}.context_length": m.context_length,
                 f"{m.architecture}.embedding_length": 3072,
             },
-            "capabilities": ["completion", "tools"],
+            "capabilities": list(m.capabilities),
         }
 
     def _stream(self, chat: OllamaChat) -> Iterator[dict[str, Any]]:

@@ -191,36 +191,67 @@ async def _lmstudio_models(
     return _chat_models(_openai_list(body, _where(root)))
 
 
-async def _ollama_models(
+async def _ollama_listed(
     connection: Connection, client: httpx.AsyncClient, headers: Mapping[str, str]
-) -> tuple[ConnectionModel, ...]:
+) -> list[tuple[str, Mapping[str, Any], Any]]:
+    """Each model Ollama lists: its name, its `/api/tags` entry and what `/api/show` says of
+    it (None past `SHOW_LIMIT`, or when it did not answer)."""
     root = connection.server_root
     body = await _get_json(client, f"{root}/api/tags", headers)
     entries = body.get("models") if isinstance(body, Mapping) else None
     if not isinstance(entries, list):
         raise ConnectionProblem(f"{_where(root)} answered, but not with Ollama's model list")
-    names = sorted(
-        {
-            str(e.get("model") or e.get("name"))
-            for e in entries[:MAX_MODELS]
-            if isinstance(e, Mapping) and (e.get("model") or e.get("name"))
-        }
-    )
+    by_name: dict[str, Mapping[str, Any]] = {}
+    for e in entries[:MAX_MODELS]:
+        if isinstance(e, Mapping) and (e.get("model") or e.get("name")):
+            by_name.setdefault(str(e.get("model") or e.get("name")), e)
+    names = sorted(by_name)
     gate = asyncio.Semaphore(SHOW_CONCURRENCY)
 
-    async def window(name: str) -> int | None:
+    async def show(name: str) -> Any:
         async with gate:
             try:
-                shown = await _get_json(
+                return await _get_json(
                     client, f"{root}/api/show", headers, method="POST", body={"model": name}
                 )
             except ConnectionProblem:
                 return None
-        return _ollama_window(shown)
 
-    windows = await asyncio.gather(*(window(n) for n in names[:SHOW_LIMIT]))
-    padded = [*windows, *([None] * (len(names) - len(windows)))]
-    return tuple(ConnectionModel(n, w) for n, w in zip(names, padded, strict=True))
+    shown = await asyncio.gather(*(show(n) for n in names[:SHOW_LIMIT]))
+    padded = [*shown, *([None] * (len(names) - len(shown)))]
+    return [(n, by_name[n], s) for n, s in zip(names, padded, strict=True)]
+
+
+# Model families Ollama lists for text-embedding models (BERT and its kin encode, never chat):
+# the word a server without `capabilities` in `/api/show` (before 0.6.4) goes by.
+EMBEDDING_FAMILIES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2",
+                                "xlm-roberta"})
+
+
+def _ollama_embeds(name: str, entry: Mapping[str, Any], shown: Any) -> bool:
+    """Whether an Ollama model only embeds: its `capabilities` say so (bge-m3, all-minilm
+    and snowflake-arctic-embed carry no "embed" in every name), or, from a server that does
+    not list them, its family or its name does."""
+    capabilities = shown.get("capabilities") if isinstance(shown, Mapping) else None
+    if isinstance(capabilities, list) and capabilities:
+        return "embedding" in capabilities and "completion" not in capabilities
+    families: set[str] = set()
+    for details in (entry.get("details"), shown.get("details") if isinstance(shown, Mapping)
+                    else None):
+        if isinstance(details, Mapping):
+            families.add(str(details.get("family") or "").lower())
+            listed = details.get("families")
+            if isinstance(listed, list):
+                families.update(str(f).lower() for f in listed)
+    return "embed" in name.lower() or bool(families & EMBEDDING_FAMILIES)
+
+
+async def _ollama_models(
+    connection: Connection, client: httpx.AsyncClient, headers: Mapping[str, str]
+) -> tuple[ConnectionModel, ...]:
+    listed = await _ollama_listed(connection, client, headers)
+    return tuple(ConnectionModel(n, _ollama_window(s)) for n, e, s in listed
+                 if not _ollama_embeds(n, e, s))  # an embedding model cannot chat
 
 
 def _ollama_window(shown: Any) -> int | None:
@@ -284,19 +315,16 @@ async def fetch_embedding_models(
     api_key: str | None = None,
 ) -> tuple[str, ...]:
     """The embedding models the connection's server offers: those its list marks as such
-    (LM Studio's `type`), or whose name says so. Raises `ConnectionProblem` as
-    `fetch_models` does."""
+    (LM Studio's `type`, Ollama's `capabilities` or family), or whose name says so. Raises
+    `ConnectionProblem` as `fetch_models` does."""
     if connection.kind == "hosted":
         return OPENAI_EMBEDDING_MODELS if connection.provider == "openai" else ()
     if connection.kind not in SERVER_KINDS:
         return ()
     headers = request_headers(connection, api_key)
     if connection.kind == "ollama":
-        body = await _get_json(client, f"{connection.server_root}/api/tags", headers)
-        entries = body.get("models") if isinstance(body, Mapping) else None
-        names = [str(e.get("model") or e.get("name") or "") for e in entries or []
-                 if isinstance(e, Mapping)]
-        return tuple(sorted({n for n in names if "embed" in n.lower()}))
+        listed = await _ollama_listed(connection, client, headers)
+        return tuple(n for n, e, s in listed if _ollama_embeds(n, e, s))
     base = connection.api_base or ""
     if connection.kind == "lmstudio":
         try:

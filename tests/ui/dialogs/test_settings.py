@@ -166,7 +166,8 @@ def test_a_search_model_chosen_in_settings_embeds_the_chats_again(
             names = [combo.itemText(i) for i in range(combo.count())]
             assert any(n.startswith("ollama:nomic-embed-text:latest@") for n in names)
             assert not any("llama3.2" in n for n in names)  # a chat model is not offered
-            combo.setCurrentIndex(next(i for i, n in enumerate(names) if n.startswith("ollama")))
+            combo.setCurrentIndex(next(i for i, n in enumerate(names)
+                                       if n.startswith("ollama:nomic-embed-text")))
             dialog.save_button.click()
             await aio.until(lambda: "and knowledge embedded"
                             in desk.window.statusBar().currentMessage(),

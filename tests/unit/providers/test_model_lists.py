@@ -11,6 +11,7 @@ from tests.unit.providers.local.test_server_detection import free_port
 from treechat.providers.connections import Connection, ConnectionModel, ConnectionProblem
 from treechat.providers.model_lists import (
     _ollama_window,
+    fetch_embedding_models,
     fetch_models,
     list_client,
     request_headers,
@@ -48,12 +49,16 @@ async def test_an_openai_compatible_server_lists_its_models_with_the_key() -> No
 
 @pytest.mark.asyncio
 async def test_ollama_lists_its_models_with_the_window_each_serves() -> None:
-    server = OllamaServer([OllamaModel("llama3.2:3b", context_length=131_072, num_ctx=16_384)])
+    server = OllamaServer([OllamaModel("llama3.2:3b", context_length=131_072, num_ctx=16_384),
+                           OllamaModel("bge-m3:latest", 8192, architecture="bert",
+                                       capabilities=("embedding",))])
     try:
         connection = Connection("ollama", "ollama", base_url=server.url)
         async with list_client() as client:
             models = await fetch_models(connection, client)
-        assert models == (ConnectionModel("llama3.2:3b", window=16_384),)
+            embedders = await fetch_embedding_models(connection, client)
+        assert models == (ConnectionModel("llama3.2:3b", window=16_384),)  # bge-m3 cannot chat
+        assert embedders == ("bge-m3:latest",)  # though its name does not say "embed"
     finally:
         server.stop()
 

@@ -128,18 +128,23 @@ def test_the_embedding_models_a_server_lists_are_offered_by_name(
     ollama = Connection("ollama", "ollama", base_url=server.url, detected=True)
     studio = Connection("lmstudio", "lmstudio", base_url=server.url)
     listed = [(ollama, asyncio.run(_listed(ollama))), (studio, asyncio.run(_listed(studio)))]
-    assert listed[0][1] == ("nomic-embed-text:latest",)  # the chat model is not offered
+    # by what the server says each does (bge-m3), by family from an older server
+    # (all-minilm), by name; the chat model is not offered
+    assert listed[0][1] == ("all-minilm:l6-v2", "bge-m3:latest", "nomic-embed-text:latest")
     assert listed[1][1] == ("bge-small-en", "text-embedding-nomic")  # by type or by name
     choices = offered(listed, gguf_files=[tmp_path / "broken-embed.gguf"])
     host = server.url.split("://")[1]
-    assert [m.name for m in choices] == [f"ollama:nomic-embed-text:latest@{host}",
+    assert [m.name for m in choices] == [f"ollama:all-minilm:l6-v2@{host}",
+                                         f"ollama:bge-m3:latest@{host}",
+                                         f"ollama:nomic-embed-text:latest@{host}",
                                          f"openai:bge-small-en@{host}",
                                          f"openai:text-embedding-nomic@{host}"]
-    assert choices[1].base_url == server.url + "/v1"
-    assert find_offered("nomic-embed-text:latest", choices) == choices[0]
-    assert find_offered(choices[2].name, choices) == choices[2]
+    assert choices[3].base_url == server.url + "/v1"
+    assert find_offered("nomic-embed-text:latest", choices) == choices[2]
+    assert find_offered(choices[4].name, choices) == choices[4]
     assert find_offered("llama3.2", choices) is None
     # what is offered answers
+    assert asyncio.run(change_search_model_of(choices[3])) == 512
     assert asyncio.run(change_search_model_of(choices[1])) == 512
 
 
