@@ -323,8 +323,8 @@ async def fetch_embedding_models(
         return ()
     headers = request_headers(connection, api_key)
     if connection.kind == "ollama":
-        listed = await _ollama_listed(connection, client, headers)
-        return tuple(n for n, e, s in listed if _ollama_embeds(n, e, s))
+        return tuple(n for n, e, s in await _ollama_listed(connection, client, headers)
+                     if _ollama_embeds(n, e, s))
     base = connection.api_base or ""
     if connection.kind == "lmstudio":
         try:
