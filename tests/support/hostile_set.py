@@ -51,8 +51,8 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
     stalling = LoopbackProvider()
     slow = LoopbackProvider(tokens_per_second=20)  # a reply of 100 s, stopped in the middle
     slow.queue(Reply(text=" ".join(f"w{i}" for i in range(2000))))
-    long = LoopbackProvider()  # a reply of 16,000 pieces, as fast as it can be read
-    long.queue(Reply(text=" ".join(f"w{i}" for i in range(16_000))))
+    long = LoopbackProvider()  # a reply of 8,000 pieces, as fast as it can be read
+    long.queue(Reply(text=" ".join(f"w{i}" for i in range(8_000))))
     raw = RawServer()
     entry = json.dumps({"id": "model", "object": "model"}).encode()
     raw.route("/v1/models", b'{"object": "list", "data": [' + (entry + b",") * 2000,
@@ -146,7 +146,7 @@ def hostile_probe_set(folder: Path, *, seed: int = 29) -> tuple[ProbeReport, flo
                 Probe("Ctrl+C in the middle of a reply",
                       _send(slow.openai_base, "--new", "a long one"), sigint_after=20.0,
                       expect="the message and the reply so far are kept"),
-                Probe("send: a reply of 16,000 words", _send(long.openai_base, "--new", "go"),
+                Probe("send: a reply of 8,000 words", _send(long.openai_base, "--new", "go"),
                       expect="[session "),
                 Probe("send into a 200 MB store",
                       [*_send(base, "--new", "hello"), "--data-dir", str(big_data)],
