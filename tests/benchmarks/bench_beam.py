@@ -35,7 +35,7 @@ from treechat.services.bootstrap import Services, build_services
 from treechat.services.models.catalog import ModelChoice
 from treechat.services.turns.beam import BeamEvent, BeamService
 from treechat.services.turns.events import TextDelta, TurnEvent
-from treechat.ui.shell.event_loop import create_event_loop
+from treechat.ui.shell.event_loop import close_event_loop, create_event_loop
 
 pytestmark = pytest.mark.bench
 
@@ -272,6 +272,7 @@ def window_stall(qapp: QApplication, data_dir: Path, hosted: HostedServers
         return aio.run(measure(), timeout=600)
     finally:
         close_desk(desk)
+        close_event_loop(loop)  # its executor's threads end before the process does
 
 
 def test_three_models_at_once(qapp: QApplication, tmp_path: Path,

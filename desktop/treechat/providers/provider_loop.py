@@ -11,7 +11,7 @@ import threading
 
 from . import llm
 
-SWITCH_INTERVAL = 0.001
+SWITCH_INTERVAL = 0.0002
 """GIL switch interval while the provider thread runs (CPython's default is 5 ms)."""
 
 
