@@ -79,8 +79,8 @@ def folded_facts(items: Sequence[ContextItem]) -> list[FactLine]:
             continue
         if it.role == "tool":
             found = it.facts or result_facts(it.rendered)
-            label = _label(it)
-            out.extend(FactLine(f"- {label}: {f}", stated=False) for f in found)
+            if found:  # one line a call: its label is not repeated for each finding
+                out.append(FactLine(f"- {_label(it)}: {'; '.join(found)}", stated=False))
         elif it.role == "user":
             out.extend(FactLine(f"{USER_PREFIX}{s}", stated=True)
                        for s in stated_facts(it.rendered))

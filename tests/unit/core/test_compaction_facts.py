@@ -134,7 +134,7 @@ def test_a_fold_adds_only_lines_not_carried_yet() -> None:
     assert new_lines(found, ["- A: 1"]) == ["- B: 2"]
 
 
-def test_folded_tool_items_give_their_findings_under_their_call() -> None:
+def test_folded_tool_items_give_their_findings_under_their_call_once() -> None:
     tool = ContextItem(source_node_id="t1", role="tool", rendered="(cut)",
                        tool_name="kubectl", tool_args=json.dumps({"cmd": "get pods"}),
                        facts=("NAME: jobs-7, STATUS: OOMKilled", "NAME: jobs-1"))
@@ -142,8 +142,8 @@ def test_folded_tool_items_give_their_findings_under_their_call() -> None:
                        rendered="My laptop is a ThinkPad with 8 GB. What now?")
     attached = replace(user, source_node_id="u2", attached_from="cc_x")
     lines = [f.text for f in folded_facts([tool, user, attached])]
-    assert lines == ["- kubectl get pods: NAME: jobs-7, STATUS: OOMKilled",
-                     "- kubectl get pods: NAME: jobs-1",
+    # one line a call: the label once, its findings after it
+    assert lines == ["- kubectl get pods: NAME: jobs-7, STATUS: OOMKilled; NAME: jobs-1",
                      f"{USER_PREFIX}My laptop is a ThinkPad with 8 GB."]
 
 
