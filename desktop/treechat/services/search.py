@@ -69,7 +69,9 @@ class SearchService:
         seen = {h.session.id for h in found}
         extra: dict[str, tuple[str, str]] = {}
         for h in hits:
-            if (h.semantic_rank and h.semantic_rank <= MEANING_RANK and not h.lexical_rank
+            # Some of its words may match as well ("fruit trees" finds "apple trees"): the
+            # list above wants every word, so it is not there and belongs here.
+            if (h.semantic_rank and h.semantic_rank <= MEANING_RANK
                     and h.session_id not in seen and h.session_id not in extra):
                 extra[h.session_id] = (h.node_id, " ".join(h.text.split())[:SNIPPET_CHARS])
             if len(extra) >= MEANING_SESSIONS:

@@ -33,6 +33,9 @@ def test_words_first_then_meaning(tmp_path: Path) -> None:
             assert "boat" in ids  # no word in common: found by meaning
             boat = next(h for h in hits if h.session.id == "boat")
             assert boat.node_id == "n-boat" and "Windlass" in boat.snippet
+            # one of its words matches ("folder") but not every one: found by meaning still
+            hits = await search.sessions("folder with tax papers")
+            assert "tax" in [h.session.id for h in hits]
             one_word = await search.sessions("yacht")
             assert [h.session.id for h in one_word] == ["yacht"]
 
