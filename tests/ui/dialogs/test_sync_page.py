@@ -50,7 +50,9 @@ def test_start_syncing_shows_what_came_in_and_refuses_a_wrong_passphrase(
         QTest.mouseClick(page.add_button, Qt.MouseButton.LeftButton)
         await aio.until(lambda: "received 1" in page.status_label.text(), timeout=60)
         assert page.passphrase.text() == ""  # gone from the window once in the keychain
-        assert came_in(page) == ["New chat: Holiday plans"]
+        # the list follows the status once what came in is read
+        await aio.until(lambda: came_in(page) == ["New chat: Holiday plans"],
+                        what="what came in")
         assert page.sync_button.isEnabled()
         # the same chat renamed on both computers: the later edit wins, both are listed
         clock.advance(10)

@@ -78,6 +78,7 @@ class SyncPage(QWidget):
         buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
         self.came_in = QListWidget()
+        self._listing = 0  # which status the list of what came in is being made for
         self.came_in.setAccessibleName("What came in")
         self.came_in.setWordWrap(True)
         self.came_in.setMinimumHeight(90)
@@ -184,14 +185,17 @@ class SyncPage(QWidget):
             if status.error:
                 text += f"\nThe last try failed: {status.error}"
             self.status_label.setText(text)
-        self._tasks.spawn(self._list(status.last), name="sync-came-in")
+        self._listing += 1
+        self._tasks.spawn(self._list(status.last, self._listing), name="sync-came-in")
 
     @staticmethod
     def _summary(report: SyncReport) -> str:
         return (f"sent {report.sent_nodes} message{'s' * (report.sent_nodes != 1)}, "
                 f"received {report.received_nodes}")
 
-    async def _list(self, report: SyncReport | None) -> None:
+    async def _list(self, report: SyncReport | None, listing: int) -> None:
+        """What came in at the last sync, once its renames' histories are read; a list made
+        for an earlier status (its reads still out) is not shown over a newer one."""
         lines: list[tuple[str, bool]] = []
         if report is not None:
             lines += [(f"New chat: {title}", False) for title in report.new_chats]
@@ -206,6 +210,8 @@ class SyncPage(QWidget):
                                   if what not in ("preset", "setting")
                                   else WHAT.get(what, what).capitalize(), False))
             lines += [(f"Refused {r.path}: {r.reason}", True) for r in report.refused]
+        if listing != self._listing:
+            return
         self.came_in.clear()
         for text, bad in lines or [("Nothing", False)]:
             item = QListWidgetItem(text)
