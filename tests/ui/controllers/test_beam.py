@@ -16,6 +16,7 @@ from tests.support.beam_servers import LABELS, MODELS, three_servers
 from tests.support.loopback_server import LoopbackProvider, Reply
 
 from treechat.app import connect_services, create_window
+from treechat.core.dag import version_of
 from treechat.core.money import money
 from treechat.providers.keys import KeyStore
 from treechat.services.bootstrap import build_services
@@ -140,6 +141,12 @@ def test_one_message_to_three_models_streams_a_column_each(
         assert texts == [t.replace("\n\n", "\n") for t in said]
         assert all("$" in c.facts.text() and "first token" in c.facts.text()
                    for c in view.columns)
+        # each column says which version its reply is, as the chat's `< N/M >` switch does
+        stored = await desk.services.chat.sessions.view(desk.controller.current_session_id)
+        versions = [version_of(stored.graph, c.column.key) for c in view.columns]
+        assert sorted(versions) == [(1, 3), (2, 3), (3, 3)]
+        assert all(c.facts.text().endswith(f" · version {n}/{m}")
+                   for c, (n, m) in zip(view.columns, versions, strict=True))
         assert view.fuse_button.isEnabled()
         # what only one reply says is tinted, and the toggle takes it away
         assert [c.marked() for c in view.columns] == [[False, True], [False, True], [True]]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QStackedWidget, QWidget
 
+from ...core.dag import version_of
 from ...core.model import GraphError, Node
 from ...services.attachments import PreparedFile
 from ...services.turns.beam import DEFAULT_FUSE_INSTRUCTION, BeamEvent, BeamService, SiblingReply
@@ -210,7 +211,11 @@ class BeamController:
         view = self._ensure_view()
         self._message = (session_id, replies[0].first.predecessor or "")
         view.set_message(message.text if message is not None else "")
-        view.show_columns([self._column(r) for r in replies])
+        # each column names its reply's place among the versions, as the chat's `< N/M >`
+        # does: the columns follow the order the models were asked, the versions the order
+        # the replies were written
+        view.show_columns([self._column(r, version_of(stored.graph, r.first.id))
+                           for r in replies])
         self._offer_fuse_models(view)
         if open_it:
             self._show_view()
@@ -220,11 +225,12 @@ class BeamController:
             [(ch.id, ch.label) for ch in self._models.choices if ch.available],
             self._models.selected(), DEFAULT_FUSE_INSTRUCTION)
 
-    def _column(self, reply: SiblingReply) -> Column:
+    def _column(self, reply: SiblingReply, version: tuple[int, int]) -> Column:
         local = self._models.is_local(reply.model)
+        facts = facts_text(reply.cost_usd, reply.priced, reply.first_token_s, local)
+        place = f"version {version[0]}/{version[1]}"
         return Column(reply.first.id, self._models.label_for(reply.model) or reply.label,
-                      reply.text, facts_text(reply.cost_usd, reply.priced, reply.first_token_s,
-                                             local),
+                      reply.text, f"{facts} · {place}" if facts else place,
                       "stopped" if reply.interrupted else "")
 
     def continue_from(self, node_id: str) -> None:
