@@ -62,8 +62,13 @@ def total_timeout(setting: float | None) -> float:
     return float(setting) if setting is not None and setting > 0 else TOTAL_TIMEOUT_S
 
 
+def _where(api_base: str | None, model: str) -> str:
+    """Who failed to answer, as a failure names it: the server's host, else the model."""
+    return urlsplit(api_base).netloc if api_base else model
+
+
 def no_answer_failure(seconds: float, api_base: str | None, model: str) -> ProviderFailure:
-    where = urlsplit(api_base).netloc if api_base else model
+    where = _where(api_base, model)
     return ProviderFailure(
         ErrorKind.OFFLINE,
         retry=True,
@@ -80,7 +85,7 @@ def stalled_failure(
 ) -> ProviderFailure:
     """The answer had started and then stopped coming (`which` is "idle"), or ran past the
     whole answer's bound ("total"). What streamed is kept by the caller."""
-    where = urlsplit(api_base).netloc if api_base else model
+    where = _where(api_base, model)
     if which == "total":
         said = f"{where} was still answering after {seconds:g} s, the most one answer may take"
     else:
@@ -94,7 +99,7 @@ def stalled_failure(
 
 
 def too_long_failure(received: int, api_base: str | None, model: str) -> ProviderFailure:
-    where = urlsplit(api_base).netloc if api_base else model
+    where = _where(api_base, model)
     return ProviderFailure(
         ErrorKind.SERVER,
         retry=False,
@@ -107,7 +112,7 @@ def too_long_failure(received: int, api_base: str | None, model: str) -> Provide
 
 
 def long_line_failure(chars: int, api_base: str | None, model: str) -> ProviderFailure:
-    where = urlsplit(api_base).netloc if api_base else model
+    where = _where(api_base, model)
     return ProviderFailure(
         ErrorKind.SERVER,
         retry=False,

@@ -23,6 +23,7 @@ from ..core.bounded_read import MB, Bounds, ReadLimitError
 from .embeddings import EMBED_CHARS, Embedder, EmbedderUnavailable, IdleRelease
 
 if TYPE_CHECKING:
+    import httpx
     import numpy as np
 
 SearchModelKind = Literal["openai", "ollama", "gguf"]
@@ -119,9 +120,9 @@ class ServerEmbedder:
 
         if not texts:
             return np.zeros((0, self._ndim), dtype=np.float32)
-        parts = [asyncio.run(self._ask([t[:EMBED_CHARS] for t in texts[i:i + self._batch]]))
-                 for i in range(0, len(texts), self._batch)]
-        vectors = np.vstack(parts)
+        batches = [[t[:EMBED_CHARS] for t in texts[i:i + self._batch]]
+                   for i in range(0, len(texts), self._batch)]
+        vectors = np.vstack(asyncio.run(self._ask_all(batches)))
         with self._lock:
             if self._ndim and vectors.shape[1] != self._ndim:
                 raise EmbedderUnavailable(f"{self.name} changed its vectors' size from "
@@ -129,7 +130,14 @@ class ServerEmbedder:
             self._ndim = int(vectors.shape[1])
         return vectors
 
-    async def _ask(self, texts: list[str]) -> np.ndarray[Any, Any]:
+    async def _ask_all(self, batches: list[list[str]]) -> list[np.ndarray[Any, Any]]:
+        """Each batch asked in turn over one connection."""
+        import httpx
+
+        async with httpx.AsyncClient(timeout=self._bounds.deadline) as client:
+            return [await self._ask(client, batch) for batch in batches]
+
+    async def _ask(self, client: httpx.AsyncClient, texts: list[str]) -> np.ndarray[Any, Any]:
         import httpx
 
         from .bounded_http import fetch
@@ -137,10 +145,9 @@ class ServerEmbedder:
         what = f"{self.name} ({self._url})"
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         try:
-            async with httpx.AsyncClient(timeout=self._bounds.deadline) as client:
-                response = await fetch(client, "POST", self._url, what=what,
-                                       bounds=self._bounds, headers=headers,
-                                       json={"model": self.model.model, "input": texts})
+            response = await fetch(client, "POST", self._url, what=what,
+                                   bounds=self._bounds, headers=headers,
+                                   json={"model": self.model.model, "input": texts})
         except ReadLimitError as exc:
             raise EmbedderUnavailable(str(exc)) from exc
         except httpx.HTTPError as exc:

@@ -130,6 +130,11 @@ def _openai_list(body: Any, where: str) -> list[Mapping[str, Any]]:
     return [e for e in entries[:MAX_MODELS] if isinstance(e, Mapping)]
 
 
+def _named_embedding(model_id: str) -> bool:
+    """Whether a model's id says it embeds (nomic-embed-text, text-embedding-3-small)."""
+    return "embed" in model_id.lower()
+
+
 def _chat_models(entries: Sequence[Mapping[str, Any]], window: int | None = None,
                  ) -> tuple[ConnectionModel, ...]:
     found: dict[str, ConnectionModel] = {}
@@ -137,7 +142,7 @@ def _chat_models(entries: Sequence[Mapping[str, Any]], window: int | None = None
         name = entry.get("id")
         kind = str(entry.get("type") or "")
         # Embedding models share the list on LM Studio and others; they cannot chat.
-        if not isinstance(name, str) or not name or kind == "embeddings" or "embed" in name.lower():
+        if not isinstance(name, str) or not name or kind == "embeddings" or _named_embedding(name):
             continue
         found[name] = ConnectionModel(name, window or _entry_window(entry))
     return tuple(found[n] for n in sorted(found))
@@ -243,7 +248,7 @@ def _ollama_embeds(name: str, entry: Mapping[str, Any], shown: Any) -> bool:
             listed = details.get("families")
             if isinstance(listed, list):
                 families.update(str(f).lower() for f in listed)
-    return "embed" in name.lower() or bool(families & EMBEDDING_FAMILIES)
+    return _named_embedding(name) or bool(families & EMBEDDING_FAMILIES)
 
 
 async def _ollama_models(
@@ -336,4 +341,4 @@ async def fetch_embedding_models(
     else:
         listed = _openai_list(await _get_json(client, f"{base}/models", headers), _where(base))
     return tuple(sorted({str(e["id"]) for e in listed if isinstance(e.get("id"), str)
-                         and (e.get("type") == "embeddings" or "embed" in e["id"].lower())}))
+                         and (e.get("type") == "embeddings" or _named_embedding(e["id"]))}))

@@ -88,11 +88,6 @@ def label_of(model: SearchModel | None) -> str:
     return OFFLINE_LABEL if model is None else model.name
 
 
-def is_embedding_model(model_id: str) -> bool:
-    """What a server's list says of an embedding model: its id names it so."""
-    return "embed" in model_id.lower()
-
-
 def offered(found: Iterable[tuple[Connection, Sequence[str]]],
             gguf_files: Sequence[Path] = ()) -> list[SearchModel]:
     """Search models of the embedding models connections offer (`embedding_models_of`) and
