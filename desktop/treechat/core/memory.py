@@ -62,16 +62,15 @@ def resume_automatic_collection() -> None:
             gc.enable()
 
 
-def own_collection(ask: Callable[[], None] | None) -> Callable[[], None] | None:
-    """Make `ask` the way to collect from any thread (it must be safe to call from any; None:
-    nobody owns collection). Returns the previous owner's."""
+def own_collection(ask: Callable[[], None]) -> None:
+    """Make `ask` the way to collect from any thread (it must be safe to call from any)."""
     global _owner
     with _lock:
-        previous, _owner = _owner, ask
-    return previous
+        _owner = ask
 
 
 def disown_collection(ask: Callable[[], None]) -> None:
+    """Nobody owns collection any more, if `ask` still did."""
     global _owner
     with _lock:
         if _owner is ask:
