@@ -27,3 +27,14 @@ def _started_as_the_command() -> bool:
 # Before anything else of Treechat loads: Ctrl+C in the first instant too.
 if _started_as_the_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.signal(_signal.SIGINT, leave_on_interrupt)
+
+
+def _without_httpx_command_line() -> None:
+    """httpx imports its own command-line tool whenever click is installed (as it is here, for
+    other libraries): click, rich and Pygments' lexers, ~50 ms and ~6 MB in every Treechat
+    process, which never runs that tool. A module marked missing makes httpx keep its stub."""
+    if "httpx" not in _sys.modules:
+        _sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
+_without_httpx_command_line()

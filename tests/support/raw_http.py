@@ -33,6 +33,7 @@ class RawServer:
         self.answer_with = Answer()
         self.routes: dict[str, Answer] = {}
         self.requests: list[str] = []
+        self.sent: dict[str, int] = {}  # body bytes written, by path
         self._stopping = threading.Event()
         server = self
 
@@ -104,6 +105,8 @@ class RawServer:
                     handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 else:
                     handler.wfile.write(piece)
+                path = handler.path.split("?")[0]
+                self.sent[path] = self.sent.get(path, 0) + len(piece)
                 handler.wfile.flush()
                 if answer.piece_every_s:
                     time.sleep(answer.piece_every_s)

@@ -119,6 +119,7 @@ def _import() -> ModuleType:
             iterator = None
         count_unreadable_stream_lines(iterator)
         _cap_stream_lines()
+        _cap_error_answers()
         _defer_default_encoding()
         _warm_paths(litellm)
     finally:
@@ -167,6 +168,16 @@ def _cap_stream_lines() -> None:
     except ImportError:  # a later litellm moved it: its own line handling applies
         return
     install_line_cap(_SSELineSplitter)
+
+
+def _cap_error_answers() -> None:
+    from .error_body import install
+
+    try:
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+    except ImportError:  # a later litellm moved it: error answers are read as it reads them
+        return
+    install(AsyncHTTPHandler)
 
 
 def _defer_default_encoding() -> None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from ..core.budget import leading_system
+from ..core.unicode_text import storable
 from . import llm, sse_guard
 from .cache_diagnostics import CacheDiagnostics
 from .cache_shaping import shape_messages, shape_tools
@@ -168,6 +169,14 @@ BATCH_SECONDS = 0.008
 they reach the caller's loop together: a quarter of a frame (the chat paints every 33 ms,
 so no one sees the wait), and a fast model's pieces, a few milliseconds apart, wake the
 GUI's loop a few times less often."""
+
+
+def _piece(value: Any) -> str:
+    """A streamed piece as text that can be stored ("" for none; a server may send a number
+    or a half of a surrogate pair where text belongs)."""
+    if value is None:
+        return ""
+    return storable(value if isinstance(value, str) else str(value))
 
 
 def joined(batch: Sequence[Any]) -> list[Any]:
@@ -328,16 +337,16 @@ async def _stream_on_this_loop(
                 delta = getattr(choice, "delta", None)
                 if delta is None:
                     continue
-                reasoning = getattr(delta, "reasoning_content", None)
+                reasoning = _piece(getattr(delta, "reasoning_content", None))
                 if reasoning:
                     streamed = True
-                    yield ReasoningDelta(str(reasoning))
-                content = getattr(delta, "content", None)
+                    yield ReasoningDelta(reasoning)
+                content = _piece(getattr(delta, "content", None))
                 if content:
                     streamed = True
-                    text_parts.append(str(content))
-                    yield TextDelta(str(content))
-                received += len(content or "") + len(reasoning or "")
+                    text_parts.append(content)
+                    yield TextDelta(content)
+                received += len(content) + len(reasoning)
                 if received > MAX_REPLY_CHARS:
                     failure = too_long_failure(received, request.api_base, request.model)
                     break
@@ -345,16 +354,16 @@ async def _stream_on_this_loop(
                     streamed = True
                     index = int(getattr(tc, "index", 0) or 0)
                     function = getattr(tc, "function", None)
-                    name = getattr(function, "name", None) if function is not None else None
-                    args = getattr(function, "arguments", None) if function is not None else None
+                    name = _piece(getattr(function, "name", None)) if function else ""
+                    args = _piece(getattr(function, "arguments", None)) if function else ""
                     slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                     if getattr(tc, "id", None):
                         slot["id"] = str(tc.id)
                     if name:
                         slot["name"] = str(name)
                     if args:
-                        slot["arguments"] += str(args)
-                    yield ToolCallDelta(index, getattr(tc, "id", None), name, str(args or ""))
+                        slot["arguments"] += args
+                    yield ToolCallDelta(index, getattr(tc, "id", None), name or None, args)
         except asyncio.CancelledError:
             if not deadline.absorb():
                 raise

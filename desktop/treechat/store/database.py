@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 
 import duckdb
 
+from ..core.unicode_text import storable_values
 from . import integrity
 from ._header import is_open_here, make_private_dir, make_private_file, mark_closed, mark_open
 from .backup import Backup, BackupError, BackupStop, create_backup, needs_backup
@@ -116,12 +117,12 @@ class _GatedConnection:
     def execute(self, query: duckdb.Statement | str,
                 parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.execute(query, parameters)
+        return self._con.execute(query, storable_values(parameters))
 
     def executemany(self, query: duckdb.Statement | str,
                     parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.executemany(query, parameters)
+        return self._con.executemany(query, storable_values(parameters))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)

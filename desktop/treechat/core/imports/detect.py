@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -73,6 +74,17 @@ def decode_json(raw: bytes | str, name: str = "the file") -> Any:
             f"{name} is not valid JSON: {why} — {exc.msg} (line {exc.lineno}, "
             f"column {exc.colno})."
         ) from None
+    except ValueError as exc:  # a value JSON allows and Python will not make
+        raise ImportFileError(unreadable_value(name, exc)) from None
+
+
+def unreadable_value(name: str, exc: ValueError) -> str:
+    """One line for JSON that parses but holds a value Python will not make: a number of
+    more digits than it converts (4,300), which no chat export holds."""
+    if "integer string conversion" in str(exc):
+        return (f"{name} holds a number of more than {sys.get_int_max_str_digits():,} digits, "
+                "which no chat export has (a damaged or hostile file)")
+    return f"{name} holds a value that cannot be read ({exc})"
 
 
 def detect_format(data: Any) -> str:

@@ -15,7 +15,14 @@ from typing import IO, Any
 
 import ijson
 
-from ...core.imports import ImportFileError, ParsedExport, Skipped, decode_json, parse_export
+from ...core.imports import (
+    ImportFileError,
+    ParsedExport,
+    Skipped,
+    decode_json,
+    parse_export,
+    unreadable_value,
+)
 from ...core.imports.detect import KNOWN, SAMPLE, probe_format
 
 # Generous: a decade of heavy ChatGPT use exports to a few hundred MB. The cap is on what the
@@ -341,9 +348,13 @@ def _stream_items(
                     f"{name} holds an empty list: there are no conversations in it.")
             raise ImportFileError(
                 f"Treechat does not recognise this file's format. It reads {KNOWN} exports.")
-    except (_Refused, ijson.JSONError) as exc:
+    except ImportFileError:
+        raise
+    except (_Refused, ijson.JSONError, ValueError) as exc:
         if isinstance(exc, _Refused):
             why = str(exc)
+        elif not isinstance(exc, ijson.JSONError):
+            why = unreadable_value(name, exc)
         else:
             text = str(exc)
             early = isinstance(exc, ijson.IncompleteJSONError) and (

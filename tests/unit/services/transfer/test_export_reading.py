@@ -100,3 +100,21 @@ def test_a_zip_bomb_gets_its_clear_error_with_bounded_memory(
     # MB the read added: bounded by the 128 MB cap on one conversation, where reading the
     # member whole would hold 400 (and twice that decoded)
     assert int(out[1]) < 250
+
+
+def _claude_with_a_number_of(digits: int) -> str:
+    return ('[{"uuid": "c1", "name": "x", "chat_messages": [{"uuid": "m1", "text": "x", '
+            '"sender": "human", "created_at": ' + "9" * digits + "}]}]")
+
+
+@pytest.mark.parametrize(("whole_file_bytes", "words"), [
+    (64 * 1024**2, "holds a number of more than 4,300 digits"),
+    (16, "holds a number of more than 4,300 digits|integer overflow"),  # as the parser says
+], ids=["whole", "streamed"])
+def test_a_number_python_will_not_make_is_a_clear_refusal_read_whole_or_streamed(
+    tmp_path: Path, whole_file_bytes: int, words: str
+) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(_claude_with_a_number_of(5000), encoding="utf-8")
+    with pytest.raises(ImportFileError, match=words):
+        list(read_export_parts(path, whole_file_bytes=whole_file_bytes))

@@ -623,3 +623,19 @@ async def test_the_store_cache_is_held_low_while_importing_and_given_back(store:
     assert summary.nodes == 21
     assert set(seen) == {"244.1 MiB"}  # 256 MB while the conversations were written
     assert await store.run(limit) == before
+
+
+@pytest.mark.asyncio
+async def test_a_lone_surrogate_escape_imports_as_the_replacement_character(
+    store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text('[{"uuid": "c1", "name": "half \\udc00 a pair", "chat_messages": [{"uuid": '
+                    '"m1", "text": "lone \\ud800 surrogate", "sender": "human", '
+                    '"created_at": "2024-01-01T00:00:00Z"}]}]', encoding="utf-8")
+    summary = await import_file(store, path)
+    assert summary.sessions == 1 and summary.nodes == 1
+    (session,) = store.call(lambda r: r.list_sessions())
+    assert session.title == "half \ufffd a pair"
+    (node,) = store.call(lambda r: r.session_nodes(session.id))
+    assert node.output == "lone \ufffd surrogate"
