@@ -26,6 +26,7 @@ class Answer:
     piece_bytes: int = 1
     endless: bool = False  # the body again and again, never ending
     declared: int | None = None  # a content-length that need not be the body's
+    headers: tuple[tuple[str, str], ...] = ()  # more headers, as given
 
 
 class RawServer:
@@ -45,6 +46,9 @@ class RawServer:
 
             def do_GET(self) -> None:
                 server._serve(self)
+
+            def do_HEAD(self) -> None:
+                server._serve(self, body=False)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -79,11 +83,13 @@ class RawServer:
             if not answer.endless or not answer.body:
                 return
 
-    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+    def _serve(self, handler: BaseHTTPRequestHandler, *, body: bool = True) -> None:
         self.requests.append(handler.path)
         answer = self.routes.get(handler.path.split("?")[0], self.answer_with)
         handler.send_response(answer.status)
         handler.send_header("content-type", answer.content_type)
+        for name, value in answer.headers:
+            handler.send_header(name, value)
         chunked = answer.endless or (answer.piece_every_s > 0 and answer.declared is None)
         if answer.declared is not None:
             handler.send_header("content-length", str(answer.declared))
@@ -96,6 +102,8 @@ class RawServer:
         handler.close_connection = True
         try:
             handler.wfile.flush()
+            if not body:
+                return
             if answer.stall_s and self._stopping.wait(answer.stall_s):
                 return
             for piece in self._pieces(answer):

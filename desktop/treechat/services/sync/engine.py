@@ -31,7 +31,7 @@ from .segments import (
     seal_blob,
     seal_segment,
 )
-from .targets import SyncTarget
+from .targets import FileRefused, SyncTarget, TargetError
 
 NODES_PER_SEGMENT = 5000
 
@@ -88,12 +88,16 @@ class SyncReport:
 def open_target(target: SyncTarget, passphrase: str) -> SyncKeys:
     """The keys of `target`, writing its header first when it is new. Raises WrongPassphrase
     (one line for the user) when the passphrase does not open it."""
-    raw = target.read(HEADER_NAME)
-    if raw is None:
-        raw, _ = new_header(passphrase)
-        target.write(HEADER_NAME, raw)
-        # two devices that started the same target at once: the header that stayed wins
-        raw = target.read(HEADER_NAME) or raw
+    try:
+        raw = target.read(HEADER_NAME)
+        if raw is None:
+            raw, _ = new_header(passphrase)
+            target.write(HEADER_NAME, raw)
+            # two devices that started the same target at once: the header that stayed wins
+            raw = target.read(HEADER_NAME) or raw
+    except FileRefused as exc:  # without its header nothing on the target can be opened
+        raise TargetError(f"{target.describe()}: its {HEADER_NAME} cannot be read ({exc})"
+                          ) from None
     return open_header(raw, passphrase)
 
 
@@ -226,13 +230,13 @@ class SyncEngine:
                and not f.path.startswith(own) and f.path not in seen]
         incoming = _Incoming()
         for i, stored in enumerate(new):
-            raw = await asyncio.to_thread(self.target.read, stored.path)
             try:
+                raw = await asyncio.to_thread(self.target.read, stored.path)
                 if raw is None:
                     raise SegmentRefused("it went away while being read")
                 incoming.segments.append(
                     await asyncio.to_thread(open_segment, self.keys, stored.path, raw))
-            except SegmentRefused as exc:
+            except (SegmentRefused, FileRefused) as exc:
                 incoming.refused.append(Refused(stored.path, str(exc)))
             _tell(progress, "receiving", i + 1, len(new))
         await self._fetch_blobs(incoming)
@@ -248,12 +252,12 @@ class SyncEngine:
         failed: set[str] = set()
         for sha in missing:
             path = blob_path(self.keys, sha)
-            raw = await asyncio.to_thread(self.target.read, path)
             try:
+                raw = await asyncio.to_thread(self.target.read, path)
                 if raw is None:
                     raise SegmentRefused("an attachment it names is not on the target yet")
                 incoming.blobs[sha] = await asyncio.to_thread(open_blob, self.keys, sha, raw)
-            except SegmentRefused as exc:
+            except (SegmentRefused, FileRefused) as exc:
                 incoming.refused.append(Refused(path, str(exc)))
                 failed.add(named[sha].path)
         # a segment whose attachments could not be had is taken in again next time

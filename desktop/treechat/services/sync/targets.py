@@ -7,16 +7,33 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
+
+from ...core.bounded_read import MB, Bounds, ByteBudget, ReadLimitError, read_path
+
 # A file being written carries this in its name until it is whole; readers skip it.
 PARTIAL = ".part-"
+
+# What is read from a target, which anyone with write access to the folder or the server can
+# fill: one file (a segment holds at most a few hundred chats' records, a blob one
+# attachment), and one answer that is not a file (a WebDAV listing, a move).
+FILE_BOUNDS = Bounds(cap=256 * MB, deadline=600.0, idle=60.0)
+ANSWER_BOUNDS = Bounds(cap=16 * MB, deadline=120.0, idle=60.0)
 
 
 class TargetError(Exception):
     """The target cannot be reached or refused a request (one line for the user)."""
+
+
+class FileRefused(Exception):
+    """One file on the target cannot be taken (larger than any Treechat writes, a pipe, a
+    device, too slow): that file is passed over, the sync goes on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +80,11 @@ class FolderTarget:
 
     def read(self, path: str) -> bytes | None:
         try:
-            return self._path(path).read_bytes()
+            return read_path(self._path(path), FILE_BOUNDS)
         except FileNotFoundError:
             return None
+        except ReadLimitError as exc:
+            raise FileRefused(str(exc)) from None
         except OSError as exc:
             raise TargetError(f"cannot read {self._path(path)}: {exc.strerror or exc}") from None
 
@@ -118,18 +137,25 @@ class WebDavTarget:
 
         self.url = url.rstrip("/")
         auth = (user, password) if user else None
-        self._client: Any = Client(self.url, auth=auth, timeout=timeout, retry=False)
+        # every answer read within its bounds; nothing compressed, which a cap on the bytes
+        # received could not bound once unpacked
+        self._client: Any = Client(
+            self.url, auth=auth, timeout=timeout, retry=False,
+            transport=BoundedTransport(httpx.HTTPTransport()),
+            headers={"Accept-Encoding": "identity"},
+        )
         self._folders: set[str] = set()
 
     def describe(self) -> str:
         return self.url
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        import httpx
         from webdav4.client import ClientError, HTTPError
 
         try:
             return fn(*args, **kwargs)
+        except ReadLimitError as exc:
+            raise FileRefused(str(exc)) from None
         except HTTPError as exc:
             status = getattr(getattr(exc, "response", None), "status_code", "")
             raise TargetError(f"{self.url}: {what} refused ({status or exc})") from None
@@ -179,6 +205,8 @@ class WebDavTarget:
                 entries = self._client.ls(current, detail=True)
             except ResourceNotFound:
                 continue
+            except ReadLimitError as exc:  # a listing no server of files sends
+                raise TargetError(f"{self.url}: cannot list {current} ({exc})") from None
             except Exception:  # the same failures `_call` words for the user
                 entries = self._call(f"list {current}", self._client.ls, current, detail=True)
             for entry in entries:
@@ -194,3 +222,45 @@ class WebDavTarget:
 
     def close(self) -> None:
         self._client.http.close()
+
+
+class BoundedTransport(httpx.BaseTransport):
+    """An httpx transport whose answers are read within `FILE_BOUNDS` (a GET: a file) or
+    `ANSWER_BOUNDS` (anything else), raising `ReadLimitError` past them; an answer compressed
+    though it was asked not to be is refused, as its unpacked size is not bounded."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self._inner.handle_request(request)
+        what = f"{request.url.host}: the answer to {request.method} {request.url.path}"
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            response.close()
+            raise ReadLimitError(f"{what} came compressed ({encoding}), though asked not to",
+                                 "cap", 0)
+        bounds = FILE_BOUNDS if request.method == "GET" else ANSWER_BOUNDS
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)  # a sync transport's answer
+        response.stream = _BoundedStream(stream, bounds, what)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _BoundedStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, bounds: Bounds, what: str) -> None:
+        self._inner = inner
+        self._bounds = bounds
+        self._what = what
+
+    def __iter__(self) -> Iterator[bytes]:
+        budget = ByteBudget(self._bounds, self._what, time.monotonic())
+        for piece in self._inner:
+            budget.add(len(piece), time.monotonic())
+            yield piece
+
+    def close(self) -> None:
+        self._inner.close()

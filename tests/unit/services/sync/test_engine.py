@@ -333,3 +333,31 @@ async def test_a_new_target_gets_the_whole_history_again(
         assert graph_of(c.store) == graph_of(a.store) == graph_of(b.store)
     finally:
         c.close()
+
+
+@pytest.mark.asyncio
+async def test_a_pipe_or_an_oversized_file_among_the_segments_is_passed_over(
+    pair: tuple[Device, Device, FakeClock], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from treechat.core.bounded_read import Bounds
+    from treechat.services.sync import targets
+
+    # small bounds for the test: a file past 1 MB, or a pipe silent for 1 s, is refused
+    monkeypatch.setattr(targets, "FILE_BOUNDS", Bounds(cap=1024 * 1024, deadline=5.0, idle=1.0))
+    a, b, _clock = pair
+    chat = await a.sessions.create(title="Kept")
+    await a.sessions.append_message(chat.id, "one")
+    await a.sync.sync_now()
+    (segment,) = segment_files(tmp_path / "target")
+    folder = segment.parent
+    os.mkfifo(folder / "pipe.tcs")  # no program writes to it: reading would wait for ever
+    with open(folder / "huge.tcs", "wb") as f:  # sparse: 5 GB on paper
+        f.truncate(5 * 1024**3)
+    report = await b.sync.sync_now()
+    refused = {r.path.rpartition("/")[2]: r.reason for r in report.refused}
+    assert set(refused) == {"pipe.tcs", "huge.tcs"}
+    assert "pipe that no program wrote to" in refused["pipe.tcs"]
+    assert "larger than 1 MB" in refused["huge.tcs"]
+    assert graph_of(b.store) == graph_of(a.store)  # the good segment came in all the same

@@ -104,3 +104,32 @@ async def test_two_computers_sync_through_webdav(dav: WebDavServer, tmp_path: Pa
     finally:
         for d in devices:
             d.close()
+
+
+def test_a_server_that_answers_without_end_or_compressed_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gzip
+
+    import httpx
+    from tests.support.raw_http import RawServer
+
+    from treechat.core.bounded_read import Bounds, ReadLimitError
+    from treechat.services.sync import targets
+
+    monkeypatch.setattr(targets, "FILE_BOUNDS", Bounds(cap=1024 * 1024, deadline=30.0))
+    server = RawServer()
+    server.route("/dav/endless.tcs", b"x" * 65_536, endless=True)
+    server.route("/dav/packed.tcs", gzip.compress(b"\0" * 10_000_000),
+                 headers=(("content-encoding", "gzip"),))
+    # the transport a WebDAV target reads through
+    client = httpx.Client(transport=targets.BoundedTransport(httpx.HTTPTransport()))
+    try:
+        with pytest.raises(ReadLimitError, match="larger than 1 MB"):
+            client.get(f"{server.url}/dav/endless.tcs")
+        assert server.sent["/dav/endless.tcs"] < 64 * 1024 * 1024  # let go, not read on
+        with pytest.raises(ReadLimitError, match=r"came compressed \(gzip\)"):
+            client.get(f"{server.url}/dav/packed.tcs")
+    finally:
+        client.close()
+        server.stop()
