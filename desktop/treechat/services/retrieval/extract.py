@@ -5,13 +5,18 @@ and style left out), PDF page by page through PDFium (the attachments' reader)."
 from __future__ import annotations
 
 import html.parser
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from ...core.bounded_read import Bounds, ReadLimitError, read_path
 from ...core.chunking import chunks
 from ..attachments import AttachmentError, pdf_pages_text
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
+# A file on a slow network share still reads in this; one that stalls this long is passed over.
+READ_BOUNDS = Bounds(cap=MAX_FILE_BYTES, deadline=120.0, idle=30.0)
 MAX_PDF_PAGES = 5000
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 
@@ -78,10 +83,15 @@ def _with_lines(text: str, page: int) -> Iterator[tuple[int, int, str]]:
 
 def file_passages(path: Path) -> list[tuple[int, int, str]]:
     """(page, line, text) of every passage of the file (page 0 for a file without pages)."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
+    info = os.stat(path)  # through a link, as the read will go
+    if not stat.S_ISREG(info.st_mode):  # a pipe waits for a writer, a device never ends
+        raise ExtractError(f"{path.name} is a pipe, a device or a socket, not a file")
+    if info.st_size > MAX_FILE_BYTES:
         raise ExtractError(f"{path.name} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
-    data = path.read_bytes()
+    try:
+        data = read_path(path, READ_BOUNDS, path.name)
+    except ReadLimitError as exc:  # it grew, or a share stalled, while it was read
+        raise ExtractError(str(exc)) from None
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         try:

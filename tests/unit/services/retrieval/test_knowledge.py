@@ -179,3 +179,26 @@ def test_the_model_is_shown_a_file_from_the_folder_added_and_it_leads_back(
     assert full_path("lease.pdf", roots) == str(home / "lease.pdf")
     assert full_path("notes/../lease.pdf", roots[:1]) is None  # never outside what was added
     assert full_path("garden/tulips.md", roots) is None
+
+
+def test_a_pipe_or_a_link_to_a_device_in_a_folder_is_named_and_passed_over(
+        store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "odd"
+    root.mkdir()
+    (root / "kept.md").write_text("The boat is moored at the second jetty.\n")
+    os.mkfifo(root / "pipe.md")  # reading it would wait for a writer that never comes
+    (root / "zero.md").symlink_to("/dev/zero")  # and this would never end
+    service = KnowledgeService(store, offload=False)
+
+    async def run() -> None:
+        await service.add("odd", [str(root)])
+        report = await service.reindex("odd")
+        assert report.read == 1
+        assert sorted(report.skipped) == [
+            f"{root / 'pipe.md'}: pipe.md is a pipe, a device or a socket, not a file",
+            f"{root / 'zero.md'}: zero.md is a pipe, a device or a socket, not a file",
+        ]
+        (hit, *_) = await service.search(["odd"], "where is the vessel tied up?")
+        assert "second jetty" in hit.text
+
+    asyncio.run(run())
