@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.loopback_server import LoopbackProvider, Reply
@@ -77,6 +78,54 @@ def test_send_without_a_terminal_denies_the_call(
     assert "needs approval and there is no terminal to ask; denied" in sent.stderr
     last = json.dumps(loopback.requests[-1].body["messages"])
     assert "denied" in last and "never-shown-77" not in last
+
+
+SEND_SAYING_WHAT_LOADED = """
+import json, sys
+from treechat.cli import main
+code = main(sys.argv[1:])
+print()
+print(json.dumps({"code": code, "loaded": [m for m in ("mcp", "jsonschema") if m in sys.modules]}))
+"""
+
+
+def send_saying_what_loaded(data: Path, loopback: LoopbackProvider, text: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", SEND_SAYING_WHAT_LOADED, "--data-dir", str(data), "send",
+         "--new", text, "--model", MODEL, "--api-base", loopback.openai_base],
+        capture_output=True, text=True, env=env, timeout=180, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "stdout": done.stdout}
+
+
+def test_a_send_offers_a_listed_servers_tools_and_starts_it_only_for_a_call(
+    tmp_path: Path, loopback: LoopbackProvider
+) -> None:
+    """Once `mcp test` has listed a server, a reply that calls none of its tools neither
+    starts it nor loads the MCP SDK, yet the model is offered its tools; a reply that calls
+    one starts it and gets the answer."""
+    data = tmp_path / "data"
+    started = tmp_path / "alpha.pid"  # written by the server each time it starts
+    treechat(data, "mcp", "add", "alpha", "--allow", "--", sys.executable, str(SERVER_SCRIPT),
+             "--name", "alpha", "--secret", "called-for-61", "--pid-file", str(started))
+    assert treechat(data, "mcp", "test", "alpha").returncode == 0
+    started.unlink()
+
+    loopback.queue(Reply(text="No tool needed."))
+    quiet = send_saying_what_loaded(data, loopback, "just say hi")
+    assert "No tool needed." in quiet["stdout"]
+    offered = [t["function"]["name"] for t in loopback.requests[-1].body["tools"]]
+    assert "alpha__secret_value" in offered
+    assert quiet["loaded"] == [] and not started.exists()
+
+    loopback.reply_with_tool_calls([{"name": "alpha__secret_value", "arguments": {}}])
+    loopback.queue(Reply(text="Got it."))
+    called = send_saying_what_loaded(data, loopback, "what is the secret?")
+    assert "Got it." in called["stdout"] and "mcp" in called["loaded"]
+    assert "called-for-61" in json.dumps(loopback.requests[-1].body["messages"])
+    assert started.exists()
 
 
 KEYRING_CHILD = """

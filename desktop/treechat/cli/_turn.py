@@ -40,7 +40,8 @@ def turn_services(store: Store, data_dir: Path) -> Services:
     (`ollama/llama3.2:3b`): it is probed when asked for. The store is let go of while the
     provider is awaited (the reply, a model's summary, a call to an MCP server over HTTP):
     another `treechat` command or the window can open it meanwhile; the reply so far is
-    journaled beside it."""
+    journaled beside it. An MCP server whose tools are known starts only when one is
+    called."""
     from ..services.bootstrap import build_services
     from ..services.store_life.drafts import StoreRelease
 
@@ -54,6 +55,8 @@ def turn_services(store: Store, data_dir: Path) -> Services:
     if services.mcp is not None:  # MCP tool calls are asked about here; no terminal: denied
         services.mcp.set_approver(terminal_approver())
         services.mcp.release_store = release
+        # a server already listed starts when the model calls one of its tools, not before
+        services.mcp.start_listed_servers = False
     return services
 
 

@@ -82,6 +82,12 @@ class McpService:
         # Set by `treechat send`: a call to a server over HTTP is awaited with the store let
         # go of, like the reply's wait (a stdio server is a process of ours, not the network).
         self.release_store: StoreRelease | None = None
+        # Before a turn, start the servers whose tools are already known too: the window's
+        # connections last, and its resource menu reads a running server. `treechat send`
+        # turns it off: the chat offers the remembered tools and a server starts when one
+        # of them is called, so a reply that calls none never loads the MCP SDK (about
+        # 25 MB) nor spawns a server.
+        self.start_listed_servers = True
         self.runtime.add_listener(self._from_runtime)
 
     # --- loading ---------------------------------------------------------------------
@@ -147,6 +153,9 @@ class McpService:
         old = self._configs.get(config.name)
         self._configs[config.name] = config
         await self._save_servers()
+        if old is not None and _reach(old) != _reach(config) \
+                and self._listings.pop(config.name, None) is not None:
+            await self._save_listings()  # another server, perhaps: listed afresh before use
         if old is not None and old != config and self.state(config.name).status != "stopped":
             await self.runtime.stop(config.name)
         return config
@@ -275,10 +284,17 @@ class McpService:
 
     async def prepare(self, session_id: str) -> dict[str, ServerState]:
         """Before a turn: start the chat's servers that are not running yet (all at once),
-        and remember what they list, so the tool list is known before the first request."""
+        and remember what they list, so the tool list is known before the first request.
+        Without `start_listed_servers`, only those never listed are started."""
+        return await self._start_chat_servers(session_id, listed=self.start_listed_servers)
+
+    async def _start_chat_servers(
+        self, session_id: str, *, listed: bool = True
+    ) -> dict[str, ServerState]:
         await self.load_chat(session_id)
         wanted = [
-            c for c in self.enabled_in(session_id) if self.state(c.name).status == "stopped"
+            c for c in self.enabled_in(session_id)
+            if self.state(c.name).status == "stopped" and (listed or c.name not in self._listings)
         ]
         if wanted:
             async with self._let_go(session_id, "the tool servers to start"):
@@ -369,7 +385,8 @@ class McpService:
 
     async def authorize(self, request: ApprovalRequest) -> Decision | None:
         """Allowed (the decision) or denied (None). Nothing runs while the approver is
-        asked; cancelling the turn cancels the question."""
+        asked; cancelling the turn cancels the question. Before a person is asked, the
+        server is started if it is not up, and a tool it no longer lists is McpCallError."""
         config = self._configs.get(request.server)
         if config is None or config.policy == "deny":
             return None
@@ -382,6 +399,9 @@ class McpService:
         if approver is None:
             log.info("no one to ask about %s; denied", key)
             return None
+        # A person is asked only about a call that can run: the server up, the tool still
+        # offered (the chat may have declared it from an older listing).
+        await self._offering(request.server, request.tool, request.session_id)
         async with self._let_go(request.session_id, f"an answer about {key}"):
             decision = await approver(request)
         if decision is Decision.DENY:
@@ -394,13 +414,24 @@ class McpService:
     async def call(
         self, server: str, tool: str, args: Mapping[str, Any], *, session_id: str | None = None
     ) -> Any:
-        """Call a tool, starting its server first when it is not up (a crash earlier). With
-        `release_store` and the chat's `session_id`, the store is let go of during a call
-        over HTTP (`store_release.store_let_go`)."""
+        """Call a tool, starting its server first when it is not up (not started yet, or a
+        crash earlier). With `release_store` and the chat's `session_id`, the store is let
+        go of while it starts and during a call over HTTP (`store_release.store_let_go`)."""
         config = self.config(server)
+        await self._offering(server, tool, session_id)
+        release = self.release_store
+        if release is None or session_id is None or config.transport == "stdio":
+            return await self.runtime.call_tool(server, tool, args)
+        async with store_let_go(self.store, release, session_id=session_id,
+                                what=f"the answer of {server} › {tool}", wait_on_stop=True):
+            return await self.runtime.call_tool(server, tool, args)
+
+    async def _offering(self, server: str, tool: str, session_id: str | None) -> None:
+        """The server up (started, and its listing remembered, when it is not) and `tool`
+        among what it lists now; else McpCallError says why, for the model and the user."""
         state = self.state(server)
         if state.status != "ready":
-            state = await self._start(config, restart=state.status == "failed",
+            state = await self._start(self.config(server), restart=state.status == "failed",
                                       session_id=session_id)
             if state.status != "ready":
                 tail = "\n".join(state.stderr_tail.splitlines()[-8:])
@@ -408,12 +439,14 @@ class McpService:
                     f"the {server} server could not start: {state.error}"
                     + (f"; its last output:\n{tail}" if tail else "")
                 )
-        release = self.release_store
-        if release is None or session_id is None or config.transport == "stdio":
-            return await self.runtime.call_tool(server, tool, args)
-        async with store_let_go(self.store, release, session_id=session_id,
-                                what=f"the answer of {server} › {tool}", wait_on_stop=True):
-            return await self.runtime.call_tool(server, tool, args)
+        if any(t.name == tool for t in state.tools):
+            return
+        offered = ", ".join(t.name for t in state.tools if t.problem is None) or "none"
+        raise McpCallError(
+            f"the {server} server no longer has a tool named {tool!r}, so nothing ran; the "
+            f"tools it lists now are: {offered}. The chat's tool list is updated for the "
+            "next message."
+        )
 
     # --- protected tools -------------------------------------------------------------
 
@@ -451,7 +484,7 @@ class McpService:
 
     async def prompt_commands(self, session_id: str) -> list[PromptCommand]:
         """The chat's MCP prompts as `/server:prompt` commands (servers are started)."""
-        await self.prepare(session_id)
+        await self._start_chat_servers(session_id)
         return [
             PromptCommand(f"/{c.name}:{p.name}", c.name, p)
             for c in self.enabled_in(session_id)
@@ -465,7 +498,7 @@ class McpService:
         server, _, prompt = command.lstrip("/").partition(":")
         if server not in {c.name for c in self.enabled_in(session_id)}:
             raise LookupError(f"no MCP server {server!r} is enabled in this chat")
-        await self.prepare(session_id)
+        await self._start_chat_servers(session_id)
         info = next((p for p in self.state(server).prompts if p.name == prompt), None)
         if info is None:
             raise LookupError(f"the {server} server has no prompt {prompt!r}")
@@ -477,7 +510,7 @@ class McpService:
         return "\n\n".join(m.text for m in messages if m.text)
 
     async def resources(self, session_id: str) -> list[tuple[str, ResourceInfo]]:
-        await self.prepare(session_id)
+        await self._start_chat_servers(session_id)
         return [
             (c.name, r) for c in self.enabled_in(session_id) for r in self.state(c.name).resources
         ]
@@ -491,6 +524,12 @@ class McpService:
         text = await self.runtime.read_resource(server, uri)
         label = f"{server}: {info.name if info else uri}"
         return ResourceText(server, uri, label, text)
+
+
+def _reach(config: ServerConfig) -> tuple[object, ...]:
+    """What decides which server answers, and as whom: a change to it may change the tools."""
+    return (config.transport, config.command, config.args, dict(config.env), config.cwd,
+            config.url, dict(config.headers))
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

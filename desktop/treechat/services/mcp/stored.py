@@ -35,18 +35,24 @@ class ChatSwitches:
 
 
 def tool_to_stored(tool: ToolInfo) -> dict[str, Any]:
+    """A listed tool as kept, with the verdict on its schema: reading it back then needs no
+    JSON Schema validator, which a turn that calls no MCP tool would load for nothing."""
     return {
         "name": tool.name,
         "description": tool.description,
         "input_schema": dict(tool.input_schema),
+        "problem": tool.problem,
     }
 
 
 def tool_from_stored(raw: Mapping[str, Any]) -> ToolInfo:
     schema = raw.get("input_schema") or {}
-    return ToolInfo(
-        str(raw.get("name", "")), str(raw.get("description") or ""), schema, schema_problem(schema)
-    )
+    if "problem" in raw and isinstance(schema, Mapping):
+        kept = raw["problem"]
+        problem = None if kept is None else str(kept)
+    else:  # kept before the verdict was, or not a schema at all
+        problem = schema_problem(schema)
+    return ToolInfo(str(raw.get("name", "")), str(raw.get("description") or ""), schema, problem)
 
 
 def read_secrets(keys: KeyStore, name: str, public: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -16,7 +16,9 @@ from .approval import ApprovalRequest, Decision
 class ToolServers(Protocol):
     """What a tool asks of the MCP service: the user's answer, then the call itself."""
 
-    async def authorize(self, request: ApprovalRequest) -> Decision | None: ...
+    async def authorize(self, request: ApprovalRequest) -> Decision | None:
+        """Allowed (the decision) or denied (None); McpCallError when the call cannot run."""
+        ...
 
     async def call(
         self, server: str, tool: str, args: Mapping[str, Any], *, session_id: str | None = None
@@ -51,19 +53,20 @@ class McpTool:
 
     async def call(self, args: Mapping[str, Any]) -> ToolResult:
         meta: dict[str, dict[str, Any]] = {"mcp": {"server": self.server, "tool": self.tool}}
-        decision = await self._service.authorize(
-            ApprovalRequest(
-                self._session_id, self.server, self.tool, self._name, dict(args),
-                self._description,
-            )
-        )
-        if decision is None:
-            return ToolResult(
-                False,
-                f"The user denied this call: {self.server} › {self.tool} did not run.",
-                {**meta, "denied": True},
-            )
         try:
+            # a person is asked only once the server is up and still lists the tool
+            decision = await self._service.authorize(
+                ApprovalRequest(
+                    self._session_id, self.server, self.tool, self._name, dict(args),
+                    self._description,
+                )
+            )
+            if decision is None:
+                return ToolResult(
+                    False,
+                    f"The user denied this call: {self.server} › {self.tool} did not run.",
+                    {**meta, "denied": True},
+                )
             outcome = await self._service.call(self.server, self.tool, args,
                                                session_id=self._session_id)
         except McpCallError as exc:

@@ -232,3 +232,81 @@ async def test_a_command_line_turn_lets_go_of_the_store_while_servers_start_and_
     (tool,) = [t for t in service.tools_for(session) if t.name == "alpha__secret_value"]
     assert (await tool.call({})).text == "alpha-secret-31"
     assert asker.released and not store.released
+
+
+@pytest.mark.asyncio
+async def test_a_command_line_turn_starts_a_listed_server_only_when_its_tool_is_called(
+    service: McpService, store: Store
+) -> None:
+    """Without `start_listed_servers` (`treechat send`), a server never listed is listed once
+    before the turn; one already listed is offered from its listing and started by the
+    first call of one of its tools, the store let go of while it starts."""
+    from treechat.services.store_life.drafts import StoreRelease
+    from treechat.services.turns.sessions import SessionService
+
+    session = (await SessionService(store).create("Tools")).id
+    service.start_listed_servers = False
+    await service.add(stdio_config("alpha", "alpha-secret-40", policy="allow"))
+    assert (await service.prepare(session))["alpha"].status == "ready"  # never listed
+    later = McpService(store, service.keys)
+    later.start_listed_servers = False
+    later.release_store = StoreRelease()
+    starting: list[bool] = []
+    later.subscribe(lambda s: starting.append(store.released) if s.status == "starting" else None)
+    try:
+        assert (await later.prepare(session))["alpha"].status == "stopped"
+        (tool,) = [t for t in later.tools_for(session) if t.name == "alpha__secret_value"]
+        assert later.state("alpha").status == "stopped"
+        result = await tool.call({})
+        assert (result.ok, result.text) == (True, "alpha-secret-40")
+        await asyncio.sleep(0.1)
+        assert starting == [True] and not store.released
+    finally:
+        await later.close()
+
+
+@pytest.mark.asyncio
+async def test_a_tool_the_server_no_longer_lists_is_a_clear_error_and_the_list_is_refreshed(
+    service: McpService, store: Store
+) -> None:
+    """A chat declared a tool from an older listing: calling it starts the server, says the
+    tool is gone and what the server lists now, asks no one, and the listing kept is the
+    server's current one."""
+    await service.add(stdio_config("alpha", "s"))  # every call is asked about
+    retired = {"name": "retired", "description": "Gone in the server's new version",
+               "input_schema": {"type": "object"}, "problem": None}
+    store.call(lambda r: r.set_setting(SETTINGS_LISTINGS, {"alpha": [retired]}))
+    fresh = McpService(store, service.keys)
+    fresh.start_listed_servers = False
+    asker = Asker()
+    fresh.set_approver(asker)
+    try:
+        await fresh.prepare("c")
+        (tool,) = fresh.tools_for("c")
+        assert tool.name == "alpha__retired"
+        result = await tool.call({})
+        assert not result.ok
+        assert "the alpha server no longer has a tool named 'retired', so nothing ran" \
+            in result.text
+        assert "secret_value" in result.text  # what it lists now
+        assert asker.asked == []
+        kept = [t["name"] for t in stored(store, SETTINGS_LISTINGS)["alpha"]]
+        assert "retired" not in kept and "secret_value" in kept
+        assert "alpha__secret_value" in [t.name for t in fresh.tools_for("c")]
+    finally:
+        await fresh.close()
+
+
+@pytest.mark.asyncio
+async def test_pointing_a_server_elsewhere_forgets_what_it_listed(
+    service: McpService, store: Store
+) -> None:
+    """A new command, URL or secret may be another server: it is listed afresh before a
+    chat offers its tools. A new default answer is the same server."""
+    await service.add(stdio_config("alpha", "s"))
+    await service.prepare("c")
+    await service.set_policy("alpha", "allow")
+    assert set(stored(store, SETTINGS_LISTINGS)) == {"alpha"}
+    await service.add(stdio_config("alpha", "s", "--garbage"), replace_existing=True)
+    assert stored(store, SETTINGS_LISTINGS) == {}
+    assert service.tools_for("c") == []

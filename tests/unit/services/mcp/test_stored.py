@@ -45,3 +45,14 @@ def test_secrets_are_read_only_for_a_server_that_names_them() -> None:
     assert read_secrets(keys, "web", {}) is None  # names none: the keyring is not read
     assert read_secrets(keys, "broken", {"header_names": ["X"]}) is None
     assert read_secrets(keys, "absent", {"env_names": ["A"]}) is None
+
+
+def test_a_listed_tools_verdict_is_kept_with_it() -> None:
+    """Read back as it was judged when listed (no validator runs on the way back); a listing
+    kept before verdicts were is judged as it is read."""
+    refused = ToolInfo("arr", "", {"type": "array"}, "its input schema's top level is 'array'")
+    assert tool_from_stored(tool_to_stored(refused)).problem == refused.problem
+    fine = ToolInfo("ok", "", {"type": "object"}, None)
+    assert tool_from_stored(tool_to_stored(fine)).problem is None
+    assert tool_from_stored({"name": "arr", "input_schema": {"type": "array"}}).problem
+    assert tool_from_stored({"name": "x", "input_schema": ["x"], "problem": None}).problem
