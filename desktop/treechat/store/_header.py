@@ -82,8 +82,13 @@ _DUCKDB_MAGIC = b"DUCK"
 
 
 def check_header(path: Path) -> None:
-    """Refuse a file that is not a DuckDB database at all before DuckDB touches it."""
+    """Refuse a file that is not a DuckDB database at all before DuckDB touches it (a pipe
+    or a device in its place too: reading one would wait for a writer, or never end)."""
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise StoreCorruptError(
+                f"The conversation store {path} is not a file (a pipe, a device or a socket "
+                "is in its place). It was left untouched.")
         with path.open("rb") as fh:
             head = fh.read(16)
     except OSError as exc:

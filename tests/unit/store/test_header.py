@@ -35,6 +35,23 @@ def test_a_file_that_is_not_duckdb_is_refused_and_left_as_it_was(tmp_path: Path)
         check_header(tmp_path / "missing.duckdb")
 
 
+def test_a_pipe_or_a_device_in_the_stores_place_is_refused_at_once(tmp_path: Path) -> None:
+    from treechat.store.database import Store
+
+    pipe = tmp_path / "pipe" / "treechat.duckdb"
+    pipe.parent.mkdir()
+    os.mkfifo(pipe)  # opening it to read would wait for a writer that never comes
+    device = tmp_path / "device" / "treechat.duckdb"
+    device.parent.mkdir()
+    device.symlink_to("/dev/zero")
+    for path in (pipe, device):
+        with pytest.raises(StoreCorruptError, match="is not a file"):
+            check_header(path)
+        with pytest.raises(StoreCorruptError, match="is not a file"):
+            Store.open(path)
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)  # left as it was
+
+
 def test_a_duckdb_file_passes_and_its_schema_version_is_read(tmp_path: Path) -> None:
     path = tmp_path / "store.duckdb"
     con = duckdb.connect(str(path))
