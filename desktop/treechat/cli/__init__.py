@@ -155,9 +155,13 @@ def _main(argv: Sequence[str] | None) -> int:
 
         _default_interrupt()
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
-    from ..logs import configure_logging
+    from ..logs import NotAFolderError, configure_logging
 
-    configure_logging(paths.data_dir(args.data_dir))
+    try:
+        configure_logging(paths.data_dir(args.data_dir))
+    except NotAFolderError as exc:
+        print(f"treechat: {exc}", file=sys.stderr)
+        return 2
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     bad = _unreadable_argument(args)

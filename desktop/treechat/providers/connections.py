@@ -341,5 +341,11 @@ def parse_headers(lines: Sequence[str]) -> tuple[tuple[str, str], ...]:
             raise ConnectionProblem(
                 "give the key with --key-from-env (it is kept in the keyring), not as a header"
             )
-        out.append((name, value.strip()))
+        value = value.strip()
+        if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+            # a CR or LF would end the header line and start another of the value's making
+            raise ConnectionProblem(
+                f"the value of the header {name} holds a line break or another control "
+                "character; give it on one line")
+        out.append((name, value))
     return tuple(out)

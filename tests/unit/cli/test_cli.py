@@ -52,6 +52,17 @@ def test_every_subcommand_runs_a_command_of_its_own() -> None:
     assert args.handler is handlers["ledger"]
 
 
+def test_a_data_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    from tests.support.cli_runner import one_line_error, treechat
+
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    line = one_line_error(treechat(a_file, "sessions"))
+    assert line == (f"treechat: the data folder {a_file} is a file, not a folder; give "
+                    "--data-dir a folder (it holds the store, the log, the backups)")
+    assert a_file.read_text() == "mine"
+
+
 def test_data_dir_after_the_subcommand_is_the_one_used(tmp_path: Path) -> None:
     parser = cli.build_parser()
     after = parser.parse_args(["import", "x.json", "--data-dir", str(tmp_path / "a")])

@@ -83,6 +83,11 @@ def test_extra_headers_are_checked_and_a_key_is_never_one() -> None:
     for bad in ("no colon", ": empty name", "Authorization: Bearer x"):
         with pytest.raises(ConnectionProblem):
             parse_headers([bad])
+    # a line break in a value would become a header line of the value's making
+    for bad in ("X-A: a\r\nX-Evil: 1", "X-A: a\nb", "X-A: a\x00"):
+        with pytest.raises(ConnectionProblem, match="a line break or another control"):
+            parse_headers([bad])
+    assert parse_headers(["X-A: tab\tinside"]) == (("X-A", "tab\tinside"),)
 
 
 def test_display_names_use_the_labels_the_user_gave() -> None:
