@@ -117,11 +117,20 @@ class _GatedConnection:
     def execute(self, query: duckdb.Statement | str,
                 parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
-        return self._con.execute(query, storable_values(parameters))
+        try:
+            return self._con.execute(query, parameters)
+        except duckdb.InvalidInputException as exc:
+            # DuckDB refuses half of a surrogate pair while it converts the parameters,
+            # before the statement runs: cleaned, the same statement goes through. (Cleaned
+            # only then: a bulk insert's millions of values are not walked in Python first.)
+            if "surrogate" not in str(exc):
+                raise
+            return self._con.execute(query, storable_values(parameters))
 
     def executemany(self, query: duckdb.Statement | str,
                     parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._gate.admit(query)
+        # cleaned first: a row refused halfway would leave the rows before it written
         return self._con.executemany(query, storable_values(parameters))
 
     def __getattr__(self, name: str) -> Any:
