@@ -9,7 +9,9 @@ ordinary `httpx.Response` holding what was read, or raises `ReadLimitError` nami
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -63,3 +65,54 @@ async def fetch(
         content=b"".join(parts),
         request=request,
     )
+
+
+# --- a client's transport whose answers are read within bounds ---------------------------
+
+BoundsFor = Callable[[Any, Any], "Bounds | None"]  # (request, response) -> bounds, or None
+
+
+def bounded_transport(http: ModuleType, inner: Any, bounds_for: BoundsFor) -> Any:
+    """A synchronous transport of the httpx-like module `http` (httpx, or huggingface_hub's
+    httpx2: the same API under another name) around `inner`, for a client whose calls this
+    code does not make itself (webdav4's, huggingface_hub's). Each answer's body is read
+    within `bounds_for(request, response)` (None: as it comes), raising `ReadLimitError`
+    past them. Such requests ask for the body uncompressed, and one compressed all the same
+    is refused: a cap on the bytes received would not bound it once unpacked."""
+
+    class Stream(http.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, stream: Any, bounds: Bounds, what: str) -> None:
+            self._stream = stream
+            self._bounds = bounds
+            self._what = what
+
+        def __iter__(self) -> Iterator[bytes]:
+            budget = ByteBudget(self._bounds, self._what, time.monotonic())
+            for piece in self._stream:
+                budget.add(len(piece), time.monotonic())
+                yield piece
+
+        def close(self) -> None:
+            self._stream.close()
+
+    class Transport(http.BaseTransport):  # type: ignore[misc, name-defined]
+        def handle_request(self, request: Any) -> Any:
+            if bounds_for(request, None) is not None:
+                request.headers["Accept-Encoding"] = "identity"
+            response = inner.handle_request(request)
+            bounds = bounds_for(request, response)
+            if bounds is None:
+                return response
+            what = f"{request.url.host}: the answer to {request.method} {request.url.path}"
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                response.close()
+                raise ReadLimitError(
+                    f"{what} came compressed ({encoding}), though asked not to", "cap", 0)
+            response.stream = Stream(response.stream, bounds, what)
+            return response
+
+        def close(self) -> None:
+            inner.close()
+
+    return Transport()

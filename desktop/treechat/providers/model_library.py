@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from .. import paths
+from ..core.bounded_read import MB, Bounds
 from ..core.clock import Clock
+from .bounded_http import bounded_transport
 from .gguf_header import GGUFError, GGUFHeader, read_header
 from .model_download import CheckedWriter, Meter, NoBar, drop_if_empty
 from .model_records import (
@@ -124,6 +126,7 @@ class ModelLibrary:
         self._reach()
         from huggingface_hub import HfApi
 
+        bound_hub_answers()
         return HfApi(endpoint=self.endpoint, token=self._token, library_name="treechat")
 
     def _reach(self) -> None:
@@ -303,6 +306,7 @@ class ModelLibrary:
             build_hf_headers,
         )
 
+        bound_hub_answers()
         control = control or DownloadControl()
         target = self._target(repo, file)  # refuses a name that is not a .gguf file first
         remote = hub_file or self.file(repo, file)
@@ -421,3 +425,46 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, (RecursionError, MemoryError)):
         return "the hub's answer is malformed (nested too deep or too large to read)"
     return failure_words(exc)
+
+
+# What is read of the hub's answers: an API answer (a search, a repository's files) within
+# HUB_API_BOUNDS, an error within HUB_ERROR_BOUNDS; a file's download has its own checks (the
+# declared size, the sha256). huggingface_hub reads both whole: a hub answering an error
+# without end grew `models search` past 20 GB.
+HUB_API_BOUNDS = Bounds(cap=16 * MB, deadline=120.0)
+HUB_ERROR_BOUNDS = Bounds(cap=256 * 1024, deadline=60.0)
+
+
+def _hub_bounds(request: Any, response: Any) -> Bounds | None:
+    if response is not None and response.status_code >= 400:
+        return HUB_ERROR_BOUNDS
+    return HUB_API_BOUNDS if request.url.path.startswith("/api/") else None
+
+
+def _bounded_hub_client() -> Any:
+    """huggingface_hub's own client, its transports (proxies' too) read within bounds. They
+    are wrapped where the client keeps them: built with a transport of ours, it would no
+    longer take the proxies the environment names."""
+    import httpx2
+    from huggingface_hub.utils import _http
+
+    client = _http.default_client_factory()
+    transport = getattr(client, "_transport", None)
+    mounts = getattr(client, "_mounts", None)
+    if transport is None or not isinstance(mounts, dict):  # another huggingface_hub
+        return client
+    client._transport = bounded_transport(httpx2, transport, _hub_bounds)
+    client._mounts = {pattern: bounded_transport(httpx2, mounted, _hub_bounds)
+                      if mounted is not None else None
+                      for pattern, mounted in mounts.items()}
+    return client
+
+
+def bound_hub_answers() -> None:
+    """Have huggingface_hub read the hub's answers within bounds (idempotent)."""
+    import huggingface_hub
+
+    if getattr(bound_hub_answers, "installed", False):
+        return
+    huggingface_hub.set_client_factory(_bounded_hub_client)
+    bound_hub_answers.__dict__["installed"] = True

@@ -180,3 +180,23 @@ def test_the_recommended_models_are_permissive_gguf_files() -> None:
     assert len(models) >= 3
     assert {m.license for m in models} <= {"Apache-2.0", "MIT"}
     assert all(m.file.endswith(".gguf") and m.ram_gb > 0 for m in models)
+
+
+@pytest.mark.parametrize("path", ["/api/models", "/api/models/someone/model-GGUF"])
+def test_a_hub_answering_an_error_without_end_is_one_line_and_read_no_further(
+        tmp_path: Path, path: str) -> None:
+    from tests.support.raw_http import RawServer
+
+    server = RawServer()
+    server.route(path, b'{"error": "' + b"E" * 65_536, status=500, endless=True)
+    library = ModelLibrary(tmp_path / "models", endpoint=server.url)
+    try:
+        with pytest.raises(LibraryError, match="larger than 256 KB, the most that is read"):
+            if path == "/api/models":
+                library.search("qwen")
+            else:
+                library.files("someone/model-GGUF")
+        # let go at the cap: a few socket buffers, not the gigabytes read before
+        assert server.sent[path] < 32 * 1024 * 1024
+    finally:
+        server.stop()

@@ -7,15 +7,14 @@ from __future__ import annotations
 import io
 import os
 import secrets
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
-from ...core.bounded_read import MB, Bounds, ByteBudget, ReadLimitError, read_path
+from ...core.bounded_read import MB, Bounds, ReadLimitError, read_path
+from ...providers import bounded_http as http_bounds
 
 # A file being written carries this in its name until it is whole; readers skip it.
 PARTIAL = ".part-"
@@ -137,12 +136,10 @@ class WebDavTarget:
 
         self.url = url.rstrip("/")
         auth = (user, password) if user else None
-        # every answer read within its bounds; nothing compressed, which a cap on the bytes
-        # received could not bound once unpacked
+        # every answer read within its bounds
         self._client: Any = Client(
             self.url, auth=auth, timeout=timeout, retry=False,
-            transport=BoundedTransport(httpx.HTTPTransport()),
-            headers={"Accept-Encoding": "identity"},
+            transport=bounded_transport(httpx.HTTPTransport()),
         )
         self._folders: set[str] = set()
 
@@ -224,43 +221,12 @@ class WebDavTarget:
         self._client.http.close()
 
 
-class BoundedTransport(httpx.BaseTransport):
-    """An httpx transport whose answers are read within `FILE_BOUNDS` (a GET: a file) or
-    `ANSWER_BOUNDS` (anything else), raising `ReadLimitError` past them; an answer compressed
-    though it was asked not to be is refused, as its unpacked size is not bounded."""
-
-    def __init__(self, inner: httpx.BaseTransport) -> None:
-        self._inner = inner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self._inner.handle_request(request)
-        what = f"{request.url.host}: the answer to {request.method} {request.url.path}"
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            response.close()
-            raise ReadLimitError(f"{what} came compressed ({encoding}), though asked not to",
-                                 "cap", 0)
-        bounds = FILE_BOUNDS if request.method == "GET" else ANSWER_BOUNDS
-        stream = response.stream
-        assert isinstance(stream, httpx.SyncByteStream)  # a sync transport's answer
-        response.stream = _BoundedStream(stream, bounds, what)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
+def _target_bounds(request: httpx.Request, _response: httpx.Response | None) -> Bounds:
+    return FILE_BOUNDS if request.method == "GET" else ANSWER_BOUNDS
 
 
-class _BoundedStream(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, bounds: Bounds, what: str) -> None:
-        self._inner = inner
-        self._bounds = bounds
-        self._what = what
-
-    def __iter__(self) -> Iterator[bytes]:
-        budget = ByteBudget(self._bounds, self._what, time.monotonic())
-        for piece in self._inner:
-            budget.add(len(piece), time.monotonic())
-            yield piece
-
-    def close(self) -> None:
-        self._inner.close()
+def bounded_transport(inner: httpx.BaseTransport) -> httpx.BaseTransport:
+    """The transport a WebDAV target reads through: a GET's answer (a file) within
+    `FILE_BOUNDS`, anything else's within `ANSWER_BOUNDS`."""
+    transport: httpx.BaseTransport = http_bounds.bounded_transport(httpx, inner, _target_bounds)
+    return transport

@@ -123,7 +123,7 @@ def test_a_server_that_answers_without_end_or_compressed_is_refused_in_one_line(
     server.route("/dav/packed.tcs", gzip.compress(b"\0" * 10_000_000),
                  headers=(("content-encoding", "gzip"),))
     # the transport a WebDAV target reads through
-    client = httpx.Client(transport=targets.BoundedTransport(httpx.HTTPTransport()))
+    client = httpx.Client(transport=targets.bounded_transport(httpx.HTTPTransport()))
     try:
         with pytest.raises(ReadLimitError, match="larger than 1 MB"):
             client.get(f"{server.url}/dav/endless.tcs")
