@@ -24,7 +24,8 @@ BARE_IMPORT = textwrap.dedent("""
     names = [m.name for m in pkgutil.walk_packages(core.__path__, "treechat.core.")]
     for name in names:
         importlib.import_module(name)
-    loaded = sorted({m.split(".")[0] for m in sys.modules})
+    # (a module marked missing, None, was not imported: the package's own __init__ marks one)
+    loaded = sorted({m.split(".")[0] for m, mod in sys.modules.items() if mod is not None})
     outside = sorted(m for m in sys.modules
                      if m.startswith("treechat.") and not m.startswith("treechat.core"))
     print(json.dumps({"names": names, "loaded": loaded, "outside": outside}))
