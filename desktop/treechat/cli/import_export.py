@@ -143,7 +143,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             asyncio.run(write_markdown_attachments(store, Path(args.output), ids,
                                                    all_branches=args.all_branches))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from ..core.bounded_read import write_path
+
+        write_path(args.output, text.encode("utf-8"))
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -214,3 +214,58 @@ def _wait_for_writer(
         events = poller.poll(None if left is None else int(min(left, 0.2) * 1000) + 1)
         if events:  # data, or a writer that came and went (POLLHUP): read says which
             return
+
+
+# A pipe given as an output: how long a program may take to start reading it, and to take in
+# what is written (a reader that stops reading holds the writer as long as one that is absent).
+PIPE_WRITE_DEADLINE_S = 30.0
+
+
+class WriteWaitError(OSError):
+    """Nobody read the pipe written to within the deadline (one line for the user)."""
+
+
+def write_path(path: str | os.PathLike[str], data: bytes, *,
+               deadline: float = PIPE_WRITE_DEADLINE_S,
+               clock: Callable[[], float] = time.monotonic) -> None:
+    """Write `data` to the file at `path` (made or emptied), or into the pipe there. A pipe
+    with no reader is waited on for at most `deadline` seconds, then `WriteWaitError`; a
+    plain open would wait for a reader for ever."""
+    p = Path(path)
+    try:
+        is_pipe = stat.S_ISFIFO(os.stat(p).st_mode)
+    except FileNotFoundError:
+        is_pipe = False
+    if not is_pipe:
+        p.write_bytes(data)
+        return
+    end = clock() + deadline
+    while True:
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            if clock() >= end:
+                raise WriteWaitError(errno.ETIMEDOUT, "a pipe that no program read from "
+                                     f"within {deadline:g} s", str(p)) from None
+            time.sleep(0.05)
+    try:
+        view = memoryview(data)
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        while view:
+            left = end - clock()
+            if left <= 0 or not poller.poll(int(min(left, 0.2) * 1000) + 1):
+                if clock() >= end:
+                    raise WriteWaitError(errno.ETIMEDOUT, "the program reading this pipe did "
+                                         f"not take what was written within {deadline:g} s",
+                                         str(p))
+                continue
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
+    finally:
+        os.close(fd)

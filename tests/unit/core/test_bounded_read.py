@@ -147,3 +147,30 @@ def test_an_endless_pipe_stops_at_the_cap() -> None:
         os.close(read_end)
         writer.join(timeout=10)
         os.close(write_end)
+
+
+def test_a_pipe_written_to_with_no_reader_is_given_up_on_in_words(tmp_path: Path) -> None:
+    from treechat.core.bounded_read import WriteWaitError, write_path
+
+    pipe = tmp_path / "out"
+    os.mkfifo(pipe)
+    with pytest.raises(WriteWaitError) as refused:  # a plain open would wait for ever
+        write_path(pipe, b"x" * 10, deadline=0.2)
+    assert refused.value.filename == str(pipe)
+    assert "a pipe that no program read from within 0.2 s" in str(refused.value)
+
+
+def test_a_pipe_with_a_reader_and_a_file_get_the_bytes_whole(tmp_path: Path) -> None:
+    from treechat.core.bounded_read import write_path
+
+    data = bytes(range(256)) * 4096  # 1 MB: more than a pipe holds at once
+    pipe = tmp_path / "out"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()))
+    reader.start()
+    write_path(pipe, data, deadline=60.0)
+    reader.join(60)
+    assert got == [data]
+    write_path(tmp_path / "file.json", data)
+    assert (tmp_path / "file.json").read_bytes() == data
