@@ -132,9 +132,10 @@ def run(
     from .ui.shell.single_instance import SingleInstance, server_name
 
     data_dir = paths.data_dir(args.data_dir)
-    if data_dir.exists() and not data_dir.is_dir():
-        print(f"treechat: the data folder {data_dir} is a file, not a folder; give --data-dir "
-              "a folder (it holds the store, the log, the backups)", file=sys.stderr)
+    try:
+        paths.require_folder(data_dir)
+    except paths.NotAFolderError as exc:
+        print(f"treechat: {exc}", file=sys.stderr)
         return 2
     data_dir.mkdir(parents=True, exist_ok=True)
     existing = QApplication.instance()

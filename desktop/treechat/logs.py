@@ -9,23 +9,17 @@ import logging.handlers
 import os
 from pathlib import Path
 
+from .paths import require_folder
 from .providers.keys import install_log_redaction
 
 LOG_FILENAME = "treechat.log"
-
-
-class NotAFolderError(OSError):
-    """The data folder (or its log folder) is a file: one line for the user."""
 
 
 def configure_logging(data_dir: Path, level: int = logging.INFO) -> Path:
     """Send warnings and Treechat's own records to `<data_dir>/logs/treechat.log`."""
     log_dir = data_dir / "logs"
     for folder in (data_dir, log_dir):  # this user's only: the log names chats and files
-        if folder.exists() and not folder.is_dir():
-            raise NotAFolderError(f"the data folder {folder} is a file, not a folder; give "
-                                  "--data-dir a folder (it holds the store, the log, the "
-                                  "backups)")
+        require_folder(folder)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if os.name != "nt":
             with contextlib.suppress(OSError):

@@ -22,6 +22,17 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     return Path(user_data_dir(APP_NAME, appauthor=False))
 
 
+class NotAFolderError(OSError):
+    """The data folder (or a folder in it) is a file: one line for the user."""
+
+
+def require_folder(folder: Path) -> None:
+    """NotAFolderError when `folder` exists and is not a folder (it may not exist yet)."""
+    if folder.exists() and not folder.is_dir():
+        raise NotAFolderError(f"the data folder {folder} is a file, not a folder; give "
+                              "--data-dir a folder (it holds the store, the log, the backups)")
+
+
 def is_frozen() -> bool:
     return bool(getattr(sys, "frozen", False))
 

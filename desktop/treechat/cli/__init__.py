@@ -155,11 +155,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
         _default_interrupt()
         return run_app([*(["--data-dir", args.data_dir] if args.data_dir else []), *rest])
-    from ..logs import NotAFolderError, configure_logging
+    from ..logs import configure_logging
 
     try:
         configure_logging(paths.data_dir(args.data_dir))
-    except NotAFolderError as exc:
+    except paths.NotAFolderError as exc:
         print(f"treechat: {exc}", file=sys.stderr)
         return 2
     if rest:

@@ -354,13 +354,13 @@ async def _stream_on_this_loop(
                     streamed = True
                     index = int(getattr(tc, "index", 0) or 0)
                     function = getattr(tc, "function", None)
-                    name = _piece(getattr(function, "name", None)) if function else ""
-                    args = _piece(getattr(function, "arguments", None)) if function else ""
+                    name = _piece(getattr(function, "name", None))
+                    args = _piece(getattr(function, "arguments", None))
                     slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                     if getattr(tc, "id", None):
                         slot["id"] = str(tc.id)
                     if name:
-                        slot["name"] = str(name)
+                        slot["name"] = name
                     if args:
                         slot["arguments"] += args
                     yield ToolCallDelta(index, getattr(tc, "id", None), name or None, args)
