@@ -13,6 +13,8 @@ from . import llm
 
 SWITCH_INTERVAL = 0.0002
 """GIL switch interval while the provider thread runs (CPython's default is 5 ms)."""
+WORKER_THREADS = 1
+"""Worker threads the provider loop runs blocking calls on, at once."""
 
 
 class _ProviderLoop:
@@ -40,6 +42,7 @@ class _ProviderLoop:
 
                 def run() -> None:
                     asyncio.set_event_loop(loop)
+                    loop.run_until_complete(_one_worker_thread())
                     loop.call_soon(ready.set)
                     loop.run_forever()
 
@@ -66,6 +69,16 @@ class _ProviderLoop:
         thread.join(timeout)
         if not thread.is_alive():
             loop.close()
+
+
+async def _one_worker_thread() -> None:
+    """litellm assembles each finished stream whole again, in pure Python, on a worker
+    thread of this loop (anyio's, 40 at most): three replies ending together were three
+    threads and the GUI thread taking turns at the GIL, which it then got one time in four.
+    One at a time, the GUI thread shares it with one."""
+    import anyio.to_thread  # httpx's dependency, imported with litellm already
+
+    anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
 
 
 provider_loop = _ProviderLoop()

@@ -79,9 +79,10 @@ def test_a_reply_that_ends_while_hidden_keeps_all_its_text(qtbot: QtBot) -> None
     assert chat.model.stream_text() == "all of it"
 
 
-def test_every_stream_on_screen_is_painted_in_one_pass_a_frame(qtbot: QtBot) -> None:
+def test_every_stream_on_screen_is_painted_on_one_frame(qtbot: QtBot) -> None:
     """The chat's reply and three columns side by side streaming at once: what each got
-    shows after one frame of the shared clock, not one timer (and one repaint) each."""
+    shows after one frame of the shared clock, not one timer (and one repaint) each; the
+    columns add their text one after the other within that frame."""
     chat = make(qtbot)
     chat.begin_stream("u", "Loopback")
     compare = CompareView()
@@ -94,9 +95,9 @@ def test_every_stream_on_screen_is_painted_in_one_pass_a_frame(qtbot: QtBot) -> 
         chat.append_stream_text(f"w{i} ")
         for column in range(3):
             compare.append(column, f"c{column}.{i} ")
-    qtbot.waitUntil(lambda: chat.model.stream_text().endswith("w19 "), timeout=3000)
-    assert [c.body.toPlainText() for c in compare.columns] == [
-        "".join(f"c{column}.{i} " for i in range(20)) for column in range(3)]
+    expected = ["".join(f"c{column}.{i} " for i in range(20)) for column in range(3)]
+    qtbot.waitUntil(lambda: chat.model.stream_text().endswith("w19 ") and [
+        c.body.toPlainText() for c in compare.columns] == expected, timeout=3000)
     assert clock.frames == before + 1 and chat.repaint_count == 1
 
 

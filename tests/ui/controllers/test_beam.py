@@ -128,6 +128,8 @@ def test_one_message_to_three_models_streams_a_column_each(
                         and stack_of(desk).currentWidget() is beam.view, what="the compare view")
         view = beam.view
         assert view is not None
+        switches: list[int] = []  # the chat redraws as the replies end: the page stays
+        stack_of(desk).currentChanged.connect(switches.append)
         assert [c.title.text() for c in view.columns] == list(LABELS)
         assert not view.fuse_button.isEnabled()  # not while they stream
         assert view.fuse_model.count() >= 3  # the models it may be fused with are named
@@ -139,6 +141,7 @@ def test_one_message_to_three_models_streams_a_column_each(
         await aio.until(lambda: all(c.column.key for c in view.columns), what="filled")
         texts = [c.body.toPlainText() for c in view.columns]
         assert texts == [t.replace("\n\n", "\n") for t in said]
+        assert switches == [] and stack_of(desk).currentWidget() is view
         assert all("$" in c.facts.text() and "first token" in c.facts.text()
                    for c in view.columns)
         # each column says which version its reply is, as the chat's `< N/M >` switch does

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QTextBlockFormat, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -75,6 +75,10 @@ class ReplyColumn(QFrame):
         self.body = QTextBrowser()
         self.body.setOpenExternalLinks(True)
         self.body.setFrameShape(QFrame.Shape.NoFrame)
+        # Always there: a scroll bar that appears once the reply overflows narrows the page,
+        # and the whole reply is laid out again at the new width in the middle of a stream;
+        # the columns keep the same width for their text too.
+        self.body.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.body.setAccessibleName(f"Reply by {column.label}")
         self.pick = QPushButton("Continue from this")
         self.pick.setAccessibleName(f"Continue from the reply by {column.label}")
@@ -111,6 +115,11 @@ class ReplyColumn(QFrame):
         if text:
             self._pending.append(text)
             self._rendered = False
+
+    @property
+    def pending(self) -> bool:
+        """Whether streamed pieces wait for the next flush."""
+        return bool(self._pending)
 
     def flush(self) -> None:
         """Add the pieces streamed since the last flush at the end, without laying the
@@ -233,6 +242,11 @@ class CompareView(QWidget):
         box.addLayout(fuse_row)
         self._streaming = False
         self._clock = frame_clock()
+        self._staggered: list[ReplyColumn] = []
+        self._next_column = QTimer(self)
+        self._next_column.setSingleShot(True)
+        self._next_column.setInterval(0)
+        self._next_column.timeout.connect(self._flush_next)
 
     # --- filling --------------------------------------------------------------------
 
@@ -274,17 +288,37 @@ class CompareView(QWidget):
         self.mark_differences()
 
     def append(self, index: int, text: str) -> None:
-        """A streamed piece of column `index`: every column's pieces reach the page together,
-        on the frame clock every streaming text shares (about 30 times a second, less often
-        when drawing them takes longer)."""
+        """A streamed piece of column `index`, shown at the next frame of the clock every
+        streaming text shares (about 30 times a second, less often when drawing takes
+        longer)."""
         if 0 <= index < len(self.columns):
             self.columns[index].append(text)
-            self._clock.request(self, self.flush)
+            self._clock.request(self, self._paint_frame)
 
     def flush(self) -> None:
+        """Every column's streamed pieces on the page now."""
         self._clock.cancel(self)
+        self._next_column.stop()
+        self._staggered.clear()
         for column in self.columns:
             column.flush()
+
+    def _paint_frame(self) -> None:
+        """One frame: each column with new text adds it in a pass of its own, one after
+        the other, the event loop running in between. Adding text to a long paragraph lays
+        the paragraph out again; three of those in one pass held the loop three times as
+        long as one."""
+        self._staggered = [c for c in self.columns if c.pending]
+        self._flush_next()
+
+    def _flush_next(self) -> None:
+        while self._staggered:
+            column = self._staggered.pop(0)
+            if column in self.columns and column.pending:  # not a column taken away since
+                column.flush()
+                break
+        if self._staggered:
+            self._next_column.start()
 
     def set_running(self, running: bool) -> None:
         self._streaming = running

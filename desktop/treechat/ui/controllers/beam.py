@@ -27,6 +27,7 @@ from ...services.turns.sessions import SessionView
 from ..chat.compare_view import Column, CompareView, facts_text
 from ..chat.view import ChatView
 from ..composer.composer import Composer
+from ..shell.outline import SHOWS_CHAT
 from .ports import (
     EventSink,
     ModelPicker,
@@ -278,6 +279,7 @@ class BeamController:
     def _ensure_view(self) -> CompareView:
         if self.view is None:
             self.view = CompareView()
+            self.view.setProperty(SHOWS_CHAT, True)  # a redraw of the chat leaves it up
             self.view.backRequested.connect(self.back)
             self.view.continueRequested.connect(self.continue_from)
             self.view.fuseRequested.connect(self.fuse)

@@ -19,6 +19,7 @@ from .outline import (
     LAST_MODEL,
     LAST_MODEL_LABEL,
     OUTLINE_KEY,
+    SHOWS_CHAT,
     SIDEBAR_WIDTH,
     Outline,
     ShellView,
@@ -392,7 +393,11 @@ class MainWindow(QMainWindow):
         if session.forked_from:
             bits.append("branch")
         self.subtitle.setText("  ·  ".join(bits))
-        self.stack.setCurrentWidget(self.ensure_chat_view() if view.path else self.empty)
+        page: QWidget = self.ensure_chat_view() if view.path else self.empty
+        shown = self.stack.currentWidget()
+        if page is not self.empty and shown is not None and shown.property(SHOWS_CHAT):
+            page = shown  # switching pages and back lays both out again, in mid-stream
+        self.stack.setCurrentWidget(page)
         self.setWindowTitle(f"{session.title} — Treechat")
 
     def show_status(self, text: str) -> None:

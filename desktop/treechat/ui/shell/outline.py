@@ -31,6 +31,9 @@ LAST_SCHEME = "theme/dark"  # whether the scheme the window last settled on was 
 LAST_MODEL = "model/last"
 LAST_SESSION = "last_session"  # the chat the window was on when it closed
 LAST_MODEL_LABEL = "model/last_label"
+SHOWS_CHAT = "showsChat"
+"""A page of the window's centre marked so (a Qt property, true) shows the chat on screen
+another way (its replies side by side): a redraw of the chat leaves it up."""
 SIDEBAR_WIDTH = 270
 MENU_HEIGHT = 21
 STATUS_HEIGHT = 20
