@@ -74,8 +74,9 @@ def capture(app: QApplication, aio: Aio, mode: str, data: Path) -> None:
             window.composer.several.set_chosen(list(MODELS))
             window.composer.set_text(QUESTION)
             window.composer.submit()
-            await asyncio.sleep(1.2)
-            shoot(window, f"beam-streaming-{mode}.png")
+            await aio.until(lambda: beam.view is not None and all(
+                len(c.body.toPlainText().split()) >= 6 for c in beam.view.columns))
+            shoot(window, f"beam-streaming-{mode}.png")  # mid-stream: each column has begun
             await aio.until(lambda: beam.view is not None and all(
                 c.column.key for c in beam.view.columns) and not controller.turns.is_running())
             await asyncio.sleep(0.5)
