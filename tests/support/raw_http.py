@@ -1,6 +1,7 @@
 """A loopback HTTP server that answers every request with bytes the test chooses, the way a
 hostile or broken peer would: a given body, a stall after the headers, a trickle of one piece
-at a time, an endless body, a body longer than its declared length.
+at a time, an endless body, a body longer than its declared length, a body whose connection
+is held open after it.
 
 `RawServer.answer(...)` sets what the next requests get (`route(path, ...)` what requests
 to one path get); `url` is where it listens.
@@ -27,6 +28,7 @@ class Answer:
     endless: bool = False  # the body again and again, never ending
     declared: int | None = None  # a content-length that need not be the body's
     headers: tuple[tuple[str, str], ...] = ()  # more headers, as given
+    hold_s: float = 0.0  # after the body, the connection held open this long, not ended
 
 
 class RawServer:
@@ -118,6 +120,8 @@ class RawServer:
                 handler.wfile.flush()
                 if answer.piece_every_s:
                     time.sleep(answer.piece_every_s)
+            if answer.hold_s and self._stopping.wait(answer.hold_s):
+                return
             if chunked:
                 handler.wfile.write(b"0\r\n\r\n")
                 handler.wfile.flush()

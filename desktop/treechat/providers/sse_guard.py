@@ -6,7 +6,10 @@ line that fails without a word: a stream with garbled lines looks complete. Its 
 wrapped once, at import, to count such lines for the stream being read (a context variable,
 so concurrent streams on the provider loop keep their own counts). Its line splitter holds a
 line until it ends: a server that never ends one (an endless `data:` line) grew a `send` by
-100 MB a second, so the splitter is wrapped too, to stop at `MAX_LINE_CHARS`.
+100 MB a second, so the splitter is wrapped too, to stop at `MAX_LINE_CHARS`. And it reads
+on after the end marker (`data: [DONE]`) until the server closes the body: a server that
+kept the connection open held a finished reply until the idle bound (two minutes), so the
+stream ends at the marker.
 """
 
 from __future__ import annotations
@@ -62,9 +65,24 @@ def is_unreadable(line: str, parsed: Any) -> bool:
 _PARSER = "_string_to_dict_parser"
 
 
+# Its method that turns one line into a chunk, and its async step, that `install` wraps so
+# the stream ends at the end marker.
+_HANDLER = "_handle_string_chunk"
+_ENDED = "_treechat_ended"
+
+
+def is_end_marker(line: object) -> bool:
+    """The line that ends an OpenAI-style stream (`data: [DONE]`)."""
+    if not isinstance(line, str):
+        return False
+    text = line.strip()
+    return text.startswith("data:") and text[5:].strip() == "[DONE]"
+
+
 def install(iterator: type | None) -> None:
     """Wrap the SSE line parser of litellm's `BaseModelResponseIterator` (handed in by
-    `llm`, litellm's one importer; idempotent; nothing happens if it moved)."""
+    `llm`, litellm's one importer; idempotent; nothing happens if it moved), and end its
+    streams at the end marker."""
     global _installed
     if _installed or iterator is None:
         return
@@ -72,6 +90,7 @@ def install(iterator: type | None) -> None:
     if not isinstance(original, staticmethod):
         return
     parse = original.__func__
+    _end_at_marker(iterator)
 
     def counting_parser(str_line: str) -> Any:
         parsed = parse(str_line)
@@ -82,6 +101,30 @@ def install(iterator: type | None) -> None:
 
     setattr(iterator, _PARSER, staticmethod(counting_parser))
     _installed = True
+
+
+def _end_at_marker(iterator: type) -> None:
+    """After the end marker, the iterator's next step ends the stream (litellm then
+    finishes it as a server's close would: the usage chunk, the body let go) instead of
+    reading on until the server closes."""
+    handle = iterator.__dict__.get(_HANDLER)
+    step = iterator.__dict__.get("__anext__")
+    if not callable(handle) or not callable(step):
+        return
+
+    def handle_line(self: Any, str_line: str) -> Any:
+        chunk = handle(self, str_line)
+        if is_end_marker(str_line):
+            setattr(self, _ENDED, True)
+        return chunk
+
+    async def next_chunk(self: Any) -> Any:
+        if getattr(self, _ENDED, False):
+            raise StopAsyncIteration
+        return await step(self)
+
+    setattr(iterator, _HANDLER, handle_line)
+    iterator.__anext__ = next_chunk  # type: ignore[attr-defined]
 
 
 def install_line_cap(splitter: type | None) -> None:

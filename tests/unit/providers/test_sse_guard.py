@@ -140,3 +140,32 @@ async def test_a_line_that_never_ends_is_stopped_at_the_cap_in_one_line(
     assert result.error is not None and not result.error.retry
     assert "sent a line of more than 200,000 characters in its stream" in result.error.message
     assert result.text == ""
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_stream_ends_at_its_end_marker_though_the_server_holds_on() -> None:
+    """A server that sends `data: [DONE]` and keeps the connection open: the reply is whole
+    at the marker (before, it waited for the idle bound, two minutes, holding the reply)."""
+    import asyncio
+
+    from tests.support.raw_http import RawServer
+
+    server = RawServer()
+    body = "".join([chunk("Hello "), chunk("world"), chunk(None, "stop"), "data: [DONE]\n\n"])
+    server.route("/v1/chat/completions", body, content_type="text/event-stream",
+                 piece_every_s=0.001, piece_bytes=len(body), hold_s=600)
+    try:
+        result = await asyncio.wait_for(stream_turn(request(f"{server.url}/v1")), timeout=60)
+    finally:
+        server.stop()
+    assert result.error is None, result.error
+    assert result.text == "Hello world"
+
+
+@pytest.mark.parametrize(("line", "end"), [
+    ("data: [DONE]", True), ("data:[DONE]\n", True), ("  data: [DONE]  ", True),
+    ("data: {\"x\": \"[DONE]\"}", False), ("[DONE]", False), (b"data: [DONE]", False),
+])
+def test_what_counts_as_the_end_marker(line: object, end: bool) -> None:
+    assert sse_guard.is_end_marker(line) is end
