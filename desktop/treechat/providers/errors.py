@@ -114,6 +114,28 @@ TABLE: Mapping[str, ErrorInfo] = {
     ),
 }
 
+# Causes that the wrapper litellm puts around them would make a plain "problem on its side",
+# told apart by their class name or their wording anywhere in the chain: the server is not
+# at fault in a way that trying again would mend.
+_REDIRECTS = ErrorInfo(
+    ErrorKind.OFFLINE, False,
+    "The server kept sending the request elsewhere (too many redirects): the address may be "
+    "wrong, or a proxy or a sign-in page is in the way. Check the server address.",
+)
+_HEADERS_TOO_LONG = ErrorInfo(
+    ErrorKind.SERVER, False,
+    "The server's answer could not be read: a header of it is longer than any client accepts.",
+)
+_CAUSES: tuple[tuple[frozenset[str], re.Pattern[str], ErrorInfo], ...] = (
+    (frozenset({"TooManyRedirects"}),
+     re.compile(r"exceeded maximum allowed redirects|too many redirects", re.IGNORECASE),
+     _REDIRECTS),
+    (frozenset({"LineTooLong"}),
+     re.compile(r"got more than \d+ bytes when reading|header (line |value )?(is )?too long",
+                re.IGNORECASE),
+     _HEADERS_TOO_LONG),
+)
+
 _STATUS_KINDS: Mapping[int, ErrorKind] = {
     400: ErrorKind.BAD_REQUEST,
     401: ErrorKind.AUTH,
@@ -289,6 +311,15 @@ def _connect_failed(exc: BaseException) -> bool:
     return any(_names(link) & _CONNECT_FAILURES for link in _chain(exc))
 
 
+def _cause(exc: BaseException) -> ErrorInfo | None:
+    """A cause of `_CAUSES` anywhere in the chain, by class name or wording."""
+    for link in _chain(exc):
+        for names, wording, info in _CAUSES:
+            if _names(link) & names or wording.search(_text(link)):
+                return info
+    return None
+
+
 def _lookup(exc: BaseException) -> ErrorInfo | None:
     for link in _chain(exc):
         for cls in type(link).__mro__:
@@ -317,7 +348,7 @@ def classify(exc: BaseException) -> ProviderFailure:
     elif is_overflow(exc):
         info = TABLE["ContextWindowExceededError"]
     else:
-        info = _lookup(exc)
+        info = _cause(exc) or _lookup(exc)
         # litellm reports a refused connection as a server error; the chain says otherwise.
         if (
             info is not None

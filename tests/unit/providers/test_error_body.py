@@ -117,3 +117,26 @@ def test_installing_twice_wraps_once() -> None:
     transport = Handler.create_async_transport()
     assert isinstance(transport, httpx.AsyncHTTPTransport)  # the class litellm checks, kept
     assert getattr(transport, "_treechat_error_body_cap", False)
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("provider_thread")
+async def test_a_redirect_loop_and_an_endless_header_say_what_they_are() -> None:
+    """Both were "The provider had a problem on its side", offered to retry: a redirect loop
+    is an address to check, a header past what a client reads is no passing trouble."""
+    server = RawServer()
+    server.route("/v1/chat/completions", status=302,
+                 headers=(("location", "/v1/chat/completions"),))
+    try:
+        looped = await stream_turn(request(f"{server.url}/v1"))
+        server.route("/v1/chat/completions", b"data: [DONE]\n\n",
+                     content_type="text/event-stream", headers=(("x-big", "a" * 200_000),))
+        big = await stream_turn(request(f"{server.url}/v1"))
+    finally:
+        server.stop()
+    assert looped.error is not None and not looped.error.retry
+    assert looped.error.kind is ErrorKind.OFFLINE
+    assert "too many redirects" in looped.error.message
+    assert "Check the server address" in looped.error.message
+    assert big.error is not None and not big.error.retry
+    assert "a header of it is longer than any client accepts" in big.error.message

@@ -179,3 +179,19 @@ def test_keys_never_appear_in_messages_or_details() -> None:
     for text in (failure.message, failure.detail, str(error), repr(failure)):
         assert key not in text
     assert "[redacted]" in failure.detail
+
+
+@pytest.mark.parametrize(("inner", "says"), [
+    (httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=REQ),
+     "too many redirects"),
+    (ValueError("400, message='Got more than 8190 bytes when reading: b\"aaaa\"'"),
+     "longer than any client accepts"),
+])
+def test_causes_under_a_server_error_are_told_apart(inner: BaseException, says: str) -> None:
+    outer = litellm.InternalServerError(message="OpenAIException - failed", model="m",
+                                        llm_provider="openai")
+    failure = classify(chained(outer, inner))
+    assert says in failure.message and failure.retry is False
+    plain = classify(litellm.InternalServerError(  # no such cause: worth a retry
+        message="OpenAIException - failed", model="m", llm_provider="openai"))
+    assert plain.kind is ErrorKind.SERVER and plain.retry is True
