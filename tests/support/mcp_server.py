@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 
 def build(name: str, secret: str) -> MCPServer:
@@ -54,6 +54,17 @@ def build(name: str, secret: str) -> MCPServer:
     @server.tool(description="Count more lines.")
     def more_lines(count: int) -> str:
         return "\n".join(f"{name} more {i}" for i in range(1, count + 1))
+
+    @server.tool(description="Add a tool named `tool_name` that says `says`, and tell the client "
+                             "the list changed.")
+    async def learn(tool_name: str, says: str, ctx: Context) -> str:
+        def learned() -> str:
+            return says
+
+        server.add_tool(learned, name=tool_name, description=f"Says {says}.")
+        await ctx.notify_tools_changed()  # to a client listening (the 2026-07-28 protocol)
+        await ctx.session.send_tool_list_changed()  # to an older one
+        return f"learned {tool_name}"
 
     @server.prompt(description="Ask for a review of a topic.")
     def review(topic: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import threading
@@ -119,6 +120,8 @@ class ServerConnection:
         self._stop = asyncio.Event()
         self._stderr: _StderrTail | None = None
         self._generation = 0
+        self._relisting: asyncio.Task[None] | None = None
+        self._changed_again = False
 
     def _set(self, **changes: Any) -> ServerState:
         self.state = replace(self.state, **changes)
@@ -184,7 +187,11 @@ class ServerConnection:
                 )
                 if not ready.done():
                     ready.set_result(None)
-                await self._stop.wait()
+                listening = asyncio.get_running_loop().create_task(self._listen(client))
+                try:
+                    await self._stop.wait()
+                finally:
+                    listening.cancel()
         except asyncio.CancelledError:
             if not ready.done():
                 ready.cancel()
@@ -234,7 +241,8 @@ class ServerConnection:
                 env=dict(config.env) or None,
                 cwd=config.cwd or None,
             )
-            client = Client(stdio_client(params, errlog=self._stderr.writer), client_info=info)
+            client = Client(stdio_client(params, errlog=self._stderr.writer), client_info=info,
+                            message_handler=self._heard)
             try:
                 await stack.enter_async_context(client)
             finally:
@@ -253,9 +261,72 @@ class ServerConnection:
             from mcp.client.sse import sse_client
 
             transport = sse_client(config.url, headers=dict(config.headers) or None)
-        client = Client(transport, client_info=info)
+        client = Client(transport, client_info=info, message_handler=self._heard)
         await stack.enter_async_context(client)
         return client
+
+    async def _listen(self, client: Any) -> None:
+        """Hear a server's changes: since the 2026-07-28 protocol they come on a stream the
+        client asks for (`subscriptions/listen`); an older server sends them unasked
+        (`_heard`)."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        caps = client.server_capabilities
+        kinds = {"tools_list_changed": caps.tools is not None,
+                 "prompts_list_changed": caps.prompts is not None,
+                 "resources_list_changed": caps.resources is not None}
+        if not any(kinds.values()):
+            return
+        try:
+            async with client.listen(**kinds) as changes:
+                async for _event in changes:
+                    self._changed()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # a server that refuses to be listened to still serves
+            logging.getLogger(__name__).info(
+                "%s cannot be listened to for changes: %s", self.config.name, describe(exc))
+
+    async def _heard(self, message: Any) -> None:
+        """A server's notice that its tools, prompts or resources changed: they are listed
+        again, and the next request offers what it lists now (a tool it no longer has would
+        only fail when called)."""
+        from mcp.types import (
+            PromptListChangedNotification,
+            ResourceListChangedNotification,
+            ToolListChangedNotification,
+        )
+
+        changed = (ToolListChangedNotification, PromptListChangedNotification,
+                   ResourceListChangedNotification)
+        if isinstance(message, changed):
+            self._changed()
+
+    def _changed(self) -> None:
+        self._changed_again = True
+        if self._relisting is None:
+            # not in the handler itself: the listing's answers come through the same reader
+            self._relisting = asyncio.get_running_loop().create_task(self._relist())
+
+    async def _relist(self) -> None:
+        try:
+            while self._changed_again:  # a notice during a listing: list once more after it
+                self._changed_again = False
+                client = self._client
+                if client is None or self.state.status != "ready":
+                    return
+                try:
+                    tools, prompts, resources = await asyncio.wait_for(
+                        self._listing(client), self.config.start_timeout)
+                except Exception as exc:  # the old listing stays; the next call tells
+                    logging.getLogger(__name__).warning(
+                        "listing %s again after its change notice failed: %s",
+                        self.config.name, describe(exc))
+                    return
+                if self._client is client:
+                    self._set(tools=tools, prompts=prompts, resources=resources)
+        finally:
+            self._relisting = None
 
     async def _listing(
         self, client: Any

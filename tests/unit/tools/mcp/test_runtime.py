@@ -31,7 +31,7 @@ async def test_a_stdio_server_lists_and_answers(runtime: McpRuntime) -> None:
     state = await runtime.start(stdio_config("alpha", "alpha-knows-7741"))
     assert state.status == "ready", state.error
     assert [t.name for t in state.tools] == [
-        "add", "explode", "lines", "more_lines", "secret_value", "slow", "whoami"
+        "add", "explode", "learn", "lines", "more_lines", "secret_value", "slow", "whoami"
     ]
     assert all(t.problem is None for t in state.tools)
     assert state.started_ms is not None and state.started_ms > 0
@@ -184,3 +184,21 @@ async def test_a_server_that_never_answers_the_handshake_fails_and_is_stopped(
     assert state.status == "failed"
     assert "did not finish starting within 3 s" in state.error
     assert gone(int(pid_file.read_text()), within=15)
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_says_its_tools_changed_is_listed_again(
+    runtime: McpRuntime,
+) -> None:
+    """A server adds a tool and sends `notifications/tools/list_changed`: the tools offered
+    (read from the state) include it, and it can be called, without a restart."""
+    assert (await runtime.start(stdio_config("learner", "l1"))).status == "ready"
+    assert "greet" not in [t.name for t in runtime.state("learner").tools]
+    said = await runtime.call_tool("learner", "learn", {"tool_name": "greet", "says": "hello"})
+    assert said.text == "learned greet"
+    for _ in range(300):  # the notice is heard and the list read again: a few ms
+        if "greet" in [t.name for t in runtime.state("learner").tools]:
+            break
+        await asyncio.sleep(0.1)
+    assert "greet" in [t.name for t in runtime.state("learner").tools]
+    assert (await runtime.call_tool("learner", "greet", {})).text == "hello"
