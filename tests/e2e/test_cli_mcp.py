@@ -39,7 +39,7 @@ def test_add_list_test_remove(tmp_path: Path) -> None:
     assert "tool      secret_value" in tested.stdout
     assert "prompt    /alpha:review" in tested.stdout
     assert "resource  note://readme" in tested.stdout
-    assert "7 tools" in treechat(data, "mcp", "list").stdout
+    assert "8 tools" in treechat(data, "mcp", "list").stdout
     assert treechat(data, "mcp", "remove", "alpha").returncode == 0
     assert "No MCP servers yet" in treechat(data, "mcp", "list").stdout
 
