@@ -54,7 +54,11 @@ class _Guard:
         if self.ending.is_set():
             return
         self.ending.set()
-        print(f"treechat mcp guard: {reason}; stopping the server", file=sys.stderr, flush=True)
+        # Said if it can be: with Treechat gone, its end of the stderr pipe may be closed, and
+        # a write that fails must not stop the ending (the group would outlive it).
+        with contextlib.suppress(OSError, ValueError):
+            print(f"treechat mcp guard: {reason}; stopping the server", file=sys.stderr,
+                  flush=True)
         if polite:  # a closed stdin is how MCP asks a stdio server to exit
             self.child_exited.wait(GRACE_SECONDS)
         # The SIGTERM this sends reaches the guard too; its handler ignores it from now on.

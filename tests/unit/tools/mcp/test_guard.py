@@ -36,11 +36,12 @@ STUBBORN = textwrap.dedent(
 APP = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    guard, script, pids = sys.argv[1:4]
+    guard, script, pids, errors = sys.argv[1:5]
     subprocess.Popen(
         [sys.executable, guard, "--parent-pid", str(os.getpid()), "--poll", "0.2", "--",
          sys.executable, "-c", script, pids],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+        stderr=subprocess.PIPE if errors == "pipe" else None,
     )
     time.sleep(600)
     """
@@ -56,10 +57,14 @@ def _wait_for(path: Path, within: float = 30.0) -> str:
     raise AssertionError(f"{path} was never written")
 
 
-def test_killing_the_app_ends_the_server_and_its_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize("errors", ["inherited", "pipe"])
+def test_killing_the_app_ends_the_server_and_its_children(tmp_path: Path, errors: str) -> None:
+    """`pipe`: the guard's stderr is a pipe only the app reads (as the runtime keeps the
+    server's last lines), so once the app is gone the guard cannot say why it stops the
+    server; it stops it all the same."""
     pids_file = tmp_path / "pids"
     app = subprocess.Popen(
-        [sys.executable, "-c", APP, str(GUARD_SCRIPT), STUBBORN, str(pids_file)]
+        [sys.executable, "-c", APP, str(GUARD_SCRIPT), STUBBORN, str(pids_file), errors]
     )
     try:
         server, grandchild = (int(p) for p in _wait_for(pids_file).split())
