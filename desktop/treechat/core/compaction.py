@@ -484,11 +484,14 @@ def _count_covered(items: Sequence[ContextItem], positions: Sequence[int]) -> in
     return sum(_covered(items[p].rendered) if items[p].is_summary else 1 for p in positions)
 
 
-_FENCE_COUNT = re.compile(r"^\[Condensed record[^\]\n]*?, (\d+) messages\.")
+# The count a summary's fence gives: on its opening line, or (summaries stored before the
+# note was said once a request) in its own note.
+_FENCE_COUNT = re.compile(
+    r"^(?:<<<conversation-summary, (\d+) messages|\[Condensed record[^\]\n]*?, (\d+) messages\.)")
 
 
 def _covered(rendered: str) -> int:
     """The messages a summary stands for, as its fence says (a roll-up's fence counts the
     messages of every summary it rolled up, not the summaries)."""
     found = _FENCE_COUNT.match(rendered)
-    return int(found.group(1)) if found else 1
+    return int(found.group(1) or found.group(2)) if found else 1

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from .attachments import AttachmentPayload, AttachmentRef
 from .commit import ContextCommit, ContextItem
+from .summarize import SUMMARIES_NOTE
 
 Category = Literal["system", "summaries", "messages", "tool_results", "attachments"]
 CATEGORIES: tuple[Category, ...] = ("system", "summaries", "messages", "tool_results",
@@ -62,9 +63,11 @@ def render_parts(
         items = commit.items
         summaries = sorted((p for p in commit.live if items[p].is_summary),
                            key=lambda p: (items[p].order, p))
-        for p in summaries:
-            parts.append(RenderedMessage({"role": "user", "content": items[p].rendered},
-                                         "summaries", p))
+        for k, p in enumerate(summaries):
+            text = items[p].rendered
+            if k == 0 and not text.startswith("["):  # (one stored with its own note has it)
+                text = f"{SUMMARIES_NOTE}\n{text}"
+            parts.append(RenderedMessage({"role": "user", "content": text}, "summaries", p))
         n_summaries = len(summaries)
         parts.extend(_item_messages(items, [p for p in commit.live if not items[p].is_summary],
                                     composition.files))

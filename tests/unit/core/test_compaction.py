@@ -53,7 +53,7 @@ def _summaries(commit: ContextCommit) -> list[str]:
 
 
 def test_every_roll_up_leaves_the_oldest_summary_byte_identical() -> None:
-    commits = _chat(120, 4_000)
+    commits = _chat(160, 4_000)
     rollups = 0
     for before, after in itertools.pairwise(commits):
         if "rolled up" not in after.summary:
