@@ -115,6 +115,39 @@ def _wait_for_first_paint(app: QApplication, window: MainWindow) -> None:
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
 
+# What the built window and its first frame import. Loaded on a worker thread while the
+# painted outline goes on answering: imported on the GUI thread, they held it still for as
+# long (about 100 ms, seconds on a loaded machine). None of them makes a Qt object when
+# imported.
+_FIRST_FRAME = (
+    "ui.common.theme", "ui.common.elided_label", "ui.composer.composer", "ui.sessions.list",
+    "ui.shell.empty_state", "ui.richtext.highlighting", "services.store_life.first_frame",
+)
+
+
+def _import_while_answering(app: QApplication, names: Sequence[str]) -> None:
+    """Import `names` on a worker thread, handling the window's events meanwhile. A module
+    that fails to import is left for the GUI thread's own import, which raises its error."""
+    import logging
+    import threading
+
+    from PySide6.QtCore import QEventLoop
+
+    done = threading.Event()
+
+    def load() -> None:
+        try:
+            _preload(*names)
+        except Exception:  # raised again where the GUI thread imports it
+            logging.getLogger(__name__).debug("a first-frame import failed", exc_info=True)
+        finally:
+            done.set()
+
+    threading.Thread(target=load, name="first-frame-imports", daemon=True).start()
+    while not done.wait(0.002):
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+
+
 def run(
     args: argparse.Namespace,
     qt_args: Sequence[str] = (),
@@ -159,6 +192,9 @@ def run(
     _wait_for_first_paint(app, window)
     if on_first_paint is not None:
         on_first_paint(window)
+    # (the chat view only for a window that reopens a chat: a new one shows the empty state)
+    reopens = ("ui.chat.view",) if _wanted_session(args, prefs) else ()
+    _import_while_answering(app, (*_FIRST_FRAME, *reopens))
     from .ui.richtext.highlighting import defer_until_warm
 
     defer_until_warm()  # code is coloured once the lexers have loaded off this thread
