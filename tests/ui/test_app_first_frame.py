@@ -139,45 +139,40 @@ def test_a_store_written_since_is_read_and_its_newer_message_shown(tmp_path: Pat
     assert seen["ready"]["last"] == "written by a command"
 
 
-# Opens the window as DRIVER does, with one more module among those the first frame imports:
-# it finishes importing only once the window has handled an event posted at its first paint.
-# Notes on which thread the window's heavy modules were imported (the finder is asked first).
-ANSWERING = """
-import argparse, importlib.abc, importlib.util, json, sys, threading
+# Put before DRIVER: one more module among those the first frame imports, which finishes
+# importing only once the window has handled an event posted at its first paint; notes on
+# which thread the window's heavy modules were imported (a finder is asked first for each),
+# printed after DRIVER's line.
+GATE = """
+import atexit, importlib.abc, importlib.util, json, sys, threading
 from PySide6.QtCore import QTimer
 from treechat import app
 
 answered = threading.Event()
-seen = {}
+gate = {}
 
 class Gate(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path, target=None):  # asked first for every module imported
+    def find_spec(self, name, path, target=None):
         if name in ("treechat.ui.composer.composer", "treechat.ui.chat.view"):
-            seen.setdefault(name, threading.current_thread().name)
+            gate.setdefault(name, threading.current_thread().name)
         return importlib.util.spec_from_loader(name, self) if name == "treechat._gate" else None
     def create_module(self, spec):
         return None
     def exec_module(self, module):
-        seen["answered_while_importing"] = answered.wait(120)
+        gate["answered_while_importing"] = answered.wait(120)
 
 sys.meta_path.insert(0, Gate())
-
 app._FIRST_FRAME = (*getattr(app, "_FIRST_FRAME", ()), "_gate")
+run = app.run
 
-def painted(window):
-    QTimer.singleShot(0, answered.set)
-    timer = QTimer(window)
-    def poll():
-        if window.ready and window.chat is not None and window.chat.model.view is not None:
-            seen["chat"] = window.chat.model.view.session.id
-            timer.stop()
-            window.close()
-    timer.timeout.connect(poll)
-    timer.start(50)
+def run_answering(args, qt_args=(), *, on_first_paint=None):
+    def painted(window):
+        QTimer.singleShot(0, answered.set)
+        on_first_paint(window)
+    return run(args, qt_args, on_first_paint=painted)
 
-args = argparse.Namespace(data_dir=sys.argv[1], session=None)
-code = app.run(args, on_first_paint=painted)
-print(json.dumps({"code": code, **seen}))
+app.run = run_answering
+atexit.register(lambda: print(json.dumps(gate)))
 """
 
 
@@ -188,12 +183,13 @@ def test_the_painted_window_answers_while_its_widgets_modules_load(tmp_path: Pat
     data_dir = tmp_path / "data"
     seed(data_dir).close()
     remember(data_dir, "s1")
-    proc = subprocess.run([sys.executable, "-c", ANSWERING, str(data_dir)], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=240, check=False)
+    proc = subprocess.run([sys.executable, "-c", GATE + DRIVER, str(data_dir)], cwd=ROOT,
+                          env=ENV, capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert seen["code"] == 0 and seen["chat"] == "s1"
-    assert seen.get("answered_while_importing") is True
-    assert seen["treechat.ui.composer.composer"] == "first-frame-imports"
-    assert seen["treechat.ui.chat.view"] == "first-frame-imports"
+    *_, shown, line = proc.stdout.strip().splitlines()
+    seen, gate = json.loads(shown), json.loads(line)
+    assert seen["code"] == 0 and seen["ready"]["chat"] == "s1"
+    assert gate.get("answered_while_importing") is True
+    assert gate["treechat.ui.composer.composer"] == "first-frame-imports"
+    assert gate["treechat.ui.chat.view"] == "first-frame-imports"
