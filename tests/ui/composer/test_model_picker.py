@@ -119,6 +119,18 @@ def test_a_connections_model_litellm_prices_is_priced_in_the_picker_as_it_is_bil
         assert c.costs.estimate_label.text().startswith("next ≈ $")
         tip = c.costs.reply_text(reply.id)
         assert "$" in tip and "unpriced" not in tip
+
+        async def switch() -> None:
+            # another model in the picker, nothing typed: the estimate by Send follows it
+            ids = desk.composer.model_ids()
+            desk.composer.picker.setCurrentIndex(ids.index(MODEL))
+            await aio.until(lambda: c.costs.estimate_label.text() == "next: unpriced",
+                            what="the unpriced model's estimate")
+            desk.composer.picker.setCurrentIndex(ids.index(address))
+            await aio.until(lambda: c.costs.estimate_label.text().startswith("next ≈ $"),
+                            what="the priced model's estimate")
+
+        aio.run(switch())
     finally:
         lab.stop()
 

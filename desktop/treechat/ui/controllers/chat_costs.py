@@ -104,6 +104,8 @@ class ChatCosts(QObject):
         composer.input.textChanged.connect(self._estimate_timer.start)
         # asking other models changes what the next send costs
         composer.several.chosenChanged.connect(lambda _models: self._estimate_timer.start())
+        # and so does another model in the picker, with nothing typed
+        composer.modelChanged.connect(lambda _model: self._estimate_timer.start())
 
     # --- following the open chat ----------------------------------------------------
 
