@@ -4,7 +4,7 @@ the parameters dialog shows what the model takes."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QPushButton
 from tests.support.loopback_server import Reply
 
 from treechat.core.chat_settings import ChatParameters
@@ -84,6 +84,28 @@ def test_instructions_from_the_chat_lists_menu_and_global_ones(
 
     aio.run(scenario())
     assert aio.run(desk.services.chat.settings.global_instructions()) == "Use metric units."
+
+
+def test_settings_opened_from_a_banner_offers_the_global_instructions_too(desk: Desk) -> None:
+    """The first-run banner's "Open settings" (and the chat's settings link) open the same
+    Settings dialog as the menu; its General page has the global instructions' row, which
+    the chat's instructions editor points to (it had the row only when the menu opened it)."""
+    controls(desk)
+    desk.controller.dialogs.open_settings()  # as the banner's button does
+    dialog = desk.controller.dialogs.settings_dialog
+    assert dialog is not None
+    try:
+        buttons = dialog.findChildren(QPushButton, "GlobalInstructionsButton")
+        assert [b.text() for b in buttons] == ["Global instructions…"]
+    finally:
+        dialog.close()
+    desk.window.settings_action.trigger()  # the menu's again: still one row
+    dialog = desk.controller.dialogs.settings_dialog
+    assert dialog is not None
+    try:
+        assert len(dialog.findChildren(QPushButton, "GlobalInstructionsButton")) == 1
+    finally:
+        dialog.close()
 
 
 def test_parameters_show_only_what_the_model_takes_and_are_sent(desk: Desk, aio: Aio) -> None:

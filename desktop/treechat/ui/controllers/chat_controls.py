@@ -103,8 +103,6 @@ class ChatControls(QObject):
                                           self.instructions.edit_global, w.settings_action)
         self.usage_action = self._action(find_menu(w, "View"), "Usage…",
                                          self.costs.open_usage)
-        # after the Settings dialog is made (connected earlier): the global instructions there
-        w.settings_action.triggered.connect(lambda *_: self.instructions.extend_settings())
         chat_menu = find_menu(w, "Chat")
         chat_menu.addSeparator()
         self.instructions_action = self._action(chat_menu, "Instructions…",
@@ -140,6 +138,8 @@ def add_chat_controls(window: MainWindow, conversation: ConversationController) 
         window, chat_service=chat, chat=conversation, models=models, tasks=conversation,
         status=status, window=window, settings_dialog=lambda: dialogs.settings_dialog,
         budget=lambda: services.engine.config.budget)
+    # the global instructions' row, in every Settings dialog however it was opened
+    dialogs.settings_extras.append(lambda _dialog: instructions.extend_settings())
     presets = ChatPresets(window, chat_service=chat, exports=exports, chat=conversation,
                           rows=conversation.session_list, tasks=conversation, status=status,
                           composer=parts.composer, session_list=parts.sessions,

@@ -5,7 +5,7 @@ list)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +60,9 @@ class DialogsController:
         self._prefs = c.prefs
         self._theme_chosen = c.themeChosen
         self._settings: SettingsDialog | None = None
+        # What other controllers add to the Settings dialog each time one is made, whatever
+        # opened it (the menu, a banner's button, the chat's settings link).
+        self.settings_extras: list[Callable[[SettingsDialog], object]] = []
         self._import: ImportDialog | None = None
         self._library: ModelLibraryDialog | None = None
         self._report: ReportDialog | None = None
@@ -99,6 +102,8 @@ class DialogsController:
         dialog.saved.connect(self.apply_settings)
         dialog.keysChanged.connect(lambda: self._spawn(self._models.refresh(), name="models"))
         self._settings = dialog
+        for extend in self.settings_extras:
+            extend(dialog)
         dialog.open()
 
     @property
