@@ -33,9 +33,17 @@ def test_instructions_from_the_header_reach_the_next_request_only(desk: Desk, ai
         assert isinstance(dialog, InstructionsDialog)
         assert "rewrites the cached prefix" in dialog.note.text()
         assert "next request" in dialog.note.text()
+        occupancy = desk.controller.occupancy
+        await aio.until(lambda: occupancy.record is not None, what="the record")
+        assert occupancy.record is not None
+        before = occupancy.record.breakdown_dict()["system"]
         dialog.editor.setPlainText("Answer like a pirate.")
         shoot(desk, "instructions", dialog)
         dialog._save()
+        # the ring, the Context tab and /context describe the next request: it carries them
+        await aio.until(lambda: occupancy.record is not None
+                        and occupancy.record.breakdown_dict()["system"] > before,
+                        what="the saved instructions counted")
         await desk.controller.tasks.idle()
         send(desk, "Again")
         await turn_done(desk, aio, 2)

@@ -158,6 +158,15 @@ def add_chat_controls(window: MainWindow, conversation: ConversationController) 
     conversation.turnApplied.connect(costs.apply_turn)
     conversation.turnFinished.connect(lambda _sid: costs.refresh_soon())
     parts.chat.menuRequested.connect(replies.reply_menu)
+
+    def instructions_saved(session_id: str | None = None) -> None:
+        # the ring, the Context tab and /context describe the next request, which carries them
+        if session_id is None or session_id == conversation.current_session_id:
+            conversation.spawn(conversation.occupancy.refresh(), name="occupancy")
+            costs.view_changed(conversation.current_view)  # and so does its estimate
+
+    controls.settingsSaved.connect(instructions_saved)
+    controls.globalSaved.connect(instructions_saved)
     controls.view_changed(conversation.current_view)
     conversation.spawn(marks.reload_marks(), name="marks")
     # filled now too: a submenu with nothing in it yet would not open
