@@ -272,6 +272,10 @@ def test_the_window_s_menus_offer_knowledge_and_a_new_project(
              if isinstance(a.menu(), QMenu)}
     knowledge = next(a for a in menus["Chat"].actions() if a.text() == "Knowledge for this chat…")
     new_project = next(a for a in menus["File"].actions() if a.text() == "New project…")
+    file_items = [a.text() for a in menus["File"].actions()]
+    # beside "New chat", never after "Quit"
+    assert file_items[file_items.index("New chat") + 1] == "New project…"
+    assert file_items[-1] == "Quit"
 
     async def scenario() -> None:
         desk.controller.new_chat()

@@ -48,10 +48,18 @@ class ProjectsController:
         self.knowledge_action.triggered.connect(lambda *_: self._open_shown_knowledge())
         self.new_project_action = QAction("New project…", parts.window)
         self.new_project_action.triggered.connect(lambda *_: self.new_project(None))
-        for title, action in (("Chat", self.knowledge_action), ("File", self.new_project_action)):
-            menu = window_menu(parts.window, title)
-            if menu is not None:
-                menu.addAction(action)
+        chat_menu = window_menu(parts.window, "Chat")
+        if chat_menu is not None:
+            chat_menu.addAction(self.knowledge_action)
+        file_menu = window_menu(parts.window, "File")
+        if file_menu is not None:  # beside "New chat", not after "Quit"
+            actions = file_menu.actions()
+            new_chat = getattr(parts.window, "new_chat_action", None)
+            at = actions.index(new_chat) + 1 if new_chat in actions else len(actions)
+            if at < len(actions):
+                file_menu.insertAction(actions[at], self.new_project_action)
+            else:
+                file_menu.addAction(self.new_project_action)
 
     def _open_shown_knowledge(self) -> None:
         if self._shown is not None:
