@@ -423,3 +423,22 @@ def test_a_label_shows_the_words_of_a_reply_not_its_markdown(desk: Desk, aio: Ai
     assert label_for(nodes["a"]) == "The secret word is pineapple."
     assert label_for(nodes["b"]) == "print('hi')"
     assert label_for(nodes["q"]) == "Say the **secret** word"  # shown as typed
+
+
+def test_zooming_in_after_fit_keeps_the_nodes_in_view(desk: Desk, aio: Aio) -> None:
+    """Fit centres the labels, which run to the right of their nodes; zooming in from there
+    keeps HEAD where it is on screen (it zoomed around the middle of the view, and after a
+    few steps every node had left the left edge)."""
+    found = open_in_dock(desk, aio, branches(desk, aio, "Zoom in", 3), 7)
+    view = found.graph.view
+    scene = view.graph_scene
+    QTest.keyClick(view, Qt.Key.Key_0)  # Fit
+    assert scene.head is not None
+    head = scene.point_of(scene.head)
+    at = view.mapFromScene(head)
+    for _ in range(4):
+        view.zoom_by(1.25)
+    assert view.zoom > 1.5
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(head)
+    assert (view.mapFromScene(head) - at).manhattanLength() <= 2

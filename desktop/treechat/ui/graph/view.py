@@ -155,13 +155,37 @@ class HistoryGraphView(QGraphicsView):
         self._show_at(scale, centre)
 
     def zoom_by(self, factor: float) -> None:
+        """Zoom by `factor` (the buttons and keys) around a node, which stays where it is on
+        screen: HEAD when it is in view, else the node nearest the middle. Around the middle
+        of the view, a zoom after Fit (which centres the labels, to the nodes' right) pushed
+        every node out of the left edge."""
         self.graph_scene.set_label_limit(None)
+        anchor = self._zoom_anchor()
+        before = self.mapFromScene(anchor) if anchor is not None else None
         old = self.transformationAnchor()
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         target = min(MAX_SCALE, max(MIN_SCALE, self.zoom * factor))
         self.scale(target / self.zoom, target / self.zoom)
         self.setTransformationAnchor(old)
+        if anchor is not None and before is not None:
+            moved = self.mapFromScene(anchor) - before
+            for bar, by in ((self.horizontalScrollBar(), moved.x()),
+                            (self.verticalScrollBar(), moved.y())):
+                bar.setValue(bar.value() + by)
         self._sync_detail()
+
+    def _zoom_anchor(self) -> QPointF | None:
+        scene = self.graph_scene
+        shown = self.mapToScene(self.viewport().rect()).boundingRect()
+        if scene.head is not None and scene.head in scene.layout:
+            head = scene.point_of(scene.head)
+            if shown.contains(head):
+                return head
+        middle = shown.center()
+        points = [scene.point_of(n) for n in scene.nodes if n in scene.layout]
+        if not points:
+            return None
+        return min(points, key=lambda p: (p - middle).manhattanLength())
 
     def fit_all(self) -> None:
         """The whole graph in view. When it can be shown at a zoom that draws labels, every
