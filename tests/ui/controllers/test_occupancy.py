@@ -88,6 +88,37 @@ def test_compact_on_short_turns_changes_nothing_and_says_why(
     aio.run(scenario(), timeout=120)
 
 
+def test_a_compact_that_changes_nothing_keeps_the_measured_request(
+    desk_with: Callable[[Seed | None], Desk], aio: Aio
+) -> None:
+    """/context after a reply reads the provider's own count of it; a "Compact now" that
+    finds nothing to fold leaves that record as it was (it said "no request measured on
+    this exact branch yet" afterwards, though nothing had changed)."""
+    desk = desk_with(short_chat)
+    desk.provider.queue(Reply(text="Embers, mostly."))
+
+    async def scenario() -> None:
+        await open_with_context_tab(desk, aio, "dragon")
+        desk.composer.set_text("What does it eat?")
+        QTest.keyClick(desk.composer.input, Qt.Key.Key_Return)
+        await aio.until(lambda: desk.requests() == 1 and not desk.controller.turns.is_running(),
+                        what="the reply")
+        await desk.controller.tasks.idle()
+        await desk.controller.occupancy.refresh()
+        before = desk.composer.ring.occupancy
+        assert before is not None and before.basis == "measured"
+        compact(desk)
+        status = desk.window.statusBar()
+        await aio.until(lambda: "compact" in status.currentMessage(), what="/compact's reply")
+        await desk.controller.tasks.idle()
+        assert status.currentMessage().startswith("Nothing to compact yet")
+        after = desk.composer.ring.occupancy
+        assert after is not None and after.basis == "measured"
+        assert after.total_used == before.total_used
+
+    aio.run(scenario(), timeout=120)
+
+
 def test_the_context_tab_shows_the_compacted_commit_without_a_tab_switch(
     desk_with: Callable[[Seed | None], Desk], aio: Aio
 ) -> None:

@@ -273,6 +273,8 @@ class ChatService:
             now=self.clock.now(),
             force_compact=True,
         )
+        if not prep.compacted:  # nothing changed: the record as it was, measurement and all
+            return await self.occupancy(session_id, model=model, view=view)
         return prep.occupancy
 
     async def close(self) -> None:
