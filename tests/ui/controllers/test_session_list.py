@@ -115,6 +115,11 @@ def test_a_hit_on_the_open_branch_scrolls_to_it_without_moving_head(
                          Qt.KeyboardModifier.NoModifier, rect.center())
         await aio.until(lambda: desk.chat.selector.selected_text() == "gannet",
                         what="the match selected")
+        # the search cleared: the match it selected is no longer marked
+        sessions.search.clear()
+        sessions.flush_search()
+        await aio.until(lambda: not desk.chat.selector.has_selection(),
+                        what="the match let go")
 
     aio.run(scenario())
     stored = desk.services.store.call(lambda r: r.get_session("birds"))

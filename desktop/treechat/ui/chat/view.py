@@ -26,7 +26,7 @@ from .message_editor import MessageEditor
 from .message_reader import MessageReader
 from .model import ChatModel, ChatRow, RowKind
 from .scrolling import Anchor, ScrollKeeper
-from .selection import TextSelector, part_named
+from .selection import TextSelection, TextSelector, part_named
 from .shortcuts import key_action, menu_actions
 from .streaming import StreamPainter
 
@@ -81,6 +81,7 @@ class ChatView(QWidget):
         self.list.setModel(self.model)
         self.selector = TextSelector(self.list, self.delegate, lambda: self.model.rows,
                                      self.model.index_of)
+        self._revealed: TextSelection | None = None  # what `reveal` selected for a search
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.list)
@@ -438,11 +439,19 @@ class ChatView(QWidget):
                 with self.scroller.guard():  # the match is below the fold: unfold it
                     self.model.toggle_expanded(key)
             self.selector.select(key, "body", found.selectionStart(), found.selectionEnd())
+            self._revealed = self.selector.selection
         self.list.setCurrentIndex(self.model.index(index))
         self.scroller.stick = False
         offset = self.list.viewport().height() // 3 - int(within)
         self.scroller.settle(Anchor(row=index, offset=offset))
         return True
+
+    def forget_revealed(self) -> None:
+        """The search that found a message was cleared: the match `reveal` selected goes
+        (a selection made since by hand stays)."""
+        revealed, self._revealed = self._revealed, None
+        if revealed is not None and self.selector.selection == revealed:
+            self.selector.clear()
 
     def at_bottom(self) -> bool:
         return self.scroller.at_bottom()

@@ -153,7 +153,8 @@ class SessionListController:
         self._tasks.spawn(work(), name="undo-delete")
 
     def search(self, query: str) -> None:
-        if not query:
+        if not query:  # the field was cleared: the match a hit selected goes with it
+            self._parts.chat.forget_revealed()
             return
         async def work() -> None:
             hits = await self._search.sessions(query)
