@@ -47,3 +47,18 @@ def test_the_last_rows_scroll_clear_of_the_minimap(qtbot: QtBot) -> None:
     node = view.mapFromScene(view.graph_scene.point_of("n59"))
     assert view.viewport().rect().contains(node)
     assert not label.intersects(view.minimap.geometry())  # the newest label is readable
+
+
+def test_a_view_too_low_for_the_minimap_shows_none(qtbot: QtBot) -> None:
+    """In a view less than twice the minimap's height (the window at its smallest) it would
+    cover the labels it helps to find, so it is not shown; it comes back with the room."""
+    view = HistoryGraphView()
+    qtbot.addWidget(view)
+    view.resize(360, 260)
+    view.show()
+    view.show_view(session_view(chain(60, "a message long enough to run under the corner")))
+    view.center_on_node("n30", 1.0)
+    qtbot.waitUntil(lambda: view.viewport().height() > 0)
+    assert not view.minimap.isVisible()
+    view.resize(360, 420)
+    qtbot.waitUntil(view.minimap.isVisible)

@@ -42,6 +42,8 @@ from .items import (
 from .minimap import MINIMAP_MARGIN, GraphMinimap
 from .scene import HistoryScene
 
+# The view must be this many times the minimap's size, each way, to show it.
+MINIMAP_ROOM = 2.0
 MIN_SCALE = 0.004
 MAX_SCALE = 3.0
 FIT_MARGIN = 10.0  # pixels kept between a fitted graph, labels included, and the edges
@@ -295,10 +297,14 @@ class HistoryGraphView(QGraphicsView):
         self._update_minimap()
 
     def _update_minimap(self) -> None:
-        """The minimap only when part of the graph is out of sight."""
+        """The minimap only when part of the graph is out of sight, and only in a view with
+        room for it: in a low or narrow one it would cover the labels it helps to find."""
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
         everything = self.graph_scene.graph_rect()
-        shown = bool(self.graph_scene.nodes) and not visible.contains(everything)
+        room = self.viewport().size()
+        roomy = (room.width() >= MINIMAP_ROOM * self.minimap.width()
+                 and room.height() >= MINIMAP_ROOM * self.minimap.height())
+        shown = roomy and bool(self.graph_scene.nodes) and not visible.contains(everything)
         self.minimap.setVisible(shown)
         # the last rows can be scrolled clear of the minimap in the bottom corner (and of a
         # sideways scroll bar under it, with a label's height to spare)
@@ -317,6 +323,7 @@ class HistoryGraphView(QGraphicsView):
         m = self.minimap
         m.move(self.viewport().width() - m.width() - MINIMAP_MARGIN,
                self.viewport().height() - m.height() - MINIMAP_MARGIN)
+        self._update_minimap()
         if not self._fitted_once and self.graph_scene.nodes:
             self._fitted_once = True
             self.home()
