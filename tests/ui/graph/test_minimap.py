@@ -33,13 +33,19 @@ def test_a_click_on_the_minimap_moves_the_view_there(qtbot: QtBot) -> None:
     assert after.y() < before.y()  # towards the chat's first messages
 
 
-def test_the_last_rows_scroll_clear_of_the_minimap(qtbot: QtBot) -> None:
+def long_chain_in(qtbot: QtBot, width: int, height: int, at: str) -> HistoryGraphView:
+    """A view of that size on 60 messages whose labels run far right, centred on `at`."""
     view = HistoryGraphView()
     qtbot.addWidget(view)
-    view.resize(420, 640)
+    view.resize(width, height)
     view.show()
     view.show_view(session_view(chain(60, "a message long enough to run under the corner")))
-    view.center_on_node("n59", 1.0)
+    view.center_on_node(at, 1.0)
+    return view
+
+
+def test_the_last_rows_scroll_clear_of_the_minimap(qtbot: QtBot) -> None:
+    view = long_chain_in(qtbot, 420, 640, "n59")
     assert view.minimap.isVisible()
     bar = view.verticalScrollBar()
     bar.setValue(bar.maximum())
@@ -52,12 +58,7 @@ def test_the_last_rows_scroll_clear_of_the_minimap(qtbot: QtBot) -> None:
 def test_a_view_too_low_for_the_minimap_shows_none(qtbot: QtBot) -> None:
     """In a view less than twice the minimap's height (the window at its smallest) it would
     cover the labels it helps to find, so it is not shown; it comes back with the room."""
-    view = HistoryGraphView()
-    qtbot.addWidget(view)
-    view.resize(360, 260)
-    view.show()
-    view.show_view(session_view(chain(60, "a message long enough to run under the corner")))
-    view.center_on_node("n30", 1.0)
+    view = long_chain_in(qtbot, 360, 260, "n30")
     qtbot.waitUntil(lambda: view.viewport().height() > 0)
     assert not view.minimap.isVisible()
     view.resize(360, 420)
