@@ -125,6 +125,9 @@ def test_chips_banners_and_a_long_paste_never_widen_the_window_or_move_the_panel
         await aio.until(lambda: window.banner.button("cut_to_fit") is not None
                         and not window.banner.isHidden(), what="the too-long choice")
         await aio.settle(0.2)
+        # the room it names is the most any message can have, whatever the history holds
+        said = window.banner.message.text()
+        assert "a message can have at most 4,907" in said and "8,192-token window" in said
         fits(desk)
         ring = desk.composer.ring
         figure = ring.fontMetrics().horizontalAdvance(ring.label())

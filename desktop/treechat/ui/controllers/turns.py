@@ -223,11 +223,12 @@ class TurnController(QObject):
         self._composer.restore(text)
         self._banner.show_notice(
             "Too long for this model",
-            f"This message is {tokens(fit.tokens)} tokens; the model's "
-            f"{tokens(fit.window)}-token window leaves room for {tokens(fit.room)} once the "
-            "reply's share is kept. Cut it to fit (its start and end are kept, the cut is "
-            "marked), send it as an attached file (kept whole in the chat; the model reads "
-            "its start and end as far as they fit), or cancel and shorten it.",
+            f"This message is {tokens(fit.tokens)} tokens. With this model a message can "
+            f"have at most {tokens(fit.room)}: its {tokens(fit.window)}-token window less the "
+            "reply's share, the instructions and the tools (earlier messages are summarized "
+            "to make room). Cut it to fit (its start and end are kept, the cut is marked), "
+            "send it as an attached file (kept whole in the chat; the model reads its start "
+            "and end as far as they fit), or cancel and shorten it.",
             actions=("cut_to_fit", "send_as_file", "cancel"),
         )
         return False
