@@ -31,7 +31,7 @@ from treechat.store.database import Store
 from treechat.ui.chat.attachment_views import ShownAttachment, shown_attachments
 from treechat.ui.composer.attach_chips import format_tokens
 from treechat.ui.composer.file_chips import FileChip
-from treechat.ui.controllers.turns import AS_FILE_NAME
+from treechat.ui.controllers.too_long import AS_FILE_NAME
 from treechat.ui.occupancy.format import tokens
 
 from ..conftest import BIG_MODEL, MODEL, Aio, Desk, Seed, choices_for

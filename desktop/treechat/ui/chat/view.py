@@ -26,7 +26,8 @@ from .message_editor import MessageEditor
 from .message_reader import MessageReader
 from .model import ChatModel, ChatRow, RowKind
 from .scrolling import Anchor, ScrollKeeper
-from .selection import TextSelection, TextSelector, part_named
+from .search_hit import SearchHit
+from .selection import TextSelector
 from .shortcuts import key_action, menu_actions
 from .streaming import StreamPainter
 
@@ -81,7 +82,7 @@ class ChatView(QWidget):
         self.list.setModel(self.model)
         self.selector = TextSelector(self.list, self.delegate, lambda: self.model.rows,
                                      self.model.index_of)
-        self._revealed: TextSelection | None = None  # what `reveal` selected for a search
+        self._search_hit = SearchHit(self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.list)
@@ -419,39 +420,12 @@ class ChatView(QWidget):
 
     def reveal(self, key: str, needle: str = "") -> bool:
         """Scroll message `key` into view, make it the current one and select the first
-        place its text holds `needle` (any case), a third of the way down the screen;
-        False when the message is not on the path shown."""
-        index = self.model.show_from(key)
-        if index < 0:
-            return False
-        self.selector.clear()
-        row = self.model.row_at(index)
-        part = part_named(row, self.delegate.layout(row), "body")
-        found = part.text.document.find(needle) if part is not None and needle else None
-        within = 0.0  # how far below the row's top the match is
-        if part is not None and found is not None and not found.isNull():
-            block = found.block()
-            text_layout = block.layout()
-            line = text_layout.lineForTextPosition(found.selectionStart() - block.position())
-            within = (part.origin.y() + part.text.top + text_layout.position().y()
-                      + (line.y() if line.isValid() else 0.0))
-            if within > part.origin.y() + part.shown and not row.expanded:
-                with self.scroller.guard():  # the match is below the fold: unfold it
-                    self.model.toggle_expanded(key)
-            self.selector.select(key, "body", found.selectionStart(), found.selectionEnd())
-            self._revealed = self.selector.selection
-        self.list.setCurrentIndex(self.model.index(index))
-        self.scroller.stick = False
-        offset = self.list.viewport().height() // 3 - int(within)
-        self.scroller.settle(Anchor(row=index, offset=offset))
-        return True
+        place its text holds `needle`; False when the message is not on the path shown."""
+        return self._search_hit.reveal(key, needle)
 
     def forget_revealed(self) -> None:
-        """The search that found a message was cleared: the match `reveal` selected goes
-        (a selection made since by hand stays)."""
-        revealed, self._revealed = self._revealed, None
-        if revealed is not None and self.selector.selection == revealed:
-            self.selector.clear()
+        """The search that found a message was cleared: the match it selected goes."""
+        self._search_hit.forget()
 
     def at_bottom(self) -> bool:
         return self.scroller.at_bottom()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -32,9 +32,9 @@ from ...services.turns.sessions import SessionView
 from ..chat.view import ChatView
 from ..common.announce import announce, reply_announcement
 from ..composer.composer import Composer
-from ..occupancy.format import tokens
 from ..sessions.list import SessionList
 from ..shell.error_banner import ErrorBanner
+from . import too_long
 from .ports import (
     AttachmentSource,
     EventSink,
@@ -53,17 +53,6 @@ from .turn_views import PENDING_PREFIX, extend_view, retry_target
 
 log = logging.getLogger(__name__)
 
-# a held message made ready to send: its text, the files with it, what the composer gets back
-Held = tuple[str, Sequence[PreparedFile], str | None]
-
-# Shorter than this, a message fits any window a model has (a token is at least a character
-# in practice), and the send skips counting it.
-QUICK_FIT_CHARS = 1000
-# A message too long for the window, sent as a file: its name, and what the message says.
-AS_FILE_NAME = "message.txt"
-AS_FILE_TEXT = "My message is in the attached file message.txt."
-# The message's own text and the file's name and fence, within the room the window leaves.
-AS_FILE_FRAMING = 48
 
 
 class TurnController(QObject):
@@ -168,23 +157,13 @@ class TurnController(QObject):
 
     def send_cut(self) -> None:
         """Send the message that did not fit, cut to the room the window leaves it."""
-        async def cut(text: str, fit: MessageFit) -> Held:
-            return await self._chat.cut_to_fit(text, fit), (), None
-
-        self._send_held(cut, "send-cut")
+        self._send_held(too_long.cut_to_fit(self._chat), "send-cut")
 
     def send_as_file(self) -> None:
-        """Send the message that did not fit as an attached text file: kept whole in the
-        chat, read by the model as far as the window's room goes (its start and end)."""
-        async def as_file(text: str, fit: MessageFit) -> Held:
-            room = max(1, fit.room - AS_FILE_FRAMING)
-            prepared = await self._chat.attachments.as_file(text, AS_FILE_NAME, room)
-            return AS_FILE_TEXT, (prepared,), text
+        """Send the message that did not fit as an attached text file."""
+        self._send_held(too_long.as_file(self._chat), "send-as-file")
 
-        self._send_held(as_file, "send-as-file")
-
-    def _send_held(self, prepare: Callable[[str, MessageFit], Awaitable[Held]],
-                   name: str) -> None:
+    def _send_held(self, prepare: too_long.Prepare, name: str) -> None:
         """Send the message held by the too-long choice as `prepare` makes it (the text, the
         files with it, what the composer gets back if it never starts); the composer gets
         the message back if preparing it fails."""
@@ -213,7 +192,7 @@ class TurnController(QObject):
     async def _fits(self, view: SessionView | None, text: str, model: str | None) -> bool:
         """Whether `text` fits the window; if not, the composer keeps it and the banner
         offers to cut it to fit or to cancel: nothing too big is sent without asking."""
-        if len(text) < QUICK_FIT_CHARS:
+        if len(text) < too_long.QUICK_FIT_CHARS:
             return True
         fit = await self._chat.message_fit(view.session.id if view is not None else None,
                                            text, model=model)
@@ -221,16 +200,8 @@ class TurnController(QObject):
             return True
         self._too_long = (text, fit)
         self._composer.restore(text)
-        self._banner.show_notice(
-            "Too long for this model",
-            f"This message is {tokens(fit.tokens)} tokens. With this model a message can "
-            f"have at most {tokens(fit.room)}: its {tokens(fit.window)}-token window less the "
-            "reply's share, the instructions and the tools (earlier messages are summarized "
-            "to make room). Cut it to fit (its start and end are kept, the cut is marked), "
-            "send it as an attached file (kept whole in the chat; the model reads its start "
-            "and end as far as they fit), or cancel and shorten it.",
-            actions=("cut_to_fit", "send_as_file", "cancel"),
-        )
+        self._banner.show_notice(too_long.TITLE, too_long.notice(fit),
+                                 actions=too_long.ACTIONS)
         return False
 
     async def _send(self, text: str, *, checked: bool = False,
