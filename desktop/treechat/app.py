@@ -193,13 +193,14 @@ def run(
     if on_first_paint is not None:
         on_first_paint(window)
     # (the chat view only for a window that reopens a chat: a new one shows the empty state)
-    reopens = ("ui.chat.view",) if _wanted_session(args, prefs) else ()
+    wanted = _wanted_session(args, prefs)
+    reopens = ("ui.chat.view",) if wanted else ()
     _import_while_answering(app, (*_FIRST_FRAME, *reopens))
     from .ui.richtext.highlighting import defer_until_warm
 
     defer_until_warm()  # code is coloured once the lexers have loaded off this thread
     theme = finish_window(app, window, prefs)
-    first = _show_first_frame(window, data_dir, _wanted_session(args, prefs))
+    first = _show_first_frame(window, data_dir, wanted)
     if first is not None:  # that frame on screen now, before the log and the loop are set up
         app.processEvents()
     # Listening waits for the paint too; a launch that started in between is told now.
